@@ -1,0 +1,34 @@
+"""mbs_dynamics: exact rigid-body dynamics and its time derivatives (τ, τ′, τ″) from URDF, in the
+Lie-group / screw formulation, fast enough for 1 kHz feedforward from Python.
+"""
+from .model import Model
+from .robot import Robot
+from .urdf import URDFError
+
+__version__ = "0.1.0"
+
+
+def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
+              gravity=(0.0, 0.0, -9.81)) -> Robot:
+    """Load a robot from URDF.
+
+    Args:
+        source: URDF XML text (str or bytes) or a path to a .urdf file.
+        base_link: link fixed to the world (default: the URDF root). Gravity is expressed in it.
+        tip_link: if given, keep only the chain base_link → tip_link (with the links rigidly
+            attached to it by fixed joints); movable branches off the chain are dropped.
+        locked_joints: dict joint name → position: those joints become rigid (their subtree's
+            mass stays), like Pinocchio's ``buildReducedModel``.
+        gravity: gravitational acceleration (3,) in the base frame [m/s²].
+    Returns:
+        A :class:`Robot`.
+    Raises:
+        URDFError (a ValueError) naming the joint or link at fault: malformed XML, floating,
+        planar or mimic joints, unknown links, a tip_link not below base_link, ...
+    """
+    from .model import build
+    return Robot(build(source, base_link=base_link, tip_link=tip_link,
+                       locked_joints=locked_joints, gravity=gravity))
+
+
+__all__ = ["Model", "Robot", "URDFError", "load_urdf", "__version__"]

@@ -1,0 +1,212 @@
+"""The public API: a :class:`Robot` = an immutable :class:`~.model.Model` + a private workspace.
+
+Every method validates its inputs once (shape, finiteness; a ``ValueError`` names the argument),
+crosses into one compiled kernel, and returns a new array (or fills ``out``). Joint vectors follow
+``robot.joint_names``. A Robot is not thread-safe (its workspace is shared by its calls): give each
+thread ``robot.copy()``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _kernels as K
+from . import model as _model
+
+_F64 = np.dtype(np.float64)
+
+
+def _arr(x, name, shape_desc, ndim):
+    """Fast path for C-contiguous float64 arrays; anything else is converted once."""
+    if type(x) is not np.ndarray or x.dtype != _F64 or not x.flags.c_contiguous:
+        try:
+            x = np.ascontiguousarray(x, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be an array of numbers of shape {shape_desc}") from None
+    if x.ndim != ndim:
+        raise ValueError(f"{name} has shape {x.shape}, expected {shape_desc}")
+    return x
+
+
+def _raise(status, names, arrays, shape_desc):
+    a, kind = divmod(status, 10)
+    name = names[a - 1]
+    if kind == 1:
+        shp = arrays[a - 1].shape if a - 1 < len(arrays) else "?"
+        raise ValueError(f"{name} has shape {shp}, expected {shape_desc}")
+    raise ValueError(f"{name} contains NaN or inf")
+
+
+class Robot:
+    """Rigid-body dynamics of a robot loaded from URDF (see :func:`mbs_dynamics.load_urdf`).
+
+    Conventions: body-fixed twists ``(ω, v)``, wrenches ``(m, f)``, SI units, gravity in the base
+    frame; ``q`` of revolute/continuous joints in rad, prismatic in m.
+    """
+
+    __slots__ = ("_model", "_pf", "_ws", "_kcap", "_zero")
+
+    def __init__(self, model: _model.Model, kcap: int = 4):
+        self._model = model
+        self._pf = model.pf
+        self._kcap = kcap
+        self._ws = K.make_workspace(model.n, kcap)
+        self._zero = np.zeros(model.n)
+
+    # ---------------------------------------------------------------- description
+    @property
+    def model(self) -> _model.Model:
+        return self._model
+
+    @property
+    def n(self) -> int:
+        return self._model.n
+
+    @property
+    def joint_names(self):
+        return self._model.joint_names
+
+    @property
+    def link_names(self):
+        return self._model.link_names
+
+    @property
+    def joint_types(self):
+        return self._model.joint_types
+
+    @property
+    def lower(self):
+        return self._model.lower
+
+    @property
+    def upper(self):
+        return self._model.upper
+
+    @property
+    def velocity_limit(self):
+        return self._model.velocity_limit
+
+    @property
+    def effort_limit(self):
+        return self._model.effort_limit
+
+    @property
+    def gravity(self):
+        return self._model.gravity
+
+    @property
+    def base_link(self):
+        return self._model.base_link
+
+    @property
+    def total_mass(self) -> float:
+        return float(self._model.inertias[:, 3, 3].sum())
+
+    def __repr__(self):
+        return (f"Robot('{self._model.name}', n={self.n}, base='{self.base_link}', "
+                f"joints={list(self.joint_names)})")
+
+    def copy(self) -> "Robot":
+        """An independent Robot on the same (immutable) model, with its own workspace."""
+        return Robot(self._model, self._kcap)
+
+    def with_payload(self, link, mass, com=(0.0, 0.0, 0.0), inertia=None) -> "Robot":
+        """A new Robot with a rigid payload on ``link``: ``mass`` [kg], ``com`` [m] and 3×3
+        ``inertia`` [kg m²] about the COM, both in the link frame."""
+        return Robot(_model.add_payload(self._model, link, mass, com, inertia), self._kcap)
+
+    # ---------------------------------------------------------------- inverse dynamics
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
+        """τ = M(q) q̈ + C(q, q̇) q̇ + Q_grav(q) − Q_ext (RNEA, seed 000 eq. 67–68).
+
+        Args:
+            q, qd, qdd: (n,) joint positions, velocities, accelerations; or (N, n) for a batch.
+            f_ext: optional dict link name → wrench ``(m, f)`` (6,) in that link's frame, acting
+                on the link (as Pinocchio's ``fext``).
+            out: optional (n,) / (N, n) array to fill.
+        Returns:
+            τ, shape (n,) or (N, n) [N m or N].
+        """
+        n = self._model.n
+        q = _arr(q, "q", "(n,) or (N, n)", np.ndim(q) if np.ndim(q) in (1, 2) else 1)
+        batch = q.ndim == 2
+        nd = 2 if batch else 1
+        desc = f"({q.shape[0]}, {n})" if batch else f"({n},)"
+        qd = _arr(qd, "qd", desc, nd)
+        qdd = _arr(qdd, "qdd", desc, nd)
+        if out is None:
+            out = np.empty(q.shape if batch else n)
+        if batch:
+            if f_ext is not None:
+                raise ValueError("f_ext is not supported with batch inputs")
+            st = K.rnea_batch(self._pf, self._ws, q, qd, qdd, out)
+        elif f_ext is None:
+            st = K.rnea(self._pf, self._ws, q, qd, qdd, out)
+        else:
+            st = K.rnea_fext(self._pf, self._ws, q, qd, qdd, self._fext(f_ext), out)
+        if st:
+            _raise(st, ("q", "qd", "qdd", "out" if f_ext is None else "f_ext", "out"),
+                   (q, qd, qdd, out), desc)
+        return out
+
+    def _fext(self, f_ext):
+        """Link wrenches (link frame) → body wrenches (body frame): m_b = R m + p × R f, f_b = R f."""
+        W = np.zeros((self._model.n, 6))
+        if not hasattr(f_ext, "items"):
+            raise ValueError("f_ext must be a dict link name → wrench (m, f)")
+        for link, w in f_ext.items():
+            if link not in self._model.link_frames:
+                raise ValueError(f"f_ext: unknown link '{link}'")
+            w = np.asarray(w, dtype=float)
+            if w.shape != (6,):
+                raise ValueError(f"f_ext['{link}'] has shape {w.shape}, expected (6,)")
+            if not np.all(np.isfinite(w)):
+                raise ValueError(f"f_ext['{link}'] contains NaN or inf")
+            body, S = self._model.link_frames[link]
+            if body < 0:
+                continue  # a wrench on the fixed base produces no joint torque
+            R, p = S[:3, :3], S[:3, 3]
+            f = R @ w[3:]
+            W[body, :3] += R @ w[:3] + np.cross(p, f)
+            W[body, 3:] += f
+        return W
+
+    def torque_derivatives(self, qs, method="recursive", out=None):
+        """τ and its first k time derivatives along a trajectory.
+
+        Args:
+            qs: (k+3, n) rows q, q′, q″, …, q^(k+2); or (N, k+3, n) for N samples.
+            method: ``"recursive"`` (O(n), any k ≥ 0; MATH.md) or ``"closed_form"`` (seed 004
+                eq. 28 and 38, k ≤ 2; dense, for cross-checks).
+            out: optional (k+1, n) / (N, k+1, n) array to fill.
+        Returns:
+            (k+1, n) rows τ, τ′, …, τ^(k) (or (N, k+1, n)).
+        """
+        n = self._model.n
+        nd = np.ndim(qs)
+        qs = _arr(qs, "qs", f"(k+3, {n}) or (N, k+3, {n})", nd if nd in (2, 3) else 2)
+        if qs.shape[-1] != n or qs.shape[-2] < 3:
+            raise ValueError(f"qs has shape {qs.shape}, expected (k+3, {n}) with k >= 0 "
+                             f"(rows q, q', q'', ...) or (N, k+3, {n})")
+        k = qs.shape[-2] - 3
+        if method == "closed_form":
+            from .closed_form import torque_derivatives as cf
+            if qs.ndim == 3:
+                res = np.stack([cf(self._model, x) for x in qs])
+            else:
+                res = cf(self._model, qs)
+            if out is not None:
+                out[...] = res
+                return out
+            return res
+        if method != "recursive":
+            raise ValueError(f"method must be 'recursive' or 'closed_form', got {method!r}")
+        if k > self._kcap:
+            self._kcap = k
+            self._ws = K.make_workspace(n, k)
+        if out is None:
+            out = np.empty(qs.shape[:-2] + (k + 1, n))
+        fn = K.torque_derivatives_batch if qs.ndim == 3 else K.torque_derivatives
+        st = fn(self._pf, self._ws, qs, out)
+        if st:
+            _raise(st, ("qs", "out"), (qs, out), f"{qs.shape[:-2] + (k + 1, n)}")
+        return out
