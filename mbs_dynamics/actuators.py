@@ -1,0 +1,606 @@
+"""Elastic actuator models: spring laws, SEA and VSA flatness references.
+
+Reduced model of an elastic joint (shared/MATH.md, "Flatness feedforward"; Spong's reduced model):
+
+* link:   ``M(q) q'' + c(q, q') + g(q) = τ_e``
+* spring: ``τ_e = φ(θ − q, σ)``, with ``θ`` the motor position (reflected to the joint side) and
+  ``σ`` a stiffness input (unused by a series-elastic spring, ``φ = K (θ − q)``)
+* motor:  ``B θ'' + D_m θ' + τ_e = τ_m``; ``D_m`` is optional motor viscous friction
+  (``actuator.motor_damping``, default 0); the spring itself is undamped.
+
+Given the desired link motion ``q(t)`` and the rigid inverse dynamics ``τ(t) = τ_e(t)`` with its
+first two derivatives, the motor reference follows by differentiation (flatness):
+
+* SEA: ``θ = q + K⁻¹τ``, ``θ' = q' + K⁻¹τ'``, ``θ'' = q'' + K⁻¹τ''``,
+  ``τ_m = B θ'' + D_m θ' + τ``.
+* VSA: ``δ = θ − q`` solves ``φ(δ, σ) = τ`` (Newton, convergence checked); differentiating
+  ``φ(δ(t), σ(t)) = τ(t)`` once and twice gives ::
+
+      δ'  = (τ' − φ_σ σ') / φ_δ
+      δ'' = (τ'' − φ_δδ δ'² − 2 φ_δσ δ' σ' − φ_σσ σ'² − φ_σ σ'') / φ_δ
+
+  and ``θ = q + δ``, ``θ' = q' + δ'``, ``θ'' = q'' + δ''``, ``τ_m = B θ'' + D_m θ' + τ``.
+  ``σ`` is treated as a kinematic input (its own drive is assumed position controlled).
+
+Spring laws are pluggable: subclass :class:`Spring` and implement :meth:`Spring.partials`.
+The built-in nonlinear law is :class:`ExponentialAntagonisticSpring`.
+
+Every actuator object has ``reference(qs, taus, out=None)``: ``qs`` is (5, n) = q…q'''',
+``taus`` (3, n) = τ, τ', τ''; the result is (4, n) with rows θ, θ', θ'', τ_m. The same call takes
+(N, 5, n) and (N, 3, n) and returns (N, 4, n). For :class:`SEA` and :class:`VSA` with the
+built-in exponential law the work is one compiled call, allocation-free when ``out`` is given.
+Units: joint-side [rad], [Nm], [kg m²] (prismatic joints: [m], [N], [kg]).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+
+import numpy as np
+from numba import njit
+
+__all__ = [
+    "ACTUATOR_PARAMETERS",
+    "SEA",
+    "VSA",
+    "Spring",
+    "LinearSpring",
+    "ExponentialAntagonisticSpring",
+    "SpringInversionError",
+    "actuator_from_params",
+    "flatten_params",
+]
+
+#: Configuration keys (ROS parameter names; YAML keys, nested or dotted): name -> (default, text).
+ACTUATOR_PARAMETERS = {
+    "actuator.type": (
+        "rigid",
+        "Actuator model: 'rigid' (motor torque = link torque), 'sea' (series elastic, linear "
+        "spring K), 'vsa' (variable stiffness, spring law actuator.vsa.model)."),
+    "actuator.stiffness": (
+        1000.0,
+        "SEA spring stiffness K [Nm/rad] ([N/m] for prismatic joints): one number for every "
+        "joint or a list of n numbers, each > 0."),
+    "actuator.motor_inertia": (
+        0.5,
+        "Motor inertia B reflected to the joint side (rotor inertia times gear ratio squared) "
+        "[kg m²]: one number or a list of n, each >= 0."),
+    "actuator.motor_damping": (
+        0.0,
+        "Motor viscous friction D_m [Nm s/rad]: the motor torque gains D_m θ'. One number or a "
+        "list of n, each >= 0; 0 disables it."),
+    "actuator.vsa.model": (
+        "exponential_antagonistic",
+        "VSA spring law. 'exponential_antagonistic': two exponential springs in agonist-"
+        "antagonist arrangement, φ(δ, σ) = (k/a) exp(a σ) sinh(a δ)."),
+    "actuator.vsa.k": (
+        1000.0,
+        "VSA stiffness at zero deflection and zero pretension, k [Nm/rad]: number or list of "
+        "n, each > 0."),
+    "actuator.vsa.a": (
+        5.0,
+        "VSA spring exponent a [1/rad]: number or list of n, each > 0. Stiffness at zero "
+        "deflection is k exp(a σ)."),
+    "actuator.vsa.sigma": (
+        0.0,
+        "VSA stiffness input σ (pretension, half the difference of the two motor positions) "
+        "[rad] held constant when no σ(t) is given: number or list of n."),
+    "actuator.vsa.tolerance": (
+        1e-12,
+        "Newton convergence tolerance on the spring deflection [rad] (relative above 1 rad)."),
+    "actuator.vsa.max_iterations": (
+        50,
+        "Newton iteration limit; failing to converge raises SpringInversionError."),
+}
+
+
+class SpringInversionError(ArithmeticError):
+    """Newton failed to solve φ(δ, σ) = τ for the spring deflection δ."""
+
+
+# =============================================================================================
+# spring laws
+# =============================================================================================
+class Spring(ABC):
+    """A spring law ``τ_e = φ(δ, σ)`` with ``δ = θ − q`` and stiffness input ``σ``.
+
+    Subclasses implement :meth:`partials`, vectorised over NumPy arrays (broadcasting ``delta``
+    and ``sigma``). ``φ`` must be strictly increasing in ``δ`` (``φ_δ > 0``: a positive stiffness),
+    and twice continuously differentiable. Override :meth:`guess` when a better starting point for
+    Newton than ``τ / φ_δ(0, σ)`` is known.
+    """
+
+    @abstractmethod
+    def partials(self, delta, sigma):
+        """φ and its partial derivatives up to second order.
+
+        Args:
+            delta: deflection θ − q [rad], array.
+            sigma: stiffness input, array broadcastable with ``delta``.
+
+        Returns:
+            tuple ``(φ, φ_δ, φ_σ, φ_δδ, φ_δσ, φ_σσ)`` of arrays.
+        """
+
+    def torque(self, delta, sigma):
+        """φ(δ, σ) [Nm]."""
+        return self.partials(delta, sigma)[0]
+
+    def stiffness(self, delta, sigma):
+        """∂φ/∂δ [Nm/rad]."""
+        return self.partials(delta, sigma)[1]
+
+    def guess(self, tau, sigma):
+        """Starting point for Newton: the linearisation at zero deflection."""
+        return tau / self.partials(np.zeros_like(tau), sigma)[1]
+
+    def invert(self, tau, sigma, tol=1e-12, max_iterations=50):
+        """Deflection δ with φ(δ, σ) = τ, by Newton's method with backtracking.
+
+        Each Newton step is halved until the residual |φ − τ| does not grow, which makes the
+        iteration converge for any strictly increasing φ. Converged when every step is below
+        ``tol·max(1, |δ|)``.
+
+        Raises:
+            SpringInversionError: φ_δ <= 0 or non-finite values met, or no convergence within
+                ``max_iterations``.
+        """
+        tau = np.asarray(tau, dtype=float)
+        sigma = np.broadcast_to(np.asarray(sigma, dtype=float), tau.shape)
+        delta = np.array(self.guess(tau, sigma), dtype=float)
+        phi, phi_d = self.partials(delta, sigma)[:2]
+        res = phi - tau
+        for _ in range(max_iterations):
+            if not (np.all(phi_d > 0) and np.all(np.isfinite(res))):
+                raise SpringInversionError(
+                    f"spring law {type(self).__name__} has non-positive or non-finite stiffness "
+                    f"at δ={delta}, σ={sigma}")
+            step = res / phi_d
+            # backtracking: halve the step where the residual would grow
+            for _ in range(60):
+                trial = delta - step
+                phi_t, phi_d_t = self.partials(trial, sigma)[:2]
+                res_t = phi_t - tau
+                worse = ~(np.abs(res_t) <= np.abs(res))
+                if not np.any(worse):
+                    break
+                step = np.where(worse, 0.5 * step, step)
+            delta, phi_d, res = trial, phi_d_t, res_t
+            if np.all(np.abs(step) <= tol * np.maximum(1.0, np.abs(delta))):
+                return delta
+        raise SpringInversionError(
+            f"Newton did not converge in {max_iterations} iterations for {type(self).__name__}: "
+            f"max residual {np.max(np.abs(res)):.3g} Nm")
+
+
+class LinearSpring(Spring):
+    """``φ(δ, σ) = K δ`` (σ ignored): the SEA spring as a :class:`Spring`.
+
+    Args:
+        stiffness: K [Nm/rad], scalar or (n,), > 0.
+    """
+
+    def __init__(self, stiffness):
+        self.K = _positive(stiffness, "stiffness")
+
+    def partials(self, delta, sigma):
+        delta = np.asarray(delta, dtype=float)
+        zero = np.zeros(np.broadcast_shapes(delta.shape, np.shape(sigma)))
+        return self.K * delta + zero, self.K + zero, zero, zero, zero, zero
+
+    def guess(self, tau, sigma):
+        return tau / self.K
+
+
+class ExponentialAntagonisticSpring(Spring):
+    """Two identical exponential springs in agonist–antagonist arrangement.
+
+    Motor positions ``θ₁ = θ + σ`` and ``θ₂ = θ − σ`` each pull the link through a spring with
+    torque–deflection law ``f(x) = (k / 2a) exp(a x)``; with ``δ = θ − q`` the deflections are
+    ``σ + δ`` and ``σ − δ``, so ::
+
+        φ(δ, σ) = f(σ + δ) − f(σ − δ) = (k/a) exp(a σ) sinh(a δ)
+        φ_δ = k exp(a σ) cosh(a δ)           (stiffness; k exp(a σ) at δ = 0)
+        φ_σ = a φ,  φ_δδ = a k exp(a σ) sinh(a δ),  φ_δσ = a φ_δ,  φ_σσ = a² φ
+
+    The pretension σ sets the stiffness independently of the equilibrium θ — the mechanism of
+    antagonistic VSAs with progressive springs (C. E. English, D. Russell, "Mechanics and
+    stiffness limitations of a variable stiffness actuator for use in prosthetic limbs",
+    Mechanism and Machine Theory 34(1), 1999; G. Tonietti, R. Schiavi, A. Bicchi, "Design and
+    control of a variable stiffness actuator for safe and fast physical human/robot
+    interaction", ICRA 2005; review: B. Vanderborght et al., "Variable impedance actuators: a
+    review", Robotics and Autonomous Systems 61(12), 2013).
+
+    Args:
+        k: stiffness at δ = 0, σ = 0 [Nm/rad], scalar or (n,), > 0.
+        a: exponent [1/rad], scalar or (n,), > 0.
+    """
+
+    def __init__(self, k, a):
+        self.k = _positive(k, "k")
+        self.a = _positive(a, "a")
+
+    def partials(self, delta, sigma):
+        k, a = self.k, self.a
+        e = k * np.exp(a * np.asarray(sigma, dtype=float))
+        s = np.sinh(a * np.asarray(delta, dtype=float))
+        c = np.cosh(a * np.asarray(delta, dtype=float))
+        phi = e * s / a
+        phi_d = e * c
+        return phi, phi_d, a * phi, a * e * s, a * phi_d, a * a * phi
+
+    def guess(self, tau, sigma):
+        # closed-form inverse; Newton then only polishes it
+        return np.arcsinh(self.a * tau / (self.k * np.exp(self.a * sigma))) / self.a
+
+
+# =============================================================================================
+# compiled kernels (batch layout: qs (N,5,n), taus (N,3,n), out (N,4,n))
+# =============================================================================================
+@njit(cache=True)
+def _sea_kernel(qs, taus, K, B, Dm, out):
+    """SEA reference, MATH.md: θ = q + K⁻¹τ, θ' = q' + K⁻¹τ', θ'' = q'' + K⁻¹τ''."""
+    for i in range(qs.shape[0]):
+        for j in range(qs.shape[2]):
+            tau = taus[i, 0, j]
+            th = qs[i, 0, j] + tau / K[j]
+            thd = qs[i, 1, j] + taus[i, 1, j] / K[j]
+            thdd = qs[i, 2, j] + taus[i, 2, j] / K[j]
+            out[i, 0, j] = th
+            out[i, 1, j] = thd
+            out[i, 2, j] = thdd
+            out[i, 3, j] = B[j] * thdd + Dm[j] * thd + tau
+
+
+@njit(cache=True)
+def _exp_vsa_kernel(qs, taus, sig, k, a, B, Dm, tol, max_iter, out):
+    """VSA reference for ExponentialAntagonisticSpring; sig (N or 1, 3, n) = σ, σ', σ''.
+
+    Returns 0 on success, else 1 + the flat index (sample * n + joint) that failed.
+    """
+    n = qs.shape[2]
+    for i in range(qs.shape[0]):
+        si = i if sig.shape[0] > 1 else 0
+        for j in range(n):
+            tau = taus[i, 0, j]
+            s0 = sig[si, 0, j]
+            s1 = sig[si, 1, j]
+            s2 = sig[si, 2, j]
+            aj = a[j]
+            e = k[j] * math.exp(aj * s0)
+            # closed-form start, Newton polish with convergence check
+            d = math.asinh(aj * tau / e) / aj
+            ok = False
+            for _ in range(max_iter):
+                step = (e * math.sinh(aj * d) / aj - tau) / (e * math.cosh(aj * d))
+                d -= step
+                if abs(step) <= tol * max(1.0, abs(d)):
+                    ok = True
+                    break
+            if not ok or not math.isfinite(d):
+                return 1 + i * n + j
+            sh = math.sinh(aj * d)
+            ch = math.cosh(aj * d)
+            phi = e * sh / aj
+            f_d = e * ch
+            f_s = aj * phi
+            f_dd = aj * e * sh
+            f_ds = aj * f_d
+            f_ss = aj * aj * phi
+            # implicit differentiation of φ(δ, σ) = τ
+            d1 = (taus[i, 1, j] - f_s * s1) / f_d
+            d2 = (taus[i, 2, j] - f_dd * d1 * d1 - 2.0 * f_ds * d1 * s1 - f_ss * s1 * s1
+                  - f_s * s2) / f_d
+            thd = qs[i, 1, j] + d1
+            thdd = qs[i, 2, j] + d2
+            out[i, 0, j] = qs[i, 0, j] + d
+            out[i, 1, j] = thd
+            out[i, 2, j] = thdd
+            out[i, 3, j] = B[j] * thdd + Dm[j] * thd + tau
+    return 0
+
+
+# =============================================================================================
+# actuators
+# =============================================================================================
+def _vector(value, what, n=None):
+    """Scalar or (n,) -> float (n,) array (n=None: any length, scalars become shape (1,))."""
+    try:
+        arr = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a number or a list of numbers, got {value!r}") from None
+    if arr.ndim == 0:
+        arr = np.full(1 if n is None else n, float(arr))
+    if arr.ndim != 1 or (n is not None and arr.shape[0] != n):
+        raise ValueError(f"{what} must be one number or a list of {n} numbers, got shape "
+                         f"{arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{what} must be finite, got {value!r}")
+    return arr
+
+
+def _positive(value, what, n=None):
+    arr = _vector(value, what, n)
+    if not np.all(arr > 0):
+        raise ValueError(f"{what} must be > 0, got {value!r}")
+    return arr
+
+
+def _nonnegative(value, what, n=None):
+    arr = _vector(value, what, n)
+    if not np.all(arr >= 0):
+        raise ValueError(f"{what} must be >= 0, got {value!r}")
+    return arr
+
+
+class _Actuator:
+    """Shared shape handling of ``reference``."""
+
+    n = None
+
+    def _prepare(self, qs, taus, out):
+        qs = np.asarray(qs, dtype=float)
+        taus = np.asarray(taus, dtype=float)
+        single = qs.ndim == 2
+        if single:
+            qs, taus = qs[None], taus[None]
+        if qs.ndim != 3 or qs.shape[1] != 5:
+            raise ValueError(f"qs must have shape (5, n) or (N, 5, n), got {qs.shape}")
+        n = qs.shape[2]
+        if self.n is not None and n != self.n:
+            raise ValueError(f"qs has {n} joints, the actuator was configured for {self.n}")
+        if taus.shape != (qs.shape[0], 3, n):
+            raise ValueError(f"taus must have shape {(3, n) if single else (qs.shape[0], 3, n)},"
+                             f" got {taus.shape if not single else taus.shape[1:]}")
+        shape = (qs.shape[0], 4, n)
+        if out is None:
+            result = np.empty(shape[1:] if single else shape)
+        else:
+            result = out
+            if out.shape != (shape[1:] if single else shape) or out.dtype != np.float64:
+                raise ValueError(f"out must be a float64 array of shape "
+                                 f"{shape[1:] if single else shape}, got {out.shape}")
+        out3 = result[None] if single else result
+        return qs, taus, result, out3
+
+    def _param(self, arr, n):
+        return arr if arr.shape[0] == n else np.full(n, arr[0])
+
+
+class SEA(_Actuator):
+    """Series elastic actuator with linear spring K (see the module docstring).
+
+    Args:
+        stiffness: K [Nm/rad], scalar or (n,), > 0.
+        motor_inertia: B [kg m²], scalar or (n,), >= 0.
+        motor_damping: D_m [Nm s/rad], scalar or (n,), >= 0, or None (= 0).
+        n: number of joints, if known (scalars are then expanded and lengths checked).
+    """
+
+    def __init__(self, stiffness, motor_inertia, motor_damping=None, n=None):
+        self.n = n
+        self.stiffness = _positive(stiffness, "stiffness", n)
+        self.motor_inertia = _nonnegative(motor_inertia, "motor_inertia", n)
+        self.motor_damping = _nonnegative(0.0 if motor_damping is None else motor_damping,
+                                          "motor_damping", n)
+        self._cache = (None, None)
+
+    def __repr__(self):
+        return (f"SEA(stiffness={self.stiffness.tolist()}, motor_inertia="
+                f"{self.motor_inertia.tolist()}, motor_damping={self.motor_damping.tolist()})")
+
+    @property
+    def spring(self):
+        """The :class:`LinearSpring` with this stiffness."""
+        return LinearSpring(self.stiffness)
+
+    def _params(self, n):
+        cached_n, params = self._cache
+        if cached_n != n:
+            params = tuple(np.ascontiguousarray(self._param(p, n)) for p in
+                           (self.stiffness, self.motor_inertia, self.motor_damping))
+            self._cache = (n, params)
+        return params
+
+    def reference(self, qs, taus, out=None):
+        """Motor reference θ, θ', θ'', τ_m from q…q'''' and τ, τ', τ''.
+
+        Args:
+            qs: (5, n) or (N, 5, n): q, q', q'', q''', q'''' (only the first three are used).
+            taus: (3, n) or (N, 3, n): τ, τ', τ'' (rigid inverse dynamics and derivatives).
+            out: optional (4, n) or (N, 4, n) float64 array to fill.
+
+        Returns:
+            (4, n) or (N, 4, n): rows θ, θ', θ'', τ_m.
+        """
+        qs, taus, result, out3 = self._prepare(qs, taus, out)
+        K, B, Dm = self._params(qs.shape[2])
+        _sea_kernel(qs, taus, K, B, Dm, out3)
+        return result
+
+
+class VSA(_Actuator):
+    """Variable stiffness actuator ``τ_e = φ(θ − q, σ)`` (see the module docstring).
+
+    Args:
+        spring: a :class:`Spring` (e.g. :class:`ExponentialAntagonisticSpring`).
+        motor_inertia: B [kg m²], scalar or (n,), >= 0.
+        motor_damping: D_m [Nm s/rad], scalar or (n,), >= 0, or None.
+        sigma: constant stiffness input used when ``reference`` gets no ``sigmas``.
+        tol: Newton tolerance on δ [rad]; max_iterations: Newton iteration limit.
+        n: number of joints, if known.
+    """
+
+    def __init__(self, spring, motor_inertia, motor_damping=None, sigma=0.0, tol=1e-12,
+                 max_iterations=50, n=None):
+        if not isinstance(spring, Spring):
+            raise ValueError(f"spring must be a Spring, got {type(spring).__name__}")
+        self.n = n
+        self.spring = spring
+        self.motor_inertia = _nonnegative(motor_inertia, "motor_inertia", n)
+        self.motor_damping = _nonnegative(0.0 if motor_damping is None else motor_damping,
+                                          "motor_damping", n)
+        self.sigma = _vector(sigma, "sigma", n)
+        if not (tol > 0 and math.isfinite(tol)):
+            raise ValueError(f"tolerance must be > 0, got {tol!r}")
+        if int(max_iterations) != max_iterations or max_iterations < 1:
+            raise ValueError(f"max_iterations must be a positive integer, got {max_iterations!r}")
+        self.tol = float(tol)
+        self.max_iterations = int(max_iterations)
+        self._cache = (None, None)
+
+    def __repr__(self):
+        return f"VSA(spring={type(self.spring).__name__}, sigma={self.sigma.tolist()})"
+
+    def _params(self, n):
+        cached_n, params = self._cache
+        if cached_n != n:
+            sig = np.zeros((1, 3, n))
+            sig[0, 0] = self._param(self.sigma, n)
+            params = (np.ascontiguousarray(self._param(self.motor_inertia, n)),
+                      np.ascontiguousarray(self._param(self.motor_damping, n)), sig)
+            if isinstance(self.spring, ExponentialAntagonisticSpring):
+                params += (np.ascontiguousarray(self._param(self.spring.k, n)),
+                           np.ascontiguousarray(self._param(self.spring.a, n)))
+            self._cache = (n, params)
+        return params
+
+    def _sigmas(self, sigmas, N, n, single):
+        if sigmas is None:
+            return self._params(n)[2]
+        sig = np.asarray(sigmas, dtype=float)
+        if single:
+            sig = sig[None]
+        if sig.shape not in ((N, 3, n), (1, 3, n)):
+            raise ValueError(f"sigmas must have shape {(3, n) if single else (N, 3, n)} "
+                             f"(σ, σ', σ''), got {np.shape(sigmas)}")
+        if not np.all(np.isfinite(sig)):
+            raise ValueError("sigmas contains NaN or inf")
+        return sig
+
+    def reference(self, qs, taus, out=None, sigmas=None):
+        """Motor reference θ, θ', θ'', τ_m from q…q'''', τ, τ', τ'' and σ, σ', σ''.
+
+        Args:
+            qs: (5, n) or (N, 5, n).
+            taus: (3, n) or (N, 3, n).
+            out: optional (4, n) or (N, 4, n) float64 array.
+            sigmas: (3, n) or (N, 3, n) rows σ, σ', σ''; None: the constant ``sigma``.
+
+        Returns:
+            (4, n) or (N, 4, n): rows θ, θ', θ'', τ_m.
+
+        Raises:
+            SpringInversionError: the spring law could not be inverted.
+        """
+        single = np.ndim(qs) == 2
+        qs, taus, result, out3 = self._prepare(qs, taus, out)
+        N, _, n = qs.shape
+        sig = self._sigmas(sigmas, N, n, single)
+        params = self._params(n)
+        B, Dm = params[0], params[1]
+        if len(params) == 5:  # built-in law: one compiled call
+            status = _exp_vsa_kernel(qs, taus, np.ascontiguousarray(sig), params[3], params[4],
+                                     B, Dm, self.tol, self.max_iterations, out3)
+            if status:
+                i, j = divmod(status - 1, n)
+                raise SpringInversionError(
+                    f"spring inversion failed at sample {i}, joint {j}: τ={taus[i, 0, j]!r}, "
+                    f"σ={sig[i if sig.shape[0] > 1 else 0, 0, j]!r}")
+            return result
+        # generic spring law: vectorised NumPy
+        s0, s1, s2 = sig[:, 0], sig[:, 1], sig[:, 2]
+        d = self.spring.invert(taus[:, 0], np.broadcast_to(s0, taus[:, 0].shape), self.tol,
+                               self.max_iterations)
+        _, f_d, f_s, f_dd, f_ds, f_ss = self.spring.partials(d, s0)
+        d1 = (taus[:, 1] - f_s * s1) / f_d
+        d2 = (taus[:, 2] - f_dd * d1 ** 2 - 2.0 * f_ds * d1 * s1 - f_ss * s1 ** 2 - f_s * s2) / f_d
+        out3[:, 0] = qs[:, 0] + d
+        out3[:, 1] = qs[:, 1] + d1
+        out3[:, 2] = qs[:, 2] + d2
+        out3[:, 3] = B * out3[:, 2] + Dm * out3[:, 1] + taus[:, 0]
+        return result
+
+    def stiffness(self, delta, sigma=None):
+        """Spring stiffness φ_δ at deflection ``θ − q`` and σ (default: the constant sigma)."""
+        sig = self.sigma if sigma is None else sigma
+        return self.spring.stiffness(delta, sig)
+
+
+# =============================================================================================
+# configuration
+# =============================================================================================
+def flatten_params(params, prefix=""):
+    """Nested mappings -> dotted keys: ``{actuator: {type: sea}}`` -> ``{"actuator.type": "sea"}``.
+
+    A ROS parameter file (``node: {ros__parameters: {...}}``) is unwrapped first.
+    """
+    if not isinstance(params, dict):
+        raise ValueError(f"configuration must be a mapping, got {type(params).__name__}")
+    if not prefix:
+        wrapped = [v for v in params.values() if isinstance(v, dict) and "ros__parameters" in v]
+        if len(wrapped) == 1 and len(params) == 1:
+            params = wrapped[0]["ros__parameters"]
+        elif "ros__parameters" in params:
+            params = params["ros__parameters"]
+    flat = {}
+    for key, value in params.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten_params(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def actuator_from_params(params, n):
+    """Actuator object from configuration keys (:data:`ACTUATOR_PARAMETERS`).
+
+    Args:
+        params: mapping with dotted (``"actuator.type"``) or nested (``{actuator: {type: ...}}``)
+            keys; keys not starting with ``actuator`` are ignored; missing keys take their
+            defaults.
+        n: number of joints.
+
+    Returns:
+        None for ``rigid``, else a :class:`SEA` or :class:`VSA` for n joints.
+
+    Raises:
+        ValueError: unknown ``actuator.*`` key, unknown type/model, or an invalid value (named).
+    """
+    flat = {k: v for k, v in flatten_params(params).items()
+            if k == "actuator" or k.startswith("actuator.")}
+    unknown = sorted(set(flat) - set(ACTUATOR_PARAMETERS))
+    if unknown:
+        raise ValueError(f"unknown actuator parameter(s) {unknown}; known: "
+                         f"{sorted(ACTUATOR_PARAMETERS)}")
+    p = {k: flat.get(k, default) for k, (default, _) in ACTUATOR_PARAMETERS.items()}
+    kind = p["actuator.type"]
+    if kind == "rigid":
+        return None
+    if kind == "sea":
+        return SEA(_positive(p["actuator.stiffness"], "actuator.stiffness", n),
+                   _nonnegative(p["actuator.motor_inertia"], "actuator.motor_inertia", n),
+                   _nonnegative(p["actuator.motor_damping"], "actuator.motor_damping", n), n=n)
+    if kind == "vsa":
+        model = p["actuator.vsa.model"]
+        if model != "exponential_antagonistic":
+            raise ValueError(f"actuator.vsa.model must be 'exponential_antagonistic', got "
+                             f"{model!r}")
+        spring = ExponentialAntagonisticSpring(_positive(p["actuator.vsa.k"], "actuator.vsa.k", n),
+                                               _positive(p["actuator.vsa.a"], "actuator.vsa.a", n))
+        tol = p["actuator.vsa.tolerance"]
+        iters = p["actuator.vsa.max_iterations"]
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol > 0:
+            raise ValueError(f"actuator.vsa.tolerance must be a number > 0, got {tol!r}")
+        if isinstance(iters, bool) or not isinstance(iters, (int, float)) or iters < 1 \
+                or int(iters) != iters:
+            raise ValueError(f"actuator.vsa.max_iterations must be an integer >= 1, got "
+                             f"{iters!r}")
+        return VSA(spring,
+                   _nonnegative(p["actuator.motor_inertia"], "actuator.motor_inertia", n),
+                   _nonnegative(p["actuator.motor_damping"], "actuator.motor_damping", n),
+                   sigma=_vector(p["actuator.vsa.sigma"], "actuator.vsa.sigma", n),
+                   tol=float(tol), max_iterations=int(iters), n=n)
+    raise ValueError(f"actuator.type must be 'rigid', 'sea' or 'vsa', got {kind!r}")

@@ -1,0 +1,582 @@
+"""C⁴ joint trajectories from JointTrajectory-like waypoints.
+
+A :class:`Trajectory` interpolates waypoints ``(t_k, q_k)`` (optionally with velocities and
+accelerations, as in ``trajectory_msgs/JointTrajectory``) by a piecewise polynomial of degree 9
+whose position, velocity, acceleration, jerk and snap (q, q', q'', q''', q'''') are continuous
+everywhere, so that the SEA/VSA flatness feedforward (shared/MATH.md, "Flatness feedforward") has
+the bounded snap it needs.
+
+The spline (a degree-9 interpolating spline, the odd-degree spline that minimises ∫ (q⁽⁵⁾)² dt
+among interpolants with the same end conditions; de Boor, *A Practical Guide to Splines*, ch. V):
+
+* each segment ``[t_k, t_{k+1}]`` holds ``q(t) = Σ_{p=0..9} c_p s^p`` with ``s = (t - t_k)/h_k``;
+* every waypoint position is hit exactly (two equations per interior knot, one per end);
+* at an interior knot, derivatives of order ``1..8-p`` are continuous, where ``p`` is the number of
+  derivatives the point prescribes (0, 1 = velocity, 2 = velocity and acceleration); a prescribed
+  derivative is matched from both sides. So the curve is C⁸ where nothing is prescribed, and at
+  least C⁶ everywhere;
+* at both ends, velocity, acceleration, jerk and snap are prescribed: the given velocity and
+  acceleration, zero otherwise ("at rest at both ends"), and zero jerk and snap. With the clamped
+  hold outside ``[t_0, t_m]`` (position held, every derivative zero) a trajectory that starts and
+  ends at rest is therefore C⁴ on the whole time axis.
+
+That is ``10 m`` linear equations for the ``10 m`` coefficients of ``m`` segments; the matrix is the
+same for every joint, so all joints are solved at once (one sparse LU factorisation).
+
+Sampling is on the 1 kHz path: the coefficients of q…q'''' (already divided by ``h^d``) are
+precomputed, and :meth:`Trajectory.sample` is one call into a compiled kernel (binary search plus
+Horner), allocation-free when ``out`` is given.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+from numba import njit
+
+__all__ = ["Trajectory"]
+
+DEGREE = 9
+NCOEF = DEGREE + 1
+NDERIV = 5  # q, q', q'', q''', q''''
+_END_ORDERS = 4  # derivatives 1..4 prescribed at each end
+
+
+def _falling(p, d):
+    """p! / (p - d)!, the factor of s^(p-d) in d^d/ds^d s^p (0 if d > p)."""
+    if d > p:
+        return 0.0
+    return float(math.factorial(p) // math.factorial(p - d))
+
+
+# ---------------------------------------------------------------------------------------------
+# compiled sampling kernels
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _find_segment(times, t):
+    """Index k with times[k] <= t < times[k+1], clamped to [0, m-1] (binary search)."""
+    lo = 0
+    hi = times.shape[0] - 1
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        if times[mid] <= t:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def _sample_one(times, coef, hold0, hold1, t, out):
+    """Fill out (5, n) with q..q'''' at time t.
+
+    coef[k, d, p, j]: coefficient of s^p in the d-th time derivative on segment k, joint j.
+    """
+    n = out.shape[1]
+    if t < times[0] or t > times[-1]:
+        # clamped hold: position of the nearest end, every derivative zero
+        hold = hold0 if t < times[0] else hold1
+        for j in range(n):
+            out[0, j] = hold[j]
+        for d in range(1, out.shape[0]):
+            for j in range(n):
+                out[d, j] = 0.0
+        return
+    k = _find_segment(times, t)
+    s = (t - times[k]) / (times[k + 1] - times[k])
+    nd = out.shape[0]
+    npow = coef.shape[2]
+    for d in range(nd):
+        for j in range(n):
+            acc = 0.0
+            for p in range(npow - 1 - d, -1, -1):
+                acc = acc * s + coef[k, d, p, j]
+            out[d, j] = acc
+
+
+@njit(cache=True)
+def _sample_many(times, coef, hold0, hold1, ts, out):
+    for i in range(ts.shape[0]):
+        _sample_one(times, coef, hold0, hold1, ts[i], out[i])
+
+
+# ---------------------------------------------------------------------------------------------
+# validation helpers
+# ---------------------------------------------------------------------------------------------
+def _as_float_matrix(value, what, m, n):
+    """Convert a list of m rows of n numbers to an (m, n) float array, naming the bad place."""
+    rows = list(value) if not isinstance(value, np.ndarray) else value
+    if len(rows) != m:
+        raise ValueError(f"{what} has {len(rows)} rows, expected {m} (one per point)")
+    out = np.empty((m, n))
+    for i, row in enumerate(rows):
+        out[i] = _as_float_row(row, f"{what}[{i}]", n)
+    return out
+
+
+def _as_float_row(row, what, n):
+    try:
+        arr = np.asarray(row, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} is not a list of numbers ({exc})") from None
+    if arr.ndim != 1 or arr.shape[0] != n:
+        got = arr.shape[0] if arr.ndim == 1 else f"shape {arr.shape}"
+        raise ValueError(f"{what} has {got} values, expected {n} (one per joint name)")
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise ValueError(f"{what}[{bad[0]}] is {arr[bad[0]]} (must be finite)")
+    return arr
+
+
+def _time_from_start(value, where):
+    """float seconds or a {sec, nanosec} mapping (builtin_interfaces/Duration) -> float."""
+    if isinstance(value, dict):
+        unknown = set(value) - {"sec", "nanosec"}
+        if unknown:
+            raise ValueError(f"{where}.time_from_start has unknown keys {sorted(unknown)} "
+                             "(expected sec, nanosec)")
+        try:
+            return float(value.get("sec", 0)) + 1e-9 * float(value.get("nanosec", 0))
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}.time_from_start {value!r} is not numeric") from None
+    if isinstance(value, bool) or value is None:
+        raise ValueError(f"{where}.time_from_start {value!r} is not a number")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}.time_from_start {value!r} is not a number") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# the spline solve
+# ---------------------------------------------------------------------------------------------
+def _solve_spline(times, pos, vel, acc):
+    """Coefficients c[k, p, j] of the degree-9 spline described in the module docstring.
+
+    Args:
+        times: (m+1,) strictly increasing knot times [s].
+        pos: (m+1, n) positions.
+        vel, acc: (m+1, n) arrays with NaN rows where the point prescribes nothing.
+
+    Returns:
+        (m, 10, n) coefficients in the local variable s = (t - t_k)/h_k.
+    """
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.linalg import splu
+
+    m = times.shape[0] - 1
+    n = pos.shape[1]
+    h = np.diff(times)
+    N = NCOEF * m
+    rows, cols, vals = [], [], []
+    rhs = np.zeros((N, n))
+    r = 0
+
+    fac = np.array([[_falling(p, d) for p in range(NCOEF)] for d in range(NCOEF)])
+
+    def value_at(k, s_end, d, scale):
+        # d-th derivative wrt s of segment k at s = 0 or 1, times `scale`
+        for p in range(d, NCOEF):
+            if s_end == 0 and p != d:
+                continue
+            rows.append(r)
+            cols.append(NCOEF * k + p)
+            vals.append(fac[d, p] * scale)
+
+    def prescribed(k_point):
+        given = []
+        if not np.isnan(vel[k_point, 0]):
+            given.append((1, vel[k_point]))
+        if not np.isnan(acc[k_point, 0]):
+            given.append((2, acc[k_point]))
+        return given
+
+    # start: position, then derivatives 1..4 (given or zero); equations in units of h^d / d!
+    for d in range(_END_ORDERS + 1):
+        value_at(0, 0, d, 1.0 / math.factorial(d))
+        rhs[r] = pos[0] if d == 0 else 0.0
+        r += 1
+    for d, v in prescribed(0):
+        rhs[d] = v * h[0] ** d / math.factorial(d)
+
+    # interior knots
+    for k in range(1, m):
+        hl, hr = h[k - 1], h[k]
+        given = prescribed(k)
+        given_orders = {d for d, _ in given}
+        # positions from both sides
+        value_at(k - 1, 1, 0, 1.0)
+        rhs[r] = pos[k]
+        r += 1
+        value_at(k, 0, 0, 1.0)
+        rhs[r] = pos[k]
+        r += 1
+        for d, v in given:
+            value_at(k - 1, 1, d, 1.0 / math.factorial(d))
+            rhs[r] = v * hl ** d / math.factorial(d)
+            r += 1
+            value_at(k, 0, d, 1.0 / math.factorial(d))
+            rhs[r] = v * hr ** d / math.factorial(d)
+            r += 1
+        # continuity of the lowest remaining orders: 10 equations per knot in all, so C^(8-p)
+        need = NCOEF - 2 - 2 * len(given)
+        orders = [d for d in range(1, NCOEF - 1) if d not in given_orders][:need]
+        for d in orders:
+            # balanced scaling (h_l h_r)^(d/2) / d! keeps the rows O(1) for uneven spacing
+            gl = (hr / hl) ** (0.5 * d) / math.factorial(d)
+            gr = (hl / hr) ** (0.5 * d) / math.factorial(d)
+            value_at(k - 1, 1, d, gl)
+            value_at(k, 0, d, -gr)
+            r += 1
+
+    # end: position, then derivatives 1..4
+    r_end = r
+    for d in range(_END_ORDERS + 1):
+        value_at(m - 1, 1, d, 1.0 / math.factorial(d))
+        rhs[r] = pos[m] if d == 0 else 0.0
+        r += 1
+    for d, v in prescribed(m):
+        rhs[r_end + d] = v * h[m - 1] ** d / math.factorial(d)
+
+    if r != N:  # pragma: no cover - an internal bookkeeping error
+        raise AssertionError(f"spline system has {r} equations for {N} unknowns")
+    A = coo_matrix((vals, (rows, cols)), shape=(N, N)).tocsc()
+    try:
+        c = splu(A).solve(rhs)
+    except RuntimeError as exc:
+        raise ValueError(f"the waypoints give a singular interpolation problem ({exc})") from None
+    if not np.all(np.isfinite(c)):
+        raise ValueError("the waypoints give a non-finite interpolation (times too close?)")
+    return c.reshape(m, NCOEF, n)
+
+
+def _derivative_coefficients(c, h):
+    """(m, 10, n) position coefficients -> (m, 5, 10, n) coefficients of q..q'''' in s."""
+    m, _, n = c.shape
+    out = np.zeros((m, NDERIV, NCOEF, n))
+    for d in range(NDERIV):
+        scale = 1.0 / h ** d  # (m,)
+        for p in range(NCOEF - d):
+            out[:, d, p, :] = c[:, p + d, :] * (_falling(p + d, d) * scale)[:, None]
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# public class
+# ---------------------------------------------------------------------------------------------
+class Trajectory:
+    """A C⁴ joint trajectory through waypoints (degree-9 spline; see the module docstring).
+
+    Args:
+        joint_names: n distinct joint names; columns of every array follow this order.
+        times: (m+1,) strictly increasing, finite ``time_from_start`` of each point [s]; m >= 1.
+        positions: (m+1, n) joint positions [rad or m].
+        velocities: None, an (m+1, n) array, or a length-(m+1) list whose entries are None (not
+            prescribed at that point) or n numbers [rad/s]. Unprescribed end velocities are zero.
+        accelerations: like ``velocities`` [rad/s²].
+
+    Raises:
+        ValueError: naming the field and index of non-increasing times, NaN/inf, ragged rows,
+            duplicate or empty joint names.
+
+    Example:
+        >>> traj = Trajectory(["a", "b"], [0.0, 1.0], [[0, 0], [1, 2]])
+        >>> traj.sample(0.5).shape
+        (5, 2)
+    """
+
+    __slots__ = ("_names", "_times", "_pos", "_vel", "_acc", "_coef", "_hold0", "_hold1",
+                 "_tlist")
+
+    def __init__(self, joint_names, times, positions, velocities=None, accelerations=None):
+        names = self._check_names(joint_names)
+        n = len(names)
+        t = np.asarray(times, dtype=float) if not isinstance(times, np.ndarray) else times
+        t = np.array(t, dtype=float)
+        if t.ndim != 1:
+            raise ValueError(f"times must be a 1-D list, got shape {t.shape}")
+        if t.shape[0] < 2:
+            raise ValueError(f"a trajectory needs at least 2 points, got {t.shape[0]}")
+        for i, ti in enumerate(t):
+            if not np.isfinite(ti):
+                raise ValueError(f"points[{i}].time_from_start is {ti} (must be finite)")
+            if i and ti <= t[i - 1]:
+                raise ValueError(f"time_from_start must increase strictly: points[{i}] at "
+                                 f"{ti} s is not after points[{i - 1}] at {t[i - 1]} s")
+        npts = t.shape[0]
+        pos = _as_float_matrix(positions, "positions", npts, n)
+        vel = self._optional(velocities, "velocities", npts, n)
+        acc = self._optional(accelerations, "accelerations", npts, n)
+        coef = _derivative_coefficients(_solve_spline(t, pos, vel, acc), np.diff(t))
+        self._setup(names, t, pos, vel, acc, coef)
+
+    def _setup(self, names, t, pos, vel, acc, coef):
+        self._names = names
+        self._times = t
+        self._pos = pos
+        self._vel = vel
+        self._acc = acc
+        self._coef = np.ascontiguousarray(coef)
+        self._hold0 = np.ascontiguousarray(pos[0])
+        self._hold1 = np.ascontiguousarray(pos[-1])
+        for a in (self._times, self._pos, self._vel, self._acc, self._coef, self._hold0,
+                  self._hold1):
+            a.setflags(write=False)
+
+    @staticmethod
+    def _check_names(joint_names):
+        if isinstance(joint_names, str):
+            raise ValueError("joint_names must be a list of names, not one string")
+        names = tuple(joint_names)
+        if not names:
+            raise ValueError("joint_names is empty")
+        for i, name in enumerate(names):
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"joint_names[{i}] = {name!r} is not a non-empty string")
+        seen = {}
+        for i, name in enumerate(names):
+            if name in seen:
+                raise ValueError(f"joint_names[{i}] = {name!r} duplicates joint_names[{seen[name]}]")
+            seen[name] = i
+        return names
+
+    @staticmethod
+    def _optional(value, what, npts, n):
+        """None / array / per-point list with None entries -> (npts, n) array, NaN = not given."""
+        out = np.full((npts, n), np.nan)
+        if value is None:
+            return out
+        rows = list(value) if not isinstance(value, np.ndarray) else value
+        if len(rows) != npts:
+            raise ValueError(f"{what} has {len(rows)} rows, expected {npts} (one per point)")
+        for i, row in enumerate(rows):
+            if row is None or (not isinstance(row, np.ndarray) and len(row) == 0):
+                continue
+            out[i] = _as_float_row(row, f"points[{i}].{what}", n)
+        return out
+
+    # -- properties ---------------------------------------------------------------------------
+    @property
+    def joint_names(self):
+        """tuple[str]: joint names; the column order of every sampled array."""
+        return self._names
+
+    @property
+    def n(self):
+        """int: number of joints."""
+        return len(self._names)
+
+    @property
+    def times(self):
+        """(m+1,) read-only array of waypoint times [s]."""
+        return self._times
+
+    @property
+    def positions(self):
+        """(m+1, n) read-only array of waypoint positions."""
+        return self._pos
+
+    @property
+    def start_time(self):
+        """float: time of the first point [s] (usually 0)."""
+        return float(self._times[0])
+
+    @property
+    def end_time(self):
+        """float: time of the last point [s]."""
+        return float(self._times[-1])
+
+    @property
+    def duration(self):
+        """float: time of the last point [s] (``time_from_start`` of the final waypoint)."""
+        return float(self._times[-1])
+
+    def __repr__(self):
+        return (f"Trajectory(n={self.n}, points={self._times.shape[0]}, "
+                f"t=[{self.start_time:g}, {self.end_time:g}] s)")
+
+    # -- sampling -----------------------------------------------------------------------------
+    def sample(self, t, out=None):
+        """q, q', q'', q''', q'''' at time t.
+
+        Before the first point the first position is held and after the last point the last
+        position is held, with every derivative zero there.
+
+        Args:
+            t: time [s] (same clock as ``time_from_start``).
+            out: optional (5, n) float64 C-contiguous array to fill (no allocation then).
+
+        Returns:
+            (5, n) array: rows q, q', q'', q''', q''''.
+        """
+        if out is None:
+            out = np.empty((NDERIV, len(self._names)))
+        elif out.shape != (NDERIV, len(self._names)) or out.dtype != np.float64:
+            raise ValueError(f"out must be a float64 array of shape {(NDERIV, self.n)}, "
+                             f"got {out.dtype} {out.shape}")
+        t = float(t)
+        if not math.isfinite(t):
+            raise ValueError(f"t must be finite, got {t}")
+        _sample_one(self._times, self._coef, self._hold0, self._hold1, t, out)
+        return out
+
+    def sample_many(self, ts, out=None):
+        """Vectorised :meth:`sample` over N times.
+
+        Args:
+            ts: (N,) times [s].
+            out: optional (N, 5, n) float64 array to fill.
+
+        Returns:
+            (N, 5, n) array.
+        """
+        ts = np.ascontiguousarray(ts, dtype=float)
+        if ts.ndim != 1:
+            raise ValueError(f"ts must be 1-D, got shape {ts.shape}")
+        if not np.all(np.isfinite(ts)):
+            raise ValueError("ts contains NaN or inf")
+        shape = (ts.shape[0], NDERIV, len(self._names))
+        if out is None:
+            out = np.empty(shape)
+        elif out.shape != shape or out.dtype != np.float64:
+            raise ValueError(f"out must be a float64 array of shape {shape}, got {out.shape}")
+        _sample_many(self._times, self._coef, self._hold0, self._hold1, ts, out)
+        return out
+
+    def times_at_rate(self, rate):
+        """Sample times from the first to the last point at ``rate`` [Hz], both ends included."""
+        if not (rate > 0 and np.isfinite(rate)):
+            raise ValueError(f"rate must be a positive finite number of Hz, got {rate}")
+        count = int(math.floor((self.end_time - self.start_time) * rate + 1e-9)) + 1
+        ts = self.start_time + np.arange(count) / rate
+        if ts[-1] < self.end_time - 1e-12:
+            ts = np.append(ts, self.end_time)
+        return ts
+
+    # -- joint order --------------------------------------------------------------------------
+    def reorder(self, joint_names):
+        """The same trajectory with its columns in the order of ``joint_names``.
+
+        Args:
+            joint_names: a permutation of :attr:`joint_names` (e.g. ``robot.joint_names``).
+
+        Raises:
+            ValueError: a name unknown to the trajectory, or a trajectory joint not listed.
+        """
+        names = self._check_names(joint_names)
+        unknown = [x for x in names if x not in self._names]
+        if unknown:
+            raise ValueError(f"joint(s) {unknown} are not in the trajectory "
+                             f"(it has {list(self._names)})")
+        missing = [x for x in self._names if x not in names]
+        if missing:
+            raise ValueError(f"trajectory joint(s) {missing} are missing from the requested "
+                             f"order {list(names)}")
+        idx = np.array([self._names.index(x) for x in names])
+        new = object.__new__(Trajectory)
+        new._setup(names, self._times, self._pos[:, idx], self._vel[:, idx], self._acc[:, idx],
+                   self._coef[..., idx])
+        return new
+
+    # -- serialisation ------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, d):
+        """Build from a JointTrajectory-shaped mapping.
+
+        ``{"joint_names": [...], "points": [{"time_from_start": 0.5 | {"sec": 0, "nanosec":
+        500000000}, "positions": [...], "velocities": [...]?, "accelerations": [...]?}, ...]}``.
+        Empty velocity/acceleration lists mean "not given", as in the ROS message. ``header``,
+        ``effort`` are ignored.
+        """
+        if not isinstance(d, dict):
+            raise ValueError(f"a trajectory must be a mapping with joint_names and points, "
+                             f"got {type(d).__name__}")
+        for key in ("joint_names", "points"):
+            if key not in d:
+                raise ValueError(f"trajectory has no '{key}' field")
+        unknown = set(d) - {"joint_names", "points", "header"}
+        if unknown:
+            raise ValueError(f"trajectory has unknown field(s) {sorted(unknown)}")
+        points = d["points"]
+        if not isinstance(points, (list, tuple)):
+            raise ValueError("trajectory 'points' must be a list")
+        names = d["joint_names"]
+        if not isinstance(names, (list, tuple)):
+            raise ValueError("trajectory 'joint_names' must be a list")
+        times, pos, vel, acc = [], [], [], []
+        allowed = {"time_from_start", "positions", "velocities", "accelerations", "effort"}
+        for i, pt in enumerate(points):
+            where = f"points[{i}]"
+            if not isinstance(pt, dict):
+                raise ValueError(f"{where} must be a mapping, got {type(pt).__name__}")
+            unknown = set(pt) - allowed
+            if unknown:
+                raise ValueError(f"{where} has unknown field(s) {sorted(unknown)}")
+            if "time_from_start" not in pt:
+                raise ValueError(f"{where} has no time_from_start")
+            if "positions" not in pt:
+                raise ValueError(f"{where} has no positions")
+            times.append(_time_from_start(pt["time_from_start"], where))
+            pos.append(_as_float_row(pt["positions"], f"{where}.positions", len(names)))
+            vel.append(pt.get("velocities") or None)
+            acc.append(pt.get("accelerations") or None)
+        return cls(names, times, pos, vel, acc)
+
+    def to_dict(self):
+        """JointTrajectory-shaped mapping (time_from_start as float seconds); round-trips."""
+        points = []
+        for i, t in enumerate(self._times):
+            pt = {"time_from_start": float(t), "positions": self._pos[i].tolist()}
+            if not np.isnan(self._vel[i, 0]):
+                pt["velocities"] = self._vel[i].tolist()
+            if not np.isnan(self._acc[i, 0]):
+                pt["accelerations"] = self._acc[i].tolist()
+            points.append(pt)
+        return {"joint_names": list(self._names), "points": points}
+
+    @classmethod
+    def load(cls, path):
+        """Read a YAML (.yaml/.yml) or JSON (.json) file holding :meth:`to_dict`'s structure.
+
+        A top-level ``trajectory:`` key around the structure is accepted too.
+        """
+        path = Path(path)
+        text = path.read_text()
+        suffix = path.suffix.lower()
+        if suffix == ".json":
+            try:
+                d = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: invalid JSON ({exc})") from None
+        elif suffix in (".yaml", ".yml"):
+            import yaml
+            try:
+                d = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                raise ValueError(f"{path}: invalid YAML ({exc})".replace("\n", " ")) from None
+        else:
+            raise ValueError(f"{path}: unknown trajectory file type '{suffix}' "
+                             "(use .yaml, .yml or .json)")
+        if isinstance(d, dict) and set(d) == {"trajectory"}:
+            d = d["trajectory"]
+        try:
+            return cls.from_dict(d)
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+
+    def save(self, path):
+        """Write :meth:`to_dict` as YAML or JSON, chosen by the file extension."""
+        path = Path(path)
+        suffix = path.suffix.lower()
+        d = self.to_dict()
+        if suffix == ".json":
+            path.write_text(json.dumps(d, indent=1) + "\n")
+        elif suffix in (".yaml", ".yml"):
+            import yaml
+            path.write_text(yaml.safe_dump(d, sort_keys=False, default_flow_style=None))
+        else:
+            raise ValueError(f"{path}: unknown trajectory file type '{suffix}' "
+                             "(use .yaml, .yml or .json)")
