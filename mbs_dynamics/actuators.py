@@ -470,7 +470,7 @@ class VSA(_Actuator):
         if sigmas is None:
             return self._params(n)[2]
         sig = np.asarray(sigmas, dtype=float)
-        if single:
+        if sig.ndim == 2:  # one (3, n) for every sample
             sig = sig[None]
         if sig.shape not in ((N, 3, n), (1, 3, n)):
             raise ValueError(f"sigmas must have shape {(3, n) if single else (N, 3, n)} "

@@ -1,0 +1,148 @@
+"""Flatness-based feedforward for rigid, SEA and VSA robots along a C⁴ joint trajectory.
+
+From the desired link motion q…q'''' (e.g. :meth:`mbs_dynamics.Trajectory.sample`), the rigid
+inverse dynamics and its derivatives τ, τ′, τ″ (``Robot.torque_derivatives``, shared/MATH.md
+"Recursive time derivatives") give the motor reference of an elastic joint
+(shared/MATH.md "Flatness feedforward"; formulas in :mod:`mbs_dynamics.actuators`):
+
+* SEA: ``θ = q + K⁻¹τ``, ``θ' = q' + K⁻¹τ'``, ``θ'' = q'' + K⁻¹τ''``, ``τ_m = B θ'' + D_m θ' + τ``;
+* VSA: ``θ − q`` from inverting ``φ(θ − q, σ) = τ``, θ', θ'' by implicit differentiation;
+* rigid: ``θ = q`` and ``τ_m = τ``.
+
+Every function takes one sample, ``qs`` (5, n), or a batch, ``qs`` (N, 5, n); a batch is one
+compiled loop for the dynamics and one for the actuator (no Python loop over samples).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .actuators import SEA, VSA, ExponentialAntagonisticSpring, Spring
+
+__all__ = ["FeedforwardResult", "feedforward", "sea_feedforward", "vsa_feedforward"]
+
+
+@dataclass(frozen=True)
+class FeedforwardResult:
+    """Feedforward along the trajectory; each array is (n,) for one sample or (N, n) for N.
+
+    Attributes:
+        theta, theta_dot, theta_ddot: motor position θ [rad], velocity, acceleration.
+        tau_motor: motor torque τ_m [Nm].
+        tau, tau_dot, tau_ddot: link torque τ = τ_e (rigid inverse dynamics) and derivatives.
+        sigma, sigma_dot, sigma_ddot: VSA stiffness input and derivatives (None otherwise).
+        stiffness: spring stiffness ∂τ_e/∂(θ − q) along the trajectory [Nm/rad] (None: rigid).
+    """
+
+    theta: np.ndarray
+    theta_dot: np.ndarray
+    theta_ddot: np.ndarray
+    tau_motor: np.ndarray
+    tau: np.ndarray
+    tau_dot: np.ndarray
+    tau_ddot: np.ndarray
+    sigma: np.ndarray = None
+    sigma_dot: np.ndarray = None
+    sigma_ddot: np.ndarray = None
+    stiffness: np.ndarray = None
+
+
+def _check_qs(robot, qs):
+    qs = np.asarray(qs, dtype=float)
+    if qs.ndim not in (2, 3) or qs.shape[-2:] != (5, robot.n):
+        raise ValueError(f"qs must have shape (5, {robot.n}) (rows q, q', q'', q''', q'''') or "
+                         f"(N, 5, {robot.n}), got {qs.shape}")
+    return qs
+
+
+def feedforward(robot, qs, actuator=None, sigmas=None):
+    """Feedforward for any actuator object (None = rigid).
+
+    Args:
+        robot: a :class:`mbs_dynamics.Robot`.
+        qs: (5, n) or (N, 5, n): q, q', q'', q''', q'''' in ``robot.joint_names`` order.
+        actuator: None (rigid), :class:`~mbs_dynamics.actuators.SEA` or
+            :class:`~mbs_dynamics.actuators.VSA`.
+        sigmas: VSA only: (3, n) or (N, 3, n) rows σ, σ', σ''; None = the actuator's constant σ.
+
+    Returns:
+        :class:`FeedforwardResult`.
+    """
+    qs = _check_qs(robot, qs)
+    taus = robot.torque_derivatives(qs)
+    tau, tau_dot, tau_ddot = (taus[..., r, :] for r in range(3))
+    if actuator is None:
+        return FeedforwardResult(qs[..., 0, :], qs[..., 1, :], qs[..., 2, :], tau, tau, tau_dot,
+                                 tau_ddot)
+    if isinstance(actuator, VSA):
+        ref = actuator.reference(qs, taus, sigmas=sigmas)
+        if sigmas is None:
+            sig = np.zeros(qs.shape[:-2] + (3, robot.n))
+            sig[..., 0, :] = actuator._param(actuator.sigma, robot.n)
+        else:
+            sig = np.broadcast_to(np.asarray(sigmas, dtype=float), qs.shape[:-2] + (3, robot.n))
+        stiff = actuator.spring.stiffness(ref[..., 0, :] - qs[..., 0, :], sig[..., 0, :])
+        return FeedforwardResult(*(ref[..., r, :] for r in range(4)), tau, tau_dot, tau_ddot,
+                                 sig[..., 0, :], sig[..., 1, :], sig[..., 2, :], stiff)
+    if sigmas is not None:
+        raise ValueError("sigmas is only meaningful for a VSA actuator")
+    ref = actuator.reference(qs, taus)
+    stiff = np.broadcast_to(actuator._param(actuator.stiffness, robot.n), tau.shape)
+    return FeedforwardResult(*(ref[..., r, :] for r in range(4)), tau, tau_dot, tau_ddot,
+                             stiffness=stiff)
+
+
+def sea_feedforward(robot, qs, stiffness, motor_inertia, motor_damping=None):
+    """Series-elastic feedforward: θ, θ', θ'', τ_m from q…q'''' (shared/MATH.md).
+
+    Args:
+        robot: a :class:`mbs_dynamics.Robot`.
+        qs: (5, n) or (N, 5, n): q, q', q'', q''', q''''.
+        stiffness: spring stiffness K [Nm/rad], scalar or (n,), > 0.
+        motor_inertia: reflected motor inertia B [kg m²], scalar or (n,), >= 0.
+        motor_damping: motor viscous friction D_m [Nm s/rad] (τ_m gains D_m θ'), or None.
+
+    Returns:
+        :class:`FeedforwardResult` (arrays (n,) or (N, n)).
+
+    Raises:
+        ValueError: bad shapes, non-finite values, stiffness <= 0, negative inertia/damping.
+    """
+    return feedforward(robot, qs, SEA(stiffness, motor_inertia, motor_damping, n=robot.n))
+
+
+def vsa_feedforward(robot, qs, sigma, motor_inertia, motor_damping=None, spring=None, k=1000.0,
+                    a=5.0, tol=1e-12, max_iterations=50):
+    """Variable-stiffness feedforward: θ, θ', θ'', τ_m for ``τ_e = φ(θ − q, σ)``.
+
+    Args:
+        robot: a :class:`mbs_dynamics.Robot`.
+        qs: (5, n) or (N, 5, n): q, q', q'', q''', q''''.
+        sigma: stiffness input: a scalar or (n,) constant, or (3, n) / (N, 3, n) rows σ, σ', σ''.
+        motor_inertia: B [kg m²], scalar or (n,).
+        motor_damping: D_m [Nm s/rad] or None.
+        spring: a :class:`~mbs_dynamics.actuators.Spring`; default
+            :class:`~mbs_dynamics.actuators.ExponentialAntagonisticSpring` ``(k, a)``.
+        k, a: parameters of the default spring [Nm/rad], [1/rad].
+        tol, max_iterations: Newton settings for inverting φ.
+
+    Returns:
+        :class:`FeedforwardResult` with ``sigma*`` and ``stiffness`` filled.
+
+    Raises:
+        SpringInversionError: φ(δ, σ) = τ could not be solved.
+    """
+    if spring is None:
+        spring = ExponentialAntagonisticSpring(k, a)
+    elif not isinstance(spring, Spring):
+        raise ValueError(f"spring must be a Spring, got {type(spring).__name__}")
+    sig = np.asarray(sigma, dtype=float)
+    if sig.ndim <= 1:
+        vsa = VSA(spring, motor_inertia, motor_damping, sigma=sig, tol=tol,
+                  max_iterations=max_iterations, n=robot.n)
+        return feedforward(robot, qs, vsa)
+    vsa = VSA(spring, motor_inertia, motor_damping, tol=tol, max_iterations=max_iterations,
+              n=robot.n)
+    return feedforward(robot, qs, vsa, sigmas=sig)
