@@ -1,0 +1,287 @@
+"""A small built-in simulator of the same model: rigid, series-elastic (SEA) or variable-stiffness
+(VSA) joints, in closed loop with any Python controller.
+
+Plant (shared/MATH.md, "Flatness feedforward"; Spong's reduced flexible-joint model):
+
+* rigid: ``M(q) q̈ + c(q, q̇) + g(q) = τ`` — the controller returns the joint torque ``τ``;
+* SEA:  ``M(q) q̈ + c + g = τ_e``, ``τ_e = K (θ − q)``, ``B θ̈ + D_m θ̇ + τ_e = τ_m`` — the
+  controller returns the motor torque ``τ_m``; ``θ`` is the motor position reflected to the
+  joint side (:class:`mbs_dynamics.actuators.SEA`);
+* VSA:  the same with ``τ_e = φ(θ − q, σ)`` and the actuator's constant ``σ``
+  (:class:`mbs_dynamics.actuators.VSA`).
+
+The link accelerations come from the O(n) articulated-body algorithm (:mod:`mbs_dynamics.aba`).
+
+Integration: the classical fourth-order Runge–Kutta method with a fixed step (global error
+O(h⁴); E. Hairer, S. P. Nørsett, G. Wanner, *Solving Ordinary Differential Equations I*, §II.1).
+The controller is sampled like a digital controller: it is called at ``t_k = k dt`` with the state
+at ``t_k`` and its output is held constant over ``[t_k, t_k + dt)`` (zero-order hold); the plant
+may take ``substeps`` RK4 steps of ``dt / substeps`` inside each control period (useful for stiff
+springs: RK4 is stable for ``ω h ≲ 2.8``). Because the input is constant on each step, RK4's order
+is not reduced by the hold. With ``τ = 0`` and no dissipation the total energy is conserved to
+the integrator's accuracy (``test/test_sim.py``). Joint limits are not modelled.
+
+For SEA the whole RK4 step is one compiled call (:func:`mbs_dynamics.aba.rk4_sea`), as it is for
+the rigid plant (:func:`mbs_dynamics.aba.rk4_rigid`); the VSA spring law is evaluated in NumPy.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import aba as _aba
+
+__all__ = ["simulate", "SimState", "SimResult"]
+
+
+class SimState:
+    """What the controller sees at a control instant (read-only views; copy what you keep).
+
+    Attributes:
+        t: time [s].
+        q, qd: (n,) link positions and velocities.
+        theta, thetad: (n,) motor positions and velocities (joint side), or None (rigid).
+    """
+
+    __slots__ = ("t", "q", "qd", "theta", "thetad")
+
+    def __init__(self, t, q, qd, theta=None, thetad=None):
+        self.t, self.q, self.qd, self.theta, self.thetad = t, q, qd, theta, thetad
+
+    def __repr__(self):
+        return f"SimState(t={self.t:g}, q={self.q}, qd={self.qd})"
+
+
+@dataclass
+class SimResult:
+    """Time series of a simulation, one row per control instant ``t_k = k dt``, k = 0..N.
+
+    Attributes:
+        t: (N+1,) time [s].
+        q, qd, qdd: (N+1, n) link positions, velocities, accelerations (q̈ under that row's
+            command).
+        command: (N+1, n) what the controller returned at ``t_k`` (τ for rigid, τ_m for SEA/VSA).
+        theta, thetad: (N+1, n) motor positions and velocities, or None (rigid).
+        tau_e: (N+1, n) torque on the links: τ (rigid) or the spring torque (SEA/VSA).
+        compute_time: (N+1,) wall-clock time of each controller call [s].
+        joint_names: the robot's joint names (column order).
+        actuator: ``'rigid'``, ``'sea'`` or ``'vsa'``.
+        dt: control period [s]; substeps: RK4 steps per period.
+    """
+
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    command: np.ndarray
+    tau_e: np.ndarray
+    compute_time: np.ndarray
+    joint_names: tuple
+    actuator: str
+    dt: float
+    substeps: int
+    theta: np.ndarray | None = None
+    thetad: np.ndarray | None = None
+    meta: dict = field(default_factory=dict)
+
+    def to_csv(self, path, extra=None):
+        """Write the time series as CSV (header: t, then ``<column>_<joint>``).
+
+        Args:
+            path: file path.
+            extra: optional dict name → (N+1, n) array of further columns (e.g. the reference).
+        """
+        cols = [("q", self.q), ("qd", self.qd), ("qdd", self.qdd), ("command", self.command),
+                ("tau_e", self.tau_e)]
+        if self.theta is not None:
+            cols += [("theta", self.theta), ("thetad", self.thetad)]
+        cols += list((extra or {}).items())
+        header = ["t"] + [f"{c}_{j}" for c, _ in cols for j in self.joint_names]
+        data = np.column_stack([self.t] + [a for _, a in cols] + [self.compute_time])
+        header.append("compute_time")
+        np.savetxt(path, data, delimiter=",", header=",".join(header), comments="", fmt="%.10g")
+
+
+def _vec(x, n, name, default):
+    if x is None:
+        return np.array(default, dtype=float)
+    a = np.array(x, dtype=float)
+    if a.shape != (n,):
+        raise ValueError(f"{name} has shape {a.shape}, expected ({n},)")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return a
+
+
+def _kind(actuator):
+    if actuator is None or actuator == "rigid":
+        return "rigid"
+    from .actuators import SEA, VSA
+    if isinstance(actuator, SEA):
+        return "sea"
+    if isinstance(actuator, VSA):
+        return "vsa"
+    raise ValueError(f"actuator must be None, an actuators.SEA or an actuators.VSA, "
+                     f"got {type(actuator).__name__}")
+
+
+def _param(a, n, name, positive):
+    a = np.asarray(a, dtype=float)
+    a = np.full(n, float(a[0])) if a.shape == (1,) else a
+    if a.shape != (n,):
+        raise ValueError(f"actuator {name} has shape {a.shape}, expected ({n},)")
+    if positive and not np.all(a > 0):
+        raise ValueError(f"actuator {name} must be > 0 for simulation (got {a.tolist()})")
+    return np.ascontiguousarray(a)
+
+
+def simulate(robot, controller, duration, dt, actuator=None, q0=None, qd0=None, theta0=None,
+             thetad0=None, substeps=1, fext_body=None):
+    """Simulate the robot in closed loop with ``controller``.
+
+    Args:
+        robot: the plant, a :class:`mbs_dynamics.Robot` (gravity as loaded).
+        controller: ``controller(t, state) -> (n,)`` command: the joint torque τ (rigid) or the
+            motor torque τ_m (SEA/VSA); ``state`` is a :class:`SimState` of read-only views.
+            Called at every ``t_k = k dt``, k = 0..N (the last call is recorded, not applied).
+        duration: simulated time [s]; N = round(duration / dt) steps.
+        dt: control period [s] (> 0).
+        actuator: None (rigid), an :class:`~mbs_dynamics.actuators.SEA` or a
+            :class:`~mbs_dynamics.actuators.VSA` (motor inertia must be > 0).
+        q0, qd0: (n,) initial link state (default: zeros).
+        theta0, thetad0: (n,) initial motor state (default: the static spring equilibrium
+            ``τ_e(θ0 − q0) = Q_grav(q0)``, i.e. ``θ0 = q0 + K⁻¹ Q_grav(q0)``, and ``θ̇0 = q̇0``).
+        substeps: RK4 steps per control period (≥ 1).
+        fext_body: optional constant (n, 6) body wrenches ``(m, f)`` acting on the bodies.
+
+    Returns:
+        :class:`SimResult`.
+
+    Raises:
+        ValueError: bad arguments, a command of the wrong shape or not finite, or a state that
+            became non-finite (the time is named).
+    """
+    n = robot.n
+    kind = _kind(actuator)
+    dt = float(dt)
+    duration = float(duration)
+    if not (dt > 0 and math.isfinite(dt)):
+        raise ValueError(f"dt must be a positive number of seconds, got {dt}")
+    if not (duration >= 0 and math.isfinite(duration)):
+        raise ValueError(f"duration must be a finite number of seconds >= 0, got {duration}")
+    substeps = int(substeps)
+    if substeps < 1:
+        raise ValueError(f"substeps must be >= 1, got {substeps}")
+    N = int(round(duration / dt))
+    h = dt / substeps
+    pf = robot.model.pf
+    ws = _aba.make_aba_workspace(n)
+    use_fext = fext_body is not None
+    fext = np.zeros((n, 6)) if fext_body is None else np.ascontiguousarray(fext_body, dtype=float)
+    if fext.shape != (n, 6) or not np.all(np.isfinite(fext)):
+        raise ValueError(f"fext_body must be a finite ({n}, 6) array")
+
+    q0 = _vec(q0, n, "q0", np.zeros(n))
+    qd0 = _vec(qd0, n, "qd0", np.zeros(n))
+    nx = 2 if kind == "rigid" else 4
+    X = np.zeros((N + 1, nx, n))  # the state history, rows q, q̇ (, θ, θ̇)
+    X[0, 0], X[0, 1] = q0, qd0
+    if kind != "rigid":
+        B = _param(actuator.motor_inertia, n, "motor_inertia", True)
+        Dm = _param(actuator.motor_damping, n, "motor_damping", False)
+        if kind == "sea":
+            Ks = _param(actuator.stiffness, n, "stiffness", True)
+        else:
+            sigma = _param(actuator.sigma, n, "sigma", False)
+            spring = actuator.spring
+        if theta0 is None:
+            g = robot.inverse_dynamics(q0, np.zeros(n), np.zeros(n))
+            if kind == "sea":
+                theta0 = q0 + g / Ks
+            else:
+                theta0 = q0 + spring.invert(g, sigma)
+        X[0, 2] = _vec(theta0, n, "theta0", None)
+        X[0, 3] = _vec(thetad0, n, "thetad0", qd0)
+
+    cmd = np.zeros((N + 1, n))
+    qdd = np.zeros((N + 1, n))
+    tau_e = np.zeros((N + 1, n))
+    ctime = np.zeros(N + 1)
+    stages = np.zeros((5, nx, n))
+    xa = np.zeros((nx, n))
+    xb = np.zeros((nx, n))
+
+    def spring_torque(x):
+        if kind == "sea":
+            return Ks * (x[2] - x[0])
+        if kind == "vsa":
+            return spring.torque(x[2] - x[0], sigma)
+        return None
+
+    for k in range(N + 1):
+        xk = X[k]
+        # the controller sees read-only views of this row
+        v = [xk[r] for r in range(nx)]
+        for a in v:
+            a.setflags(write=False)
+        state = SimState(k * dt, *v) if kind != "rigid" else SimState(k * dt, v[0], v[1])
+        t0 = time.perf_counter()
+        u = controller(k * dt, state)
+        ctime[k] = time.perf_counter() - t0
+        u = np.ascontiguousarray(u, dtype=float)
+        if u.shape != (n,):
+            raise ValueError(f"controller returned shape {u.shape} at t = {k * dt:g} s, "
+                             f"expected ({n},)")
+        if not np.all(np.isfinite(u)):
+            raise ValueError(f"controller returned NaN or inf at t = {k * dt:g} s")
+        cmd[k] = u
+        # link torque and acceleration at t_k under this command
+        te = u if kind == "rigid" else spring_torque(xk)
+        tau_e[k] = te
+        st = (_aba.aba_fext(pf, ws, xk[0], xk[1], np.ascontiguousarray(te), fext, qdd[k])
+              if use_fext else _aba.aba(pf, ws, xk[0], xk[1], np.ascontiguousarray(te), qdd[k]))
+        if st:
+            raise ValueError(f"the state is not finite at t = {k * dt:g} s")
+        if k == N:
+            break
+        # integrate over [t_k, t_k + dt) with the command held
+        xa[...] = xk
+        for s in range(substeps):
+            if kind == "rigid":
+                st = _aba.rk4_rigid(pf, ws, xa, u, fext, use_fext, h, stages, xb)
+            elif kind == "sea":
+                st = _aba.rk4_sea(pf, ws, xa, u, Ks, B, Dm, fext, use_fext, h, stages, xb)
+            else:
+                st = _rk4_vsa(pf, ws, xa, u, spring, sigma, B, Dm, fext, use_fext, h, stages, xb)
+            if st:
+                raise ValueError(f"the simulation diverged (non-finite state) near "
+                                 f"t = {k * dt + (s + 1) * h:g} s; reduce dt or add substeps")
+            xa, xb = xb, xa
+        X[k + 1] = xa
+    return SimResult(
+        t=np.arange(N + 1) * dt, q=X[:, 0].copy(), qd=X[:, 1].copy(), qdd=qdd, command=cmd,
+        tau_e=tau_e, compute_time=ctime, joint_names=tuple(robot.joint_names), actuator=kind,
+        dt=dt, substeps=substeps,
+        theta=X[:, 2].copy() if nx == 4 else None, thetad=X[:, 3].copy() if nx == 4 else None)
+
+
+def _rk4_vsa(pf, ws, x, tau_m, spring, sigma, B, Dm, fext, use_fext, h, stages, out):
+    """One RK4 step of the VSA plant (spring law in NumPy, link accelerations by the ABA)."""
+    w = (0.0, 0.5, 0.5, 1.0)
+    y = stages[4]
+    for s in range(4):
+        y[...] = x if s == 0 else x + w[s] * h * stages[s - 1]
+        te = np.ascontiguousarray(spring.torque(y[2] - y[0], sigma), dtype=float)
+        k = stages[s]
+        k[0] = y[1]
+        k[2] = y[3]
+        k[3] = (tau_m - Dm * y[3] - te) / B
+        st = (_aba.aba_fext(pf, ws, y[0].copy(), y[1].copy(), te, fext, k[1]) if use_fext
+              else _aba.aba(pf, ws, y[0].copy(), y[1].copy(), te, k[1]))
+        if st:
+            return 2
+    out[...] = x + h / 6.0 * (stages[0] + 2.0 * stages[1] + 2.0 * stages[2] + stages[3])
+    return 0 if np.all(np.isfinite(out)) else 2
