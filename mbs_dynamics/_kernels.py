@@ -493,3 +493,250 @@ def torque_derivatives_batch(pf, ws, qs, out):
                 ws[oQ + k * n + i] = qs[s, k, i]
         _rnea_k(pf, ws, K, pf, False, out[s])
     return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Closed forms exploiting the block-triangular structure of A = (I − D)⁻¹ (seed 004 §2–3)
+# ---------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _X_dot(pf, i, ws, w):
+    """X_iᵀ W for the 6-vector at ws[w:]."""
+    o = w if pf[i, PF_TYPE] == 0.0 else w + 3
+    return pf[i, PF_AXIS] * ws[o] + pf[i, PF_AXIS + 1] * ws[o + 1] + pf[i, PF_AXIS + 2] * ws[o + 2]
+
+
+@njit(cache=True)
+def _set_X(pf, i, ws, d, scale):
+    """ws[d:d+6] = scale · X_i."""
+    for a in range(6):
+        ws[d + a] = 0.0
+    o = d if pf[i, PF_TYPE] == 0.0 else d + 3
+    for a in range(3):
+        ws[o + a] = scale * pf[i, PF_AXIS + a]
+
+
+@njit(cache=True)
+def _poses(pf, ws, q, oRP):
+    for i in range(q.shape[0]):
+        _joint_pose(pf, i, q[i], ws, oRP)
+
+
+@njit(cache=True)
+def mass_matrix(pf, ws, q, out):
+    """M = Jᵀ𝖬J (seed 004 eq. 20). With J = A X and A block lower-triangular,
+    (Aᵀ𝖬A)_{jk} = Ad_{C_{k,j}}ᵀ 𝖬ᶜ_k for j ancestor of k, where 𝖬ᶜ_k = Σ_{i ⪰ k} Ad_{C_{i,k}}ᵀ
+    M_i Ad_{C_{i,k}} is the subtree (composite) inertia: M_{jk} = (Ad_{C_{k,j}} X_j)ᵀ 𝖬ᶜ_k X_k."""
+    n = pf.shape[0] - 1
+    if q.shape[0] != n:
+        return 11
+    if out.shape[0] != n or out.shape[1] != n:
+        return 21
+    if _bad(q):
+        return 12
+    oV, oW, oRP, oQ, oC, oU, oB, oIC, oJ, oJD, oP = _offsets(n, int(ws[0]))
+    _poses(pf, ws, q, oRP)
+    # 𝖬ᶜ_i as 6 columns (column c at oIC + 36 i + 6 c), start from M_i
+    for i in range(n):
+        for c in range(6):
+            _set_unit(ws, oU, c)
+            _inertia_times(pf, i, ws, oU, ws, oIC + 36 * i + 6 * c, 1.0, False)
+    for i in range(n - 1, -1, -1):
+        par = int(pf[i, PF_PARENT])
+        if par < 0:
+            continue
+        o = oRP + 12 * i
+        for c in range(6):
+            # column c of T_iᵀ 𝖬ᶜ_i T_i = T_iᵀ 𝖬ᶜ_i (T_i e_c)
+            _set_unit(ws, oU, c)
+            _to_child(ws, o, ws, oU, ws, oU + 6)
+            _mat6_vec(ws, oIC + 36 * i, ws, oU + 6, ws, oU + 12)
+            _add_to_parent(ws, o, ws, oU + 12, ws, oIC + 36 * par + 6 * c)
+    for k in range(n):
+        # F = 𝖬ᶜ_k X_k, then walk up: F ← T_jᵀ F
+        _set_X(pf, k, ws, oU, 1.0)
+        _mat6_vec(ws, oIC + 36 * k, ws, oU, ws, oP)
+        out[k, k] = _X_dot(pf, k, ws, oP)
+        j = k
+        while int(pf[j, PF_PARENT]) >= 0:
+            for a in range(6):
+                ws[oU + 6 + a] = 0.0
+            _add_to_parent(ws, oRP + 12 * j, ws, oP, ws, oU + 6)
+            for a in range(6):
+                ws[oP + a] = ws[oU + 6 + a]
+            j = int(pf[j, PF_PARENT])
+            v = _X_dot(pf, j, ws, oP)
+            out[j, k] = v
+            out[k, j] = v
+        # entries between bodies on different branches are zero
+    for k in range(n):
+        for j in range(k):
+            if not _is_ancestor(pf, j, k):
+                out[j, k] = 0.0
+                out[k, j] = 0.0
+    return 0
+
+
+@njit(cache=True)
+def _is_ancestor(pf, j, k):
+    while k >= 0:
+        if k == j:
+            return True
+        k = int(pf[k, PF_PARENT])
+    return False
+
+
+@njit(cache=True)
+def _set_unit(ws, d, c):
+    for a in range(6):
+        ws[d + a] = 0.0
+    ws[d + c] = 1.0
+
+
+@njit(cache=True)
+def _mat6_vec(ws, m, src, s, dst, d):
+    """dst = A src with A stored column-wise at ws[m:m+36]."""
+    for a in range(6):
+        dst[d + a] = 0.0
+    for c in range(6):
+        x = src[s + c]
+        if x != 0.0:
+            for a in range(6):
+                dst[d + a] += ws[m + 6 * c + a] * x
+
+
+@njit(cache=True)
+def coriolis(pf, ws, q, qd, out, mode):
+    """mode 0: C̄ = −Jᵀ(𝖬Aa + bᵀ𝖬 − 𝖬b)J (seed 004 eq. 54), so that Ṁ − 2C̄ is skew;
+    mode 1: Ṁ = −Jᵀ(𝖬Aa + (𝖬Aa)ᵀ)J (eq. 29–30).
+
+    With J̇ = −AaJ (eq. 19, aX = 0), column c of J and J̇ follow the forward recursion over the
+    subtree of c: J_i = T_i J_λ, J̇_i = T_i J̇_λ − q̇_i ad_{X_i} J_i (J_c = X_c, J̇_c = 0); the
+    products with Jᵀ are backward accumulations Σ Ad_{C_{i,j}}ᵀ (·)_i.
+    """
+    n = pf.shape[0] - 1
+    if q.shape[0] != n:
+        return 11
+    if qd.shape[0] != n:
+        return 21
+    if out.shape[0] != n or out.shape[1] != n:
+        return 31
+    if _bad(q):
+        return 12
+    if _bad(qd):
+        return 22
+    oV, oW, oRP, oQ, oC, oU, oB, oIC, oJ, oJD, oP = _offsets(n, int(ws[0]))
+    sb = S_base(ws)
+    _poses(pf, ws, q, oRP)
+    # body twists V_i = T_i V_λ + X_i q̇_i
+    for i in range(n):
+        par = int(pf[i, PF_PARENT])
+        v = oV + 6 * i
+        if par >= 0:
+            _to_child(ws, oRP + 12 * i, ws, oV + 6 * par, ws, v)
+        else:
+            for a in range(6):
+                ws[v + a] = 0.0
+        o = v if pf[i, PF_TYPE] == 0.0 else v + 3
+        for a in range(3):
+            ws[o + a] += pf[i, PF_AXIS + a] * qd[i]
+    for i in range(n):
+        for j in range(n):
+            out[i, j] = 0.0
+    for c in range(n):
+        # ---- forward over the subtree of c (contiguous in depth-first order)
+        _set_X(pf, c, ws, oJ + 6 * c, 1.0)
+        for a in range(6):
+            ws[oJD + 6 * c + a] = 0.0
+        end = c + 1
+        while end < n and int(pf[end, PF_PARENT]) >= c:
+            i = end
+            par = int(pf[i, PF_PARENT])
+            o = oRP + 12 * i
+            _to_child(ws, o, ws, oJ + 6 * par, ws, oJ + 6 * i)
+            _to_child(ws, o, ws, oJD + 6 * par, ws, oJD + 6 * i)
+            for a in range(6):
+                ws[sb + a] = ws[oJ + 6 * i + a]
+            _ad_X(pf, i, ws, sb, False)
+            for a in range(6):
+                ws[oJD + 6 * i + a] -= qd[i] * ws[sb + a]
+            end += 1
+        # ---- Y_i = 𝖬_i J̇_i [− (ad_{V_i}ᵀ 𝖬_i − 𝖬_i ad_{V_i}) J_i]; backward P = Σ Tᵀ Y
+        for i in range(c, end):
+            p = oP + 6 * i
+            _inertia_times(pf, i, ws, oJD + 6 * i, ws, p, 1.0, False)
+            if mode == 0:
+                v = oV + 6 * i
+                w0, w1, w2 = ws[v], ws[v + 1], ws[v + 2]
+                l0, l1, l2 = ws[v + 3], ws[v + 4], ws[v + 5]
+                # + 𝖬 ad_V J: ad_V (a, b) = (ω × a, v × a + ω × b)
+                j = oJ + 6 * i
+                a0, a1, a2, b0, b1, b2 = ws[j], ws[j + 1], ws[j + 2], ws[j + 3], ws[j + 4], ws[j + 5]
+                ws[sb] = w1 * a2 - w2 * a1
+                ws[sb + 1] = w2 * a0 - w0 * a2
+                ws[sb + 2] = w0 * a1 - w1 * a0
+                ws[sb + 3] = l1 * a2 - l2 * a1 + w1 * b2 - w2 * b1
+                ws[sb + 4] = l2 * a0 - l0 * a2 + w2 * b0 - w0 * b2
+                ws[sb + 5] = l0 * a1 - l1 * a0 + w0 * b1 - w1 * b0
+                _inertia_times(pf, i, ws, sb, ws, p, 1.0, True)
+                # − ad_Vᵀ (𝖬 J), ad_Vᵀ (μ, f) = (−ω×μ − v×f, −ω×f)
+                _inertia_times(pf, i, ws, j, ws, sb, 1.0, False)
+                u0, u1, u2, f0, f1, f2 = ws[sb], ws[sb + 1], ws[sb + 2], ws[sb + 3], ws[sb + 4], ws[sb + 5]
+                ws[p] += w1 * u2 - w2 * u1 + l1 * f2 - l2 * f1
+                ws[p + 1] += w2 * u0 - w0 * u2 + l2 * f0 - l0 * f2
+                ws[p + 2] += w0 * u1 - w1 * u0 + l0 * f1 - l1 * f0
+                ws[p + 3] += w1 * f2 - w2 * f1
+                ws[p + 4] += w2 * f0 - w0 * f2
+                ws[p + 5] += w0 * f1 - w1 * f0
+        for i in range(end - 1, c, -1):
+            out[i, c] = _X_dot(pf, i, ws, oP + 6 * i)
+            _add_to_parent(ws, oRP + 12 * i, ws, oP + 6 * i, ws, oP + 6 * int(pf[i, PF_PARENT]))
+        # up the ancestors of c
+        i = c
+        for a in range(6):
+            ws[sb + a] = ws[oP + 6 * c + a]
+        out[c, c] = _X_dot(pf, c, ws, sb)
+        while int(pf[i, PF_PARENT]) >= 0:
+            for a in range(6):
+                ws[sb + 6 + a] = 0.0
+            _add_to_parent(ws, oRP + 12 * i, ws, sb, ws, sb + 6)
+            for a in range(6):
+                ws[sb + a] = ws[sb + 6 + a]
+            i = int(pf[i, PF_PARENT])
+            out[i, c] = _X_dot(pf, i, ws, sb)
+    if mode == 1:
+        for i in range(n):
+            for j in range(i, n):
+                s = out[i, j] + out[j, i]
+                out[i, j] = s
+                out[j, i] = s
+    return 0
+
+
+@njit(cache=True)
+def gravity(pf, ws, q, out):
+    """Q_grav = Jᵀ𝖬UG (seed 004 eq. 25–26): UG forward (a_i = T_i a_λ, a_0 = (0, −g)),
+    Jᵀ backward (P_λ += T_iᵀ P_i, P_i ⊇ M_i a_i, Q_i = X_iᵀ P_i)."""
+    n = pf.shape[0] - 1
+    if q.shape[0] != n:
+        return 11
+    if out.shape[0] != n:
+        return 21
+    if _bad(q):
+        return 12
+    oV, oW, oRP, oQ, oC, oU, oB, oIC, oJ, oJD, oP = _offsets(n, int(ws[0]))
+    sb = S_base(ws)
+    _poses(pf, ws, q, oRP)
+    for a in range(3):
+        ws[sb + a] = 0.0
+        ws[sb + 3 + a] = -pf[n, a]
+    for i in range(n):
+        par = int(pf[i, PF_PARENT])
+        src = oV + 6 * par if par >= 0 else sb
+        _to_child(ws, oRP + 12 * i, ws, src, ws, oV + 6 * i)
+        _inertia_times(pf, i, ws, oV + 6 * i, ws, oP + 6 * i, 1.0, False)
+    for i in range(n - 1, -1, -1):
+        out[i] = _X_dot(pf, i, ws, oP + 6 * i)
+        par = int(pf[i, PF_PARENT])
+        if par >= 0:
+            _add_to_parent(ws, oRP + 12 * i, ws, oP + 6 * i, ws, oP + 6 * par)
+    return 0

@@ -210,3 +210,50 @@ class Robot:
         if st:
             _raise(st, ("qs", "out"), (qs, out), f"{qs.shape[:-2] + (k + 1, n)}")
         return out
+
+    # ---------------------------------------------------------------- closed forms
+    def _vec(self, x, name):
+        x = _arr(x, name, f"({self._model.n},)", 1)
+        return x
+
+    def mass_matrix(self, q, out=None):
+        """Generalized mass matrix M(q) = Jᵀ𝖬J (seed 004 eq. 20), (n, n), symmetric positive definite."""
+        n = self._model.n
+        q = self._vec(q, "q")
+        if out is None:
+            out = np.empty((n, n))
+        st = K.mass_matrix(self._pf, self._ws, q, out)
+        if st:
+            _raise(st, ("q", "out"), (q, out), f"({n},)" if st < 20 else f"({n}, {n})")
+        return out
+
+    def coriolis_matrix(self, q, qd, out=None):
+        """Coriolis matrix C̄(q, q̇) of seed 004 eq. 54: C̄ q̇ is the Coriolis/centrifugal torque
+        and Ṁ − 2C̄ is skew-symmetric. (n, n)."""
+        return self._coriolis(q, qd, out, 0)
+
+    def mass_matrix_derivative(self, q, qd, out=None):
+        """Ṁ(q, q̇) = Jᵀ𝖬⁽¹⁾J (seed 004 eq. 29–30). (n, n), symmetric."""
+        return self._coriolis(q, qd, out, 1)
+
+    def _coriolis(self, q, qd, out, mode):
+        n = self._model.n
+        q = self._vec(q, "q")
+        qd = self._vec(qd, "qd")
+        if out is None:
+            out = np.empty((n, n))
+        st = K.coriolis(self._pf, self._ws, q, qd, out, mode)
+        if st:
+            _raise(st, ("q", "qd", "out"), (q, qd, out), f"({n},)" if st < 30 else f"({n}, {n})")
+        return out
+
+    def gravity_torques(self, q, out=None):
+        """Generalized gravity forces Q_grav(q) = Jᵀ𝖬UG (seed 004 eq. 25–26). (n,)."""
+        n = self._model.n
+        q = self._vec(q, "q")
+        if out is None:
+            out = np.empty(n)
+        st = K.gravity(self._pf, self._ws, q, out)
+        if st:
+            _raise(st, ("q", "out"), (q, out), f"({n},)")
+        return out

@@ -167,6 +167,8 @@ def parse(source) -> URDF:
     # by joint name; sorting here gives the same q ordering for the same file.
     for lst in u.children.values():
         lst.sort(key=lambda j: j.name)
+    if not links:
+        raise URDFError("URDF has no <link>")
     roots = [ln for ln in links if ln not in u.parent_joint]
     if len(roots) != 1:
         raise URDFError(f"URDF must have exactly one root link, found {len(roots)}: {roots[:5]}")

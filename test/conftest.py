@@ -1,0 +1,138 @@
+"""Shared test fixtures: example-robot-data paths, Pinocchio twins of our models, random URDFs."""
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+
+
+def erd_path(rel):
+    """Path of a URDF shipped by the example-robot-data wheel (skips if it is not installed)."""
+    pin = pytest.importorskip("pinocchio")
+    from pathlib import Path
+    for root in [Path(pin.__file__).parents[4]] + [Path(p).parents[2] for p in sys.path if p.endswith("site-packages") and "cmeel.prefix" in p]:
+        f = root / "share/example-robot-data/robots" / rel
+        if f.exists():
+            return str(f)
+    pytest.skip(f"example-robot-data not installed ({rel})")
+
+
+# the robots of the oracle tests: (name, urdf, locked joints)
+PANDA = ("panda_description/urdf/panda.urdf",
+         {"panda_finger_joint1": 0.0, "panda_finger_joint2": 0.0})
+UR5 = ("ur_description/urdf/ur5_robot.urdf", {})
+BAXTER = ("baxter_description/urdf/baxter.urdf",
+          {"l_gripper_l_finger_joint": 0.0, "l_gripper_r_finger_joint": 0.0,
+           "r_gripper_l_finger_joint": 0.0, "r_gripper_r_finger_joint": 0.0})
+
+
+def pin_model(urdf, locked=None, gravity=(0, 0, -9.81)):
+    """Pinocchio's model of the same URDF (file path or XML text), reduced like ours."""
+    pin = pytest.importorskip("pinocchio")
+    m = (pin.buildModelFromUrdf(urdf) if os.path.exists(urdf)
+         else pin.buildModelFromXML(urdf))
+    if locked:
+        q0 = pin.neutral(m)
+        for name, v in locked.items():
+            j = m.joints[m.getJointId(name)]
+            if j.nq == 2:
+                q0[j.idx_q:j.idx_q + 2] = (math.cos(v), math.sin(v))
+            else:
+                q0[j.idx_q] = v
+        m = pin.buildReducedModel(m, [m.getJointId(n) for n in locked], q0)
+    m.gravity.linear = np.asarray(gravity, dtype=float)
+    return m
+
+
+def pin_q(pm, q):
+    """Our q (one coordinate per joint) → Pinocchio's configuration (continuous: cos, sin)."""
+    out = np.empty(pm.nq)
+    for j, x in zip(pm.joints[1:], q):
+        if j.nq == 2:
+            out[j.idx_q:j.idx_q + 2] = (math.cos(x), math.sin(x))
+        else:
+            out[j.idx_q] = x
+    return out
+
+
+def sym(M):
+    """Pinocchio fills only the upper triangle of M in crba / computeRNEADerivatives."""
+    return np.triu(M) + np.triu(M, 1).T
+
+
+def _rpy(rng):
+    return " ".join(f"{x:.6f}" for x in rng.uniform(-math.pi, math.pi, 3))
+
+
+def _xyz(rng, s=0.3):
+    return " ".join(f"{x:.6f}" for x in rng.uniform(-s, s, 3))
+
+
+def random_urdf(seed, n_movable=22, branch_prob=0.3, fixed_prob=0.25, prismatic_prob=0.25,
+                continuous_prob=0.15, massless_prob=0.1):
+    """A random tree URDF: oblique axes, prismatic and continuous joints, rotated inertial
+    frames, fixed joints mid-chain, massless links, several branches.
+
+    Returns (xml, movable joint names)."""
+    rng = np.random.default_rng(seed)
+    links, joints, movable = ["base"], [], []
+    parents = ["base"]
+
+    def inertial(jt):
+        # massless links only behind fixed joints, so that M stays positive definite
+        if jt == "fixed" and rng.uniform() < massless_prob * 3:
+            return ""
+        m = rng.uniform(0.2, 3.0)
+        # a physical inertia: principal moments satisfying the triangle inequality
+        a, b = rng.uniform(0.01, 0.1, 2)
+        c = rng.uniform(abs(a - b) + 1e-3, a + b)
+        return (f'<inertial><origin xyz="{_xyz(rng, 0.2)}" rpy="{_rpy(rng)}"/><mass value="{m:.6f}"/>'
+                f'<inertia ixx="{a:.6f}" ixy="0" ixz="0" iyy="{b:.6f}" iyz="0" izz="{c:.6f}"/></inertial>')
+
+    k = 0
+    while len(movable) < n_movable:
+        k += 1
+        parent = rng.choice(parents) if rng.uniform() < branch_prob else parents[-1]
+        child = f"l{k}"
+        u = rng.uniform()
+        if u < fixed_prob:
+            jt = "fixed"
+        elif u < fixed_prob + prismatic_prob * (1 - fixed_prob):
+            jt = "prismatic"
+        elif rng.uniform() < continuous_prob:
+            jt = "continuous"
+        else:
+            jt = "revolute"
+        ax = rng.normal(size=3)
+        ax /= np.linalg.norm(ax)
+        lim = '<limit lower="-2" upper="2" effort="100" velocity="3"/>' if jt in ("revolute", "prismatic") else ""
+        joints.append(
+            f'<joint name="j{k}" type="{jt}"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{_xyz(rng)}" rpy="{_rpy(rng)}"/>'
+            f'<axis xyz="{ax[0]:.6f} {ax[1]:.6f} {ax[2]:.6f}"/>{lim}</joint>')
+        links.append(f'<link name="{child}">{inertial(jt)}</link>')
+        parents.append(child)
+        if jt != "fixed":
+            movable.append(f"j{k}")
+    body = "".join(f'<link name="{ln}"/>' if ln == "base" else ln for ln in links)
+    return f'<?xml version="1.0"?><robot name="random{seed}">{body}{"".join(joints)}</robot>', movable
+
+
+def trajectory(n, seed, order=5, scale=1.0):
+    """An analytic trajectory: q(t) = Σ_j a_j sin(ω_j t + φ_j) per joint, with its exact
+    derivatives; returns a function t → (order, n) array (q, q', …)."""
+    rng = np.random.default_rng(seed)
+    A = rng.uniform(0.2, 0.8, (3, n)) * scale
+    w = rng.uniform(0.5, 2.5, (3, n))
+    ph = rng.uniform(0, 2 * math.pi, (3, n))
+
+    def at(t):
+        out = np.empty((order, n))
+        for d in range(order):
+            out[d] = (A * w ** d * np.sin(w * t + ph + d * math.pi / 2)).sum(axis=0)
+        return out
+    return at
