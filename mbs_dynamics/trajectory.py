@@ -1,31 +1,37 @@
 """C⁴ joint trajectories from JointTrajectory-like waypoints.
 
 A :class:`Trajectory` interpolates waypoints ``(t_k, q_k)`` (optionally with velocities and
-accelerations, as in ``trajectory_msgs/JointTrajectory``) by a piecewise polynomial of degree 9
-whose position, velocity, acceleration, jerk and snap (q, q', q'', q''', q'''') are continuous
-everywhere, so that the SEA/VSA flatness feedforward (shared/MATH.md, "Flatness feedforward") has
-the bounded snap it needs.
+accelerations, as in ``trajectory_msgs/JointTrajectory``) by piecewise polynomials of degree 9
+whose position, velocity, acceleration, jerk and snap (q, q', q'', q''', q'''') are continuous, so
+that the SEA/VSA flatness feedforward (shared/MATH.md, "Flatness feedforward") has the bounded
+snap it needs.
 
-The spline (a degree-9 interpolating spline, the odd-degree spline that minimises ∫ (q⁽⁵⁾)² dt
-among interpolants with the same end conditions; de Boor, *A Practical Guide to Splines*, ch. V):
+Construction (nonic Hermite segments: the degree-9 member of the Hermite family whose quintic
+member ROS' joint_trajectory_controller uses for C² motion):
 
-* each segment ``[t_k, t_{k+1}]`` holds ``q(t) = Σ_{p=0..9} c_p s^p`` with ``s = (t - t_k)/h_k``;
-* every waypoint position is hit exactly (two equations per interior knot, one per end);
-* at an interior knot, derivatives of order ``1..8-p`` are continuous, where ``p`` is the number of
-  derivatives the point prescribes (0, 1 = velocity, 2 = velocity and acceleration); a prescribed
-  derivative is matched from both sides. So the curve is C⁸ where nothing is prescribed, and at
-  least C⁶ everywhere;
-* at both ends, velocity, acceleration, jerk and snap are prescribed: the given velocity and
-  acceleration, zero otherwise ("at rest at both ends"), and zero jerk and snap. With the clamped
-  hold outside ``[t_0, t_m]`` (position held, every derivative zero) a trajectory that starts and
-  ends at rest is therefore C⁴ on the whole time axis.
+* every knot gets a full state ``(q, q', q'', q''', q'''')``; each segment ``[t_k, t_{k+1}]`` is the
+  unique degree-9 polynomial matching the states at both of its ends, so q…q'''' are continuous
+  across knots by construction and every waypoint is hit exactly;
+* velocity and acceleration: the given ones; at an end point without them, zero ("at rest");
+  at an interior knot without them, those of the parabola through the knot and its two
+  neighbours (Bessel's three-point rule): with slopes ``m_{k-1} = (q_k - q_{k-1})/h_{k-1}`` and
+  ``m_k``: ``q'_k = (h_k m_{k-1} + h_{k-1} m_k)/(h_{k-1} + h_k)``,
+  ``q''_k = 2 (m_k - m_{k-1})/(h_{k-1} + h_k)``; the velocity is then limited as in monotone
+  cubic interpolation (Fritsch & Carlson, SIAM J. Numer. Anal. 17(2), 1980): zero where the
+  slopes change sign (the waypoint is a local extremum), at most ``3 min(|m_{k-1}|, |m_k|)``
+  otherwise;
+* jerk and snap at every knot are zero.
 
-That is ``10 m`` linear equations for the ``10 m`` coefficients of ``m`` segments; the matrix is the
-same for every joint, so all joints are solved at once (one sparse LU factorisation).
+The rule is local: a waypoint moves the curve only on the segments next to it and its
+neighbours, so uneven spacing never makes the curve ring (global interpolating splines of degree
+5 to 9 overshoot by orders of magnitude on unevenly spaced data). Quadratic motion is reproduced
+exactly where the velocity limit is inactive. With the clamped hold outside ``[t_0, t_m]`` (position held, every derivative zero) a
+trajectory that starts and ends at rest is C⁴ on the whole time axis.
 
-Sampling is on the 1 kHz path: the coefficients of q…q'''' (already divided by ``h^d``) are
-precomputed, and :meth:`Trajectory.sample` is one call into a compiled kernel (binary search plus
-Horner), allocation-free when ``out`` is given.
+Sampling is on the 1 kHz path: the coefficients of q…q'''' in the local variable
+``s = (t - t_k)/h_k`` (already divided by ``h^d``) are precomputed, and :meth:`Trajectory.sample`
+is one call into a compiled kernel (binary search plus Horner), allocation-free when ``out`` is
+given.
 """
 
 from __future__ import annotations
@@ -42,7 +48,6 @@ __all__ = ["Trajectory"]
 DEGREE = 9
 NCOEF = DEGREE + 1
 NDERIV = 5  # q, q', q'', q''', q''''
-_END_ORDERS = 4  # derivatives 1..4 prescribed at each end
 
 
 def _falling(p, d):
@@ -73,7 +78,9 @@ def _find_segment(times, t):
 def _sample_one(times, coef, hold0, hold1, t, out):
     """Fill out (5, n) with q..q'''' at time t.
 
-    coef[k, d, p, j]: coefficient of s^p in the d-th time derivative on segment k, joint j.
+    coef[2k, d, p, j]: coefficient of x^p in the d-th time derivative on segment k, joint j,
+    expanded about the segment start (x = s); coef[2k+1]: the same about its end (x = s - 1).
+    The nearer expansion is used, so knot states come out of the constant terms exactly.
     """
     n = out.shape[1]
     if t < times[0] or t > times[-1]:
@@ -86,14 +93,18 @@ def _sample_one(times, coef, hold0, hold1, t, out):
                 out[d, j] = 0.0
         return
     k = _find_segment(times, t)
-    s = (t - times[k]) / (times[k + 1] - times[k])
+    x = (t - times[k]) / (times[k + 1] - times[k])
+    e = 2 * k
+    if x > 0.5:
+        e += 1
+        x -= 1.0
     nd = out.shape[0]
     npow = coef.shape[2]
     for d in range(nd):
         for j in range(n):
             acc = 0.0
             for p in range(npow - 1 - d, -1, -1):
-                acc = acc * s + coef[k, d, p, j]
+                acc = acc * x + coef[e, d, p, j]
             out[d, j] = acc
 
 
@@ -151,114 +162,72 @@ def _time_from_start(value, where):
 
 
 # ---------------------------------------------------------------------------------------------
-# the spline solve
+# the knot states and the Hermite segments
 # ---------------------------------------------------------------------------------------------
-def _solve_spline(times, pos, vel, acc):
-    """Coefficients c[k, p, j] of the degree-9 spline described in the module docstring.
+def _knot_states(times, pos, vel, acc):
+    """(m+1, 5, n) knot states q, q', q'', q''', q'''' (rules in the module docstring).
 
-    Args:
-        times: (m+1,) strictly increasing knot times [s].
-        pos: (m+1, n) positions.
-        vel, acc: (m+1, n) arrays with NaN rows where the point prescribes nothing.
-
-    Returns:
-        (m, 10, n) coefficients in the local variable s = (t - t_k)/h_k.
+    ``vel`` and ``acc`` hold NaN rows where a point prescribes nothing.
     """
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.linalg import splu
-
-    m = times.shape[0] - 1
-    n = pos.shape[1]
+    npts, n = pos.shape
     h = np.diff(times)
-    N = NCOEF * m
-    rows, cols, vals = [], [], []
-    rhs = np.zeros((N, n))
-    r = 0
+    state = np.zeros((npts, NDERIV, n))
+    state[:, 0] = pos
+    if npts > 2:
+        slope = np.diff(pos, axis=0) / h[:, None]  # (m, n)
+        hl, hr = h[:-1, None], h[1:, None]
+        ml, mr = slope[:-1], slope[1:]
+        v = (hr * ml + hl * mr) / (hl + hr)  # Bessel: the parabola through 3 points
+        # shape guard (Fritsch-Carlson): stop at a local extremum, |v| <= 3 min(|m_l|, |m_r|)
+        bound = np.where(ml * mr > 0, 3.0 * np.minimum(np.abs(ml), np.abs(mr)), 0.0)
+        state[1:-1, 1] = np.clip(v, -bound, bound)
+        state[1:-1, 2] = 2.0 * (mr - ml) / (hl + hr)
+    given_v = ~np.isnan(vel[:, 0])
+    given_a = ~np.isnan(acc[:, 0])
+    state[given_v, 1] = vel[given_v]
+    state[given_a, 2] = acc[given_a]
+    return state
 
-    fac = np.array([[_falling(p, d) for p in range(NCOEF)] for d in range(NCOEF)])
 
-    def value_at(k, s_end, d, scale):
-        # d-th derivative wrt s of segment k at s = 0 or 1, times `scale`
-        for p in range(d, NCOEF):
-            if s_end == 0 and p != d:
-                continue
-            rows.append(r)
-            cols.append(NCOEF * k + p)
-            vals.append(fac[d, p] * scale)
+def _hermite_inverse(origin):
+    """Inverse of the map from the 10 coefficients of p(x) = Σ c_p x^p, x = s - origin, to
+    p⁽ᵈ⁾ at s = 0 and at s = 1, d = 0..4 (d/dx = d/ds)."""
+    H = np.zeros((NCOEF, NCOEF))
+    for row, s_end in ((0, 0.0), (NDERIV, 1.0)):
+        x = s_end - origin
+        for d in range(NDERIV):
+            for p in range(d, NCOEF):
+                H[row + d, p] = _falling(p, d) * x ** (p - d)
+    return np.linalg.inv(H)
 
-    def prescribed(k_point):
-        given = []
-        if not np.isnan(vel[k_point, 0]):
-            given.append((1, vel[k_point]))
-        if not np.isnan(acc[k_point, 0]):
-            given.append((2, acc[k_point]))
-        return given
 
-    # start: position, then derivatives 1..4 (given or zero); equations in units of h^d / d!
-    for d in range(_END_ORDERS + 1):
-        value_at(0, 0, d, 1.0 / math.factorial(d))
-        rhs[r] = pos[0] if d == 0 else 0.0
-        r += 1
-    for d, v in prescribed(0):
-        rhs[d] = v * h[0] ** d / math.factorial(d)
+# expansions about the segment start (x = s) and about its end (x = s - 1)
+_HERMITE_INV = (_hermite_inverse(0.0), _hermite_inverse(1.0))
 
-    # interior knots
-    for k in range(1, m):
-        hl, hr = h[k - 1], h[k]
-        given = prescribed(k)
-        given_orders = {d for d, _ in given}
-        # positions from both sides
-        value_at(k - 1, 1, 0, 1.0)
-        rhs[r] = pos[k]
-        r += 1
-        value_at(k, 0, 0, 1.0)
-        rhs[r] = pos[k]
-        r += 1
-        for d, v in given:
-            value_at(k - 1, 1, d, 1.0 / math.factorial(d))
-            rhs[r] = v * hl ** d / math.factorial(d)
-            r += 1
-            value_at(k, 0, d, 1.0 / math.factorial(d))
-            rhs[r] = v * hr ** d / math.factorial(d)
-            r += 1
-        # continuity of the lowest remaining orders: 10 equations per knot in all, so C^(8-p)
-        need = NCOEF - 2 - 2 * len(given)
-        orders = [d for d in range(1, NCOEF - 1) if d not in given_orders][:need]
-        for d in orders:
-            # balanced scaling (h_l h_r)^(d/2) / d! keeps the rows O(1) for uneven spacing
-            gl = (hr / hl) ** (0.5 * d) / math.factorial(d)
-            gr = (hl / hr) ** (0.5 * d) / math.factorial(d)
-            value_at(k - 1, 1, d, gl)
-            value_at(k, 0, d, -gr)
-            r += 1
 
-    # end: position, then derivatives 1..4
-    r_end = r
-    for d in range(_END_ORDERS + 1):
-        value_at(m - 1, 1, d, 1.0 / math.factorial(d))
-        rhs[r] = pos[m] if d == 0 else 0.0
-        r += 1
-    for d, v in prescribed(m):
-        rhs[r_end + d] = v * h[m - 1] ** d / math.factorial(d)
-
-    if r != N:  # pragma: no cover - an internal bookkeeping error
-        raise AssertionError(f"spline system has {r} equations for {N} unknowns")
-    A = coo_matrix((vals, (rows, cols)), shape=(N, N)).tocsc()
-    try:
-        c = splu(A).solve(rhs)
-    except RuntimeError as exc:
-        raise ValueError(f"the waypoints give a singular interpolation problem ({exc})") from None
-    if not np.all(np.isfinite(c)):
-        raise ValueError("the waypoints give a non-finite interpolation (times too close?)")
-    return c.reshape(m, NCOEF, n)
+def _hermite_coefficients(times, state):
+    """(2m, 10, n) coefficients of the nonic Hermite segments through the knot ``state``:
+    row 2k expanded about the start of segment k (x = s), row 2k+1 about its end (x = s - 1)."""
+    h = np.diff(times)
+    scale = (h[:, None] ** np.arange(NDERIV))[..., None]  # (m, 5, 1): d/ds = h d/dt
+    ends = np.concatenate([state[:-1] * scale, state[1:] * scale], axis=1)  # (m, 10, n)
+    m, _, n = ends.shape
+    c = np.empty((2 * m, NCOEF, n))
+    c[0::2] = np.einsum("pe,men->mpn", _HERMITE_INV[0], ends)
+    c[1::2] = np.einsum("pe,men->mpn", _HERMITE_INV[1], ends)
+    # the expansion point's own terms are the knot state itself: set them without rounding
+    fact = np.array([math.factorial(d) for d in range(NDERIV)])[None, :, None]
+    c[0::2, :NDERIV] = ends[:, :NDERIV] / fact
+    c[1::2, :NDERIV] = ends[:, NDERIV:] / fact
+    return c
 
 
 def _derivative_coefficients(c, h):
-    """(m, 10, n) position coefficients -> (m, 5, 10, n) coefficients of q..q'''' in s."""
-    m, _, n = c.shape
-    out = np.zeros((m, NDERIV, NCOEF, n))
+    """(2m, 10, n) position coefficients -> (2m, 5, 10, n) coefficients of q..q'''' in x."""
+    h2 = np.repeat(h, 2)
+    out = np.zeros((c.shape[0], NDERIV, NCOEF, c.shape[2]))
     for d in range(NDERIV):
-        scale = 1.0 / h ** d  # (m,)
+        scale = 1.0 / h2 ** d
         for p in range(NCOEF - d):
             out[:, d, p, :] = c[:, p + d, :] * (_falling(p + d, d) * scale)[:, None]
     return out
@@ -268,14 +237,15 @@ def _derivative_coefficients(c, h):
 # public class
 # ---------------------------------------------------------------------------------------------
 class Trajectory:
-    """A C⁴ joint trajectory through waypoints (degree-9 spline; see the module docstring).
+    """A C⁴ joint trajectory through waypoints (nonic Hermite segments; see the module docstring).
 
     Args:
         joint_names: n distinct joint names; columns of every array follow this order.
         times: (m+1,) strictly increasing, finite ``time_from_start`` of each point [s]; m >= 1.
         positions: (m+1, n) joint positions [rad or m].
         velocities: None, an (m+1, n) array, or a length-(m+1) list whose entries are None (not
-            prescribed at that point) or n numbers [rad/s]. Unprescribed end velocities are zero.
+            prescribed at that point) or n numbers [rad/s]. Unprescribed end velocities are zero,
+            unprescribed interior ones follow Bessel's three-point rule.
         accelerations: like ``velocities`` [rad/s²].
 
     Raises:
@@ -310,7 +280,8 @@ class Trajectory:
         pos = _as_float_matrix(positions, "positions", npts, n)
         vel = self._optional(velocities, "velocities", npts, n)
         acc = self._optional(accelerations, "accelerations", npts, n)
-        coef = _derivative_coefficients(_solve_spline(t, pos, vel, acc), np.diff(t))
+        state = _knot_states(t, pos, vel, acc)
+        coef = _derivative_coefficients(_hermite_coefficients(t, state), np.diff(t))
         self._setup(names, t, pos, vel, acc, coef)
 
     def _setup(self, names, t, pos, vel, acc, coef):
