@@ -1,0 +1,87 @@
+"""Launch the mbs_dynamics feedforward node.
+
+Arguments:
+  robot_description_file  URDF file to load into the ``robot_description`` parameter. Empty
+                          (default): the node takes the model from the ``robot_description`` topic
+                          of a running robot_state_publisher.
+  config                  parameters YAML: a file name under this package's ``config/``
+                          (``rigid_arm.yaml``, ``sea_arm.yaml``) or an absolute path.
+  namespace               namespace of the node (its topics follow it).
+  use_sim_time            true: follow ``/clock`` (Gazebo, bag replay).
+  joint_states_topic      where to read sensor_msgs/JointState (default ``/joint_states``).
+
+Example::
+
+  ros2 launch mbs_dynamics feedforward.launch.py robot_description_file:=/path/robot.urdf \
+      config:=sea_arm.yaml
+
+Feeding ros2_control's effort controller: remap ``~/torque`` onto the controller's command
+topic, e.g. add to the Node below ``remappings=[("~/torque",
+"/effort_controller/commands")]``, with, in the controller_manager YAML::
+
+  controller_manager:
+    ros__parameters:
+      update_rate: 1000
+      effort_controller:
+        type: effort_controllers/JointGroupEffortController
+  effort_controller:
+    ros__parameters:
+      joints: [joint1, joint2, joint3, joint4, joint5, joint6, joint7]  # same order as `joints`
+
+JointGroupEffortController keeps applying its last command when no new one arrives; the node
+publishes nothing when its inputs go stale, so add your own watchdog if that matters.
+"""
+
+import os
+
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.substitutions import FindPackageShare
+
+
+def _node(context):
+    urdf_file = LaunchConfiguration("robot_description_file").perform(context)
+    config = LaunchConfiguration("config").perform(context)
+    if config and not os.path.isabs(config):
+        share = FindPackageShare("mbs_dynamics").perform(context)
+        config = os.path.join(share, "config", config)
+    parameters = []
+    if config:
+        parameters.append(config)
+    use_sim_time = LaunchConfiguration("use_sim_time").perform(context).lower() in (
+        "true", "1", "yes")
+    parameters.append({"use_sim_time": use_sim_time})
+    if urdf_file:
+        with open(urdf_file, encoding="utf-8") as f:
+            # value_type=str: the URDF text must not be parsed as YAML by launch_ros
+            parameters.append({"robot_description": ParameterValue(f.read(), value_type=str)})
+    return [Node(
+        package="mbs_dynamics",
+        executable="feedforward_node",
+        name="feedforward_node",
+        namespace=LaunchConfiguration("namespace"),
+        output="screen",
+        emulate_tty=True,
+        parameters=parameters,
+        remappings=[("joint_states", LaunchConfiguration("joint_states_topic"))],
+    )]
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        DeclareLaunchArgument(
+            "robot_description_file", default_value="",
+            description="URDF file; empty: use the robot_description topic"),
+        DeclareLaunchArgument(
+            "config", default_value="rigid_arm.yaml",
+            description="parameters YAML (name under mbs_dynamics/config or absolute path)"),
+        DeclareLaunchArgument("namespace", default_value="", description="node namespace"),
+        DeclareLaunchArgument("use_sim_time", default_value="false",
+                              description="use /clock (simulation or bag replay)"),
+        DeclareLaunchArgument("joint_states_topic", default_value="/joint_states",
+                              description="sensor_msgs/JointState input"),
+        OpaqueFunction(function=_node),
+    ])

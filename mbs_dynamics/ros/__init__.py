@@ -1,0 +1,8 @@
+"""ROS 2 (rclpy) layer of mbs_dynamics: the only package that imports ``rclpy``.
+
+* :mod:`mbs_dynamics.ros.feedforward_node` — the ``feedforward_node`` executable
+  (``ros2 run mbs_dynamics feedforward_node``).
+* :mod:`mbs_dynamics.ros.conversions` — message ⇄ NumPy helpers.
+
+Nothing is imported here eagerly, so ``import mbs_dynamics.ros`` works without ROS 2.
+"""
