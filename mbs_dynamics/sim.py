@@ -34,7 +34,7 @@ import numpy as np
 
 from . import aba as _aba
 
-__all__ = ["simulate", "SimState", "SimResult"]
+__all__ = ["simulate", "Plant", "SimState", "SimResult"]
 
 
 class SimState:
@@ -138,6 +138,150 @@ def _param(a, n, name, positive):
     return np.ascontiguousarray(a)
 
 
+class Plant:
+    """The simulated robot: its state and one fixed-step advance per control period.
+
+    Used by :func:`simulate` and by the ``sim_node`` (:mod:`mbs_dynamics.ros.sim_node`).
+
+    Args:
+        robot: a :class:`mbs_dynamics.Robot` (gravity as loaded).
+        actuator: None (rigid), an :class:`~mbs_dynamics.actuators.SEA` or a
+            :class:`~mbs_dynamics.actuators.VSA` (motor inertia must be > 0).
+        dt: control period [s]; the command is held over it.
+        substeps: RK4 steps per control period (≥ 1).
+        q0, qd0: (n,) initial link state (default: zeros).
+        theta0, thetad0: (n,) initial motor state (default: the static spring equilibrium
+            ``τ_e(θ0 − q0) = Q_grav(q0)``, i.e. ``θ0 = q0 + K⁻¹ Q_grav(q0)``, and ``θ̇0 = q̇0``).
+        fext_body: optional constant (n, 6) body wrenches ``(m, f)`` acting on the bodies.
+
+    Attributes:
+        t: simulated time [s]; x: (2, n) rows q, q̇ (rigid) or (4, n) rows q, q̇, θ, θ̇;
+        q, qd, theta, thetad: views of the rows of x (theta, thetad None when rigid);
+        qdd, tau_e: (n,) link accelerations and link torques of the last :meth:`evaluate`.
+    """
+
+    def __init__(self, robot, actuator=None, dt=1e-3, substeps=1, q0=None, qd0=None,
+                 theta0=None, thetad0=None, fext_body=None):
+        n = self.n = robot.n
+        self.kind = kind = _kind(actuator)
+        dt = float(dt)
+        if not (dt > 0 and math.isfinite(dt)):
+            raise ValueError(f"dt must be a positive number of seconds, got {dt}")
+        substeps = int(substeps)
+        if substeps < 1:
+            raise ValueError(f"substeps must be >= 1, got {substeps}")
+        self.dt, self.substeps, self.h = dt, substeps, dt / substeps
+        self.robot = robot
+        self._pf = robot.model.pf
+        self._ws = _aba.make_aba_workspace(n)
+        self._use_fext = fext_body is not None
+        fext = (np.zeros((n, 6)) if fext_body is None
+                else np.ascontiguousarray(fext_body, dtype=float))
+        if fext.shape != (n, 6) or not np.all(np.isfinite(fext)):
+            raise ValueError(f"fext_body must be a finite ({n}, 6) array")
+        self._fext = fext
+        q0 = _vec(q0, n, "q0", np.zeros(n))
+        qd0 = _vec(qd0, n, "qd0", np.zeros(n))
+        nx = 2 if kind == "rigid" else 4
+        self.x = np.zeros((nx, n))
+        self.x[0], self.x[1] = q0, qd0
+        self.actuator = actuator
+        if kind != "rigid":
+            self._B = _param(actuator.motor_inertia, n, "motor_inertia", True)
+            self._Dm = _param(actuator.motor_damping, n, "motor_damping", False)
+            if kind == "sea":
+                self._K = _param(actuator.stiffness, n, "stiffness", True)
+            else:
+                self._sigma = _param(actuator.sigma, n, "sigma", False)
+                self._spring = actuator.spring
+            if theta0 is None:
+                g = robot.inverse_dynamics(q0, np.zeros(n), np.zeros(n))
+                theta0 = q0 + (g / self._K if kind == "sea" else self._spring.invert(g, self._sigma))
+            self.x[2] = _vec(theta0, n, "theta0", None)
+            self.x[3] = _vec(thetad0, n, "thetad0", qd0)
+        self.t = 0.0
+        self.qdd = np.zeros(n)
+        self.tau_e = np.zeros(n)
+        self._stages = np.zeros((5, nx, n))
+        self._xb = np.zeros((nx, n))
+
+    @property
+    def q(self):
+        return self.x[0]
+
+    @property
+    def qd(self):
+        return self.x[1]
+
+    @property
+    def theta(self):
+        return self.x[2] if self.kind != "rigid" else None
+
+    @property
+    def thetad(self):
+        return self.x[3] if self.kind != "rigid" else None
+
+    def spring_torque(self, x=None):
+        """τ_e of the elastic joints at state x (default: the current state); None if rigid."""
+        x = self.x if x is None else x
+        if self.kind == "sea":
+            return self._K * (x[2] - x[0])
+        if self.kind == "vsa":
+            return np.asarray(self._spring.torque(x[2] - x[0], self._sigma), dtype=float)
+        return None
+
+    def _command(self, u):
+        u = np.ascontiguousarray(u, dtype=float)
+        if u.shape != (self.n,):
+            raise ValueError(f"command has shape {u.shape} at t = {self.t:g} s, "
+                             f"expected ({self.n},)")
+        if not np.all(np.isfinite(u)):
+            raise ValueError(f"command contains NaN or inf at t = {self.t:g} s")
+        return u
+
+    def evaluate(self, u):
+        """Link torque ``tau_e`` and acceleration ``qdd`` at the current state under command u."""
+        u = self._command(u)
+        te = u if self.kind == "rigid" else np.ascontiguousarray(self.spring_torque())
+        self.tau_e[:] = te
+        x = self.x
+        st = (_aba.aba_fext(self._pf, self._ws, x[0], x[1], self.tau_e, self._fext, self.qdd)
+              if self._use_fext else _aba.aba(self._pf, self._ws, x[0], x[1], self.tau_e,
+                                               self.qdd))
+        if st:
+            raise ValueError(f"the state is not finite at t = {self.t:g} s")
+        return self.qdd
+
+    def step(self, u):
+        """Advance one control period ``dt`` with the command u (τ or τ_m) held."""
+        u = self._command(u)
+        xa, xb = self.x, self._xb
+        pf, ws, h, stages = self._pf, self._ws, self.h, self._stages
+        for s in range(self.substeps):
+            if self.kind == "rigid":
+                st = _aba.rk4_rigid(pf, ws, xa, u, self._fext, self._use_fext, h, stages, xb)
+            elif self.kind == "sea":
+                st = _aba.rk4_sea(pf, ws, xa, u, self._K, self._B, self._Dm, self._fext,
+                                  self._use_fext, h, stages, xb)
+            else:
+                st = _rk4_vsa(pf, ws, xa, u, self._spring, self._sigma, self._B, self._Dm,
+                              self._fext, self._use_fext, h, stages, xb)
+            if st:
+                raise ValueError(f"the simulation diverged (non-finite state) near "
+                                 f"t = {self.t + (s + 1) * h:g} s; reduce dt or add substeps")
+            xa, xb = xb, xa
+        if xa is not self.x:          # odd number of substeps: the result sits in the spare
+            self.x[...] = xa
+        self.t += self.dt
+
+    def hold(self):
+        """Advance the time one period with every joint braked: positions kept, velocities 0."""
+        self.x[1] = 0.0
+        if self.kind != "rigid":
+            self.x[3] = 0.0
+        self.t += self.dt
+
+
 def simulate(robot, controller, duration, dt, actuator=None, q0=None, qd0=None, theta0=None,
              thetad0=None, substeps=1, fext_body=None):
     """Simulate the robot in closed loop with ``controller``.
@@ -149,13 +293,7 @@ def simulate(robot, controller, duration, dt, actuator=None, q0=None, qd0=None, 
             Called at every ``t_k = k dt``, k = 0..N (the last call is recorded, not applied).
         duration: simulated time [s]; N = round(duration / dt) steps.
         dt: control period [s] (> 0).
-        actuator: None (rigid), an :class:`~mbs_dynamics.actuators.SEA` or a
-            :class:`~mbs_dynamics.actuators.VSA` (motor inertia must be > 0).
-        q0, qd0: (n,) initial link state (default: zeros).
-        theta0, thetad0: (n,) initial motor state (default: the static spring equilibrium
-            ``τ_e(θ0 − q0) = Q_grav(q0)``, i.e. ``θ0 = q0 + K⁻¹ Q_grav(q0)``, and ``θ̇0 = q̇0``).
-        substeps: RK4 steps per control period (≥ 1).
-        fext_body: optional constant (n, 6) body wrenches ``(m, f)`` acting on the bodies.
+        actuator, q0, qd0, theta0, thetad0, substeps, fext_body: see :class:`Plant`.
 
     Returns:
         :class:`SimResult`.
@@ -164,107 +302,40 @@ def simulate(robot, controller, duration, dt, actuator=None, q0=None, qd0=None, 
         ValueError: bad arguments, a command of the wrong shape or not finite, or a state that
             became non-finite (the time is named).
     """
-    n = robot.n
-    kind = _kind(actuator)
-    dt = float(dt)
+    plant = Plant(robot, actuator, dt, substeps, q0, qd0, theta0, thetad0, fext_body)
     duration = float(duration)
-    if not (dt > 0 and math.isfinite(dt)):
-        raise ValueError(f"dt must be a positive number of seconds, got {dt}")
     if not (duration >= 0 and math.isfinite(duration)):
         raise ValueError(f"duration must be a finite number of seconds >= 0, got {duration}")
-    substeps = int(substeps)
-    if substeps < 1:
-        raise ValueError(f"substeps must be >= 1, got {substeps}")
+    n, dt = plant.n, plant.dt
     N = int(round(duration / dt))
-    h = dt / substeps
-    pf = robot.model.pf
-    ws = _aba.make_aba_workspace(n)
-    use_fext = fext_body is not None
-    fext = np.zeros((n, 6)) if fext_body is None else np.ascontiguousarray(fext_body, dtype=float)
-    if fext.shape != (n, 6) or not np.all(np.isfinite(fext)):
-        raise ValueError(f"fext_body must be a finite ({n}, 6) array")
-
-    q0 = _vec(q0, n, "q0", np.zeros(n))
-    qd0 = _vec(qd0, n, "qd0", np.zeros(n))
-    nx = 2 if kind == "rigid" else 4
+    nx = plant.x.shape[0]
     X = np.zeros((N + 1, nx, n))  # the state history, rows q, q̇ (, θ, θ̇)
-    X[0, 0], X[0, 1] = q0, qd0
-    if kind != "rigid":
-        B = _param(actuator.motor_inertia, n, "motor_inertia", True)
-        Dm = _param(actuator.motor_damping, n, "motor_damping", False)
-        if kind == "sea":
-            Ks = _param(actuator.stiffness, n, "stiffness", True)
-        else:
-            sigma = _param(actuator.sigma, n, "sigma", False)
-            spring = actuator.spring
-        if theta0 is None:
-            g = robot.inverse_dynamics(q0, np.zeros(n), np.zeros(n))
-            if kind == "sea":
-                theta0 = q0 + g / Ks
-            else:
-                theta0 = q0 + spring.invert(g, sigma)
-        X[0, 2] = _vec(theta0, n, "theta0", None)
-        X[0, 3] = _vec(thetad0, n, "thetad0", qd0)
-
     cmd = np.zeros((N + 1, n))
     qdd = np.zeros((N + 1, n))
     tau_e = np.zeros((N + 1, n))
     ctime = np.zeros(N + 1)
-    stages = np.zeros((5, nx, n))
-    xa = np.zeros((nx, n))
-    xb = np.zeros((nx, n))
-
-    def spring_torque(x):
-        if kind == "sea":
-            return Ks * (x[2] - x[0])
-        if kind == "vsa":
-            return spring.torque(x[2] - x[0], sigma)
-        return None
-
     for k in range(N + 1):
-        xk = X[k]
+        X[k] = plant.x
         # the controller sees read-only views of this row
-        v = [xk[r] for r in range(nx)]
+        v = [X[k, r] for r in range(nx)]
         for a in v:
             a.setflags(write=False)
-        state = SimState(k * dt, *v) if kind != "rigid" else SimState(k * dt, v[0], v[1])
+        t = k * dt
+        plant.t = t
+        state = SimState(t, *v)
         t0 = time.perf_counter()
-        u = controller(k * dt, state)
+        u = controller(t, state)
         ctime[k] = time.perf_counter() - t0
-        u = np.ascontiguousarray(u, dtype=float)
-        if u.shape != (n,):
-            raise ValueError(f"controller returned shape {u.shape} at t = {k * dt:g} s, "
-                             f"expected ({n},)")
-        if not np.all(np.isfinite(u)):
-            raise ValueError(f"controller returned NaN or inf at t = {k * dt:g} s")
-        cmd[k] = u
-        # link torque and acceleration at t_k under this command
-        te = u if kind == "rigid" else spring_torque(xk)
-        tau_e[k] = te
-        st = (_aba.aba_fext(pf, ws, xk[0], xk[1], np.ascontiguousarray(te), fext, qdd[k])
-              if use_fext else _aba.aba(pf, ws, xk[0], xk[1], np.ascontiguousarray(te), qdd[k]))
-        if st:
-            raise ValueError(f"the state is not finite at t = {k * dt:g} s")
-        if k == N:
-            break
-        # integrate over [t_k, t_k + dt) with the command held
-        xa[...] = xk
-        for s in range(substeps):
-            if kind == "rigid":
-                st = _aba.rk4_rigid(pf, ws, xa, u, fext, use_fext, h, stages, xb)
-            elif kind == "sea":
-                st = _aba.rk4_sea(pf, ws, xa, u, Ks, B, Dm, fext, use_fext, h, stages, xb)
-            else:
-                st = _rk4_vsa(pf, ws, xa, u, spring, sigma, B, Dm, fext, use_fext, h, stages, xb)
-            if st:
-                raise ValueError(f"the simulation diverged (non-finite state) near "
-                                 f"t = {k * dt + (s + 1) * h:g} s; reduce dt or add substeps")
-            xa, xb = xb, xa
-        X[k + 1] = xa
+        cmd[k] = u if np.shape(u) == (n,) else plant._command(u)
+        qdd[k] = plant.evaluate(cmd[k])
+        tau_e[k] = plant.tau_e
+        if k < N:
+            plant.step(cmd[k])
+    kind = plant.kind
     return SimResult(
         t=np.arange(N + 1) * dt, q=X[:, 0].copy(), qd=X[:, 1].copy(), qdd=qdd, command=cmd,
         tau_e=tau_e, compute_time=ctime, joint_names=tuple(robot.joint_names), actuator=kind,
-        dt=dt, substeps=substeps,
+        dt=dt, substeps=plant.substeps,
         theta=X[:, 2].copy() if nx == 4 else None, thetad=X[:, 3].copy() if nx == 4 else None)
 
 
