@@ -248,6 +248,30 @@ def _phi_apply(pf, i, ws, oC, kcap, m, src, s, dst, d, scale, transpose):
                 dst[d + a] += c * ws[t + a]
 
 
+@njit(cache=True)
+def _phi1_apply(pf, i, src, s, dst, d, c, transpose):
+    """dst += c · ad_{X_i} src (or ad_{X_i}ᵀ): Φ_1 = −q̇ ad_X when only first derivatives occur."""
+    ex, ey, ez = pf[i, PF_AXIS], pf[i, PF_AXIS + 1], pf[i, PF_AXIS + 2]
+    a0, a1, a2, b0, b1, b2 = src[s], src[s + 1], src[s + 2], src[s + 3], src[s + 4], src[s + 5]
+    if pf[i, PF_TYPE] == 0.0:
+        if transpose:
+            c = -c
+        dst[d] += c * (ey * a2 - ez * a1)
+        dst[d + 1] += c * (ez * a0 - ex * a2)
+        dst[d + 2] += c * (ex * a1 - ey * a0)
+        dst[d + 3] += c * (ey * b2 - ez * b1)
+        dst[d + 4] += c * (ez * b0 - ex * b2)
+        dst[d + 5] += c * (ex * b1 - ey * b0)
+    elif not transpose:
+        dst[d + 3] += c * (ey * a2 - ez * a1)
+        dst[d + 4] += c * (ez * a0 - ex * a2)
+        dst[d + 5] += c * (ex * a1 - ey * a0)
+    else:
+        dst[d] -= c * (ey * b2 - ez * b1)
+        dst[d + 1] -= c * (ez * b0 - ex * b2)
+        dst[d + 2] -= c * (ex * b1 - ey * b0)
+
+
 # ---------------------------------------------------------------------------------------------
 # Recursive inverse dynamics and its time derivatives (MATH.md "Recursive time derivatives")
 # ---------------------------------------------------------------------------------------------
@@ -268,30 +292,37 @@ def _rnea_k(pf, ws, K, fext, use_fext, out):
     g0, g1, g2 = pf[n, 0], pf[n, 1], pf[n, 2]
 
     # ---- forward pass
+    sb = S_base(ws)
     for i in range(n):
         par = int(pf[i, PF_PARENT])
         _joint_pose(pf, i, ws[oQ + i], ws, oRP)
         o = oRP + 12 * i
-        _bell(ws, i, K1, n, oQ, oC, oB, kcap)
+        if K1 > 1:
+            _bell(ws, i, K1, n, oQ, oC, oB, kcap)
         for k in range(K1 + 1):
             # u_k = T_i V_λ^(k); the base has V_0 = 0, V̇_0 = (0, −g) (gravity, MATH.md)
             u = oU + 6 * k
             if par >= 0:
                 _to_child(ws, o, ws, oV + (k * n + par) * 6, ws, u)
+            elif k == 1:
+                for a in range(3):
+                    ws[sb + a] = 0.0
+                    ws[sb + 3 + a] = -pf[n, a]
+                _to_child(ws, o, ws, sb, ws, u)
             else:
                 for a in range(6):
-                    ws[S_base(ws) + a] = 0.0
-                if k == 1:
-                    sb = S_base(ws)
-                    ws[sb + 3], ws[sb + 4], ws[sb + 5] = -g0, -g1, -g2
-                _to_child(ws, o, ws, S_base(ws), ws, u)
+                    ws[u + a] = 0.0
+            # V^(k) = Σ_m binom(k,m) Φ_m u_{k−m} + X_i q^(k+1); Φ_0 = I, Φ_1 = −q̇ ad_X
             v = oV + (k * n + i) * 6
             for a in range(6):
-                ws[v + a] = 0.0
-            for m in range(k + 1):
-                _phi_apply(pf, i, ws, oC, kcap, m, ws, oU + 6 * (k - m), ws, v,
-                           ws[oB + k * nb + m], False)
-            # + X_i q^(k+1)
+                ws[v + a] = ws[u + a]
+            if k >= 1:
+                if K1 > 1:
+                    for m in range(1, k + 1):
+                        _phi_apply(pf, i, ws, oC, kcap, m, ws, oU + 6 * (k - m), ws, v,
+                                   ws[oB + k * nb + m], False)
+                else:
+                    _phi1_apply(pf, i, ws, oU, ws, v, -ws[oQ + n + i], False)
             qk = ws[oQ + (k + 1) * n + i]
             if pf[i, PF_TYPE] == 0.0:
                 for a in range(3):
@@ -341,14 +372,21 @@ def _rnea_k(pf, ws, K, fext, use_fext, out):
                 out[k, i] = (pf[i, PF_AXIS] * ws[w + 3] + pf[i, PF_AXIS + 1] * ws[w + 4]
                              + pf[i, PF_AXIS + 2] * ws[w + 5])
         if par >= 0:
-            _bell(ws, i, K, n, oQ, oC, oB, kcap)
-            sb = S_base(ws)
+            if K > 1:
+                _bell(ws, i, K, n, oQ, oC, oB, kcap)
             for k in range(K + 1):
+                w = oW + (k * n + i) * 6
+                if k == 0:
+                    _add_to_parent(ws, o, ws, w, ws, oW + par * 6)
+                    continue
                 for a in range(6):
-                    ws[sb + a] = 0.0
-                for m in range(k + 1):
-                    _phi_apply(pf, i, ws, oC, kcap, m, ws, oW + ((k - m) * n + i) * 6, ws, sb,
-                               ws[oB + k * nb + m], True)
+                    ws[sb + a] = ws[w + a]
+                if K > 1:
+                    for m in range(1, k + 1):
+                        _phi_apply(pf, i, ws, oC, kcap, m, ws, oW + ((k - m) * n + i) * 6, ws,
+                                   sb, ws[oB + k * nb + m], True)
+                else:
+                    _phi1_apply(pf, i, ws, oW + i * 6, ws, sb, -ws[oQ + n + i], True)
                 _add_to_parent(ws, o, ws, sb, ws, oW + (k * n + par) * 6)
 
 
@@ -524,8 +562,12 @@ def _poses(pf, ws, q, oRP):
 @njit(cache=True)
 def mass_matrix(pf, ws, q, out):
     """M = Jᵀ𝖬J (seed 004 eq. 20). With J = A X and A block lower-triangular,
-    (Aᵀ𝖬A)_{jk} = Ad_{C_{k,j}}ᵀ 𝖬ᶜ_k for j ancestor of k, where 𝖬ᶜ_k = Σ_{i ⪰ k} Ad_{C_{i,k}}ᵀ
-    M_i Ad_{C_{i,k}} is the subtree (composite) inertia: M_{jk} = (Ad_{C_{k,j}} X_j)ᵀ 𝖬ᶜ_k X_k."""
+    (Aᵀ𝖬A)_{jk} = Ad_{C_{k,j}}ᵀ 𝖬ᶜ_k for j an ancestor of k, where 𝖬ᶜ_k = Σ_{i ⪰ k} Ad_{C_{i,k}}ᵀ
+    M_i Ad_{C_{i,k}} is the subtree (composite) inertia, so M_{jk} = (Ad_{C_{k,j}} X_j)ᵀ 𝖬ᶜ_k X_k.
+
+    𝖬ᶜ is kept in the compact form (m, h = m c, Θ_b) of eq. 24; moving it by C = (R, p) into the
+    parent frame gives m, R h + m p, R Θ_b Rᵀ − (Rh)~p̃ − p̃(Rh)~ − m p̃p̃.
+    """
     n = pf.shape[0] - 1
     if q.shape[0] != n:
         return 11
@@ -535,54 +577,86 @@ def mass_matrix(pf, ws, q, out):
         return 12
     oV, oW, oRP, oQ, oC, oU, oB, oIC, oJ, oJD, oP = _offsets(n, int(ws[0]))
     _poses(pf, ws, q, oRP)
-    # 𝖬ᶜ_i as 6 columns (column c at oIC + 36 i + 6 c), start from M_i
     for i in range(n):
-        for c in range(6):
-            _set_unit(ws, oU, c)
-            _inertia_times(pf, i, ws, oU, ws, oIC + 36 * i + 6 * c, 1.0, False)
+        c = oIC + 13 * i
+        ws[c] = pf[i, PF_MASS]
+        for a in range(3):
+            ws[c + 1 + a] = pf[i, PF_H + a]
+        for a in range(9):
+            ws[c + 4 + a] = pf[i, PF_I + a]
+        for j in range(n):
+            out[i, j] = 0.0
     for i in range(n - 1, -1, -1):
         par = int(pf[i, PF_PARENT])
         if par < 0:
             continue
         o = oRP + 12 * i
-        for c in range(6):
-            # column c of T_iᵀ 𝖬ᶜ_i T_i = T_iᵀ 𝖬ᶜ_i (T_i e_c)
-            _set_unit(ws, oU, c)
-            _to_child(ws, o, ws, oU, ws, oU + 6)
-            _mat6_vec(ws, oIC + 36 * i, ws, oU + 6, ws, oU + 12)
-            _add_to_parent(ws, o, ws, oU + 12, ws, oIC + 36 * par + 6 * c)
+        c = oIC + 13 * i
+        d = oIC + 13 * par
+        m = ws[c]
+        p0, p1, p2 = ws[o + 9], ws[o + 10], ws[o + 11]
+        # R h
+        r0 = ws[o] * ws[c + 1] + ws[o + 1] * ws[c + 2] + ws[o + 2] * ws[c + 3]
+        r1 = ws[o + 3] * ws[c + 1] + ws[o + 4] * ws[c + 2] + ws[o + 5] * ws[c + 3]
+        r2 = ws[o + 6] * ws[c + 1] + ws[o + 7] * ws[c + 2] + ws[o + 8] * ws[c + 3]
+        ws[d] += m
+        ws[d + 1] += r0 + m * p0
+        ws[d + 2] += r1 + m * p1
+        ws[d + 3] += r2 + m * p2
+        # R Θ Rᵀ
+        for a in range(3):
+            ra0, ra1, ra2 = ws[o + 3 * a], ws[o + 3 * a + 1], ws[o + 3 * a + 2]
+            t0 = ra0 * ws[c + 4] + ra1 * ws[c + 7] + ra2 * ws[c + 10]
+            t1 = ra0 * ws[c + 5] + ra1 * ws[c + 8] + ra2 * ws[c + 11]
+            t2 = ra0 * ws[c + 6] + ra1 * ws[c + 9] + ra2 * ws[c + 12]
+            for b in range(3):
+                ws[d + 4 + 3 * a + b] += t0 * ws[o + 3 * b] + t1 * ws[o + 3 * b + 1] + t2 * ws[o + 3 * b + 2]
+        # − (Rh)~p̃ − p̃(Rh)~ − m p̃p̃, using x̃ỹ = y xᵀ − (x·y) I
+        rp = r0 * p0 + r1 * p1 + r2 * p2
+        pp = p0 * p0 + p1 * p1 + p2 * p2
+        for a in range(3):
+            pa = p0 if a == 0 else (p1 if a == 1 else p2)
+            ra = r0 if a == 0 else (r1 if a == 1 else r2)
+            for b in range(3):
+                pb = p0 if b == 0 else (p1 if b == 1 else p2)
+                rb = r0 if b == 0 else (r1 if b == 1 else r2)
+                x = -(pa * rb + ra * pb) - m * pa * pb
+                if a == b:
+                    x += 2.0 * rp + m * pp
+                ws[d + 4 + 3 * a + b] += x
+    sb = S_base(ws)
     for k in range(n):
-        # F = 𝖬ᶜ_k X_k, then walk up: F ← T_jᵀ F
-        _set_X(pf, k, ws, oU, 1.0)
-        _mat6_vec(ws, oIC + 36 * k, ws, oU, ws, oP)
-        out[k, k] = _X_dot(pf, k, ws, oP)
+        # F = 𝖬ᶜ_k X_k: (Θe, e × h) for X = (e, 0); (h × e, m e) for X = (0, e)
+        c = oIC + 13 * k
+        ex, ey, ez = pf[k, PF_AXIS], pf[k, PF_AXIS + 1], pf[k, PF_AXIS + 2]
+        h0, h1, h2 = ws[c + 1], ws[c + 2], ws[c + 3]
+        if pf[k, PF_TYPE] == 0.0:
+            for a in range(3):
+                ws[sb + a] = ws[c + 4 + 3 * a] * ex + ws[c + 5 + 3 * a] * ey + ws[c + 6 + 3 * a] * ez
+            ws[sb + 3] = ey * h2 - ez * h1
+            ws[sb + 4] = ez * h0 - ex * h2
+            ws[sb + 5] = ex * h1 - ey * h0
+        else:
+            ws[sb] = h1 * ez - h2 * ey
+            ws[sb + 1] = h2 * ex - h0 * ez
+            ws[sb + 2] = h0 * ey - h1 * ex
+            ws[sb + 3] = ws[c] * ex
+            ws[sb + 4] = ws[c] * ey
+            ws[sb + 5] = ws[c] * ez
+        out[k, k] = _X_dot(pf, k, ws, sb)
         j = k
         while int(pf[j, PF_PARENT]) >= 0:
+            # F ← Ad_{C_{j,λ}}ᵀ F, then M_{λk} = X_λᵀ F
             for a in range(6):
-                ws[oU + 6 + a] = 0.0
-            _add_to_parent(ws, oRP + 12 * j, ws, oP, ws, oU + 6)
+                ws[sb + 6 + a] = 0.0
+            _add_to_parent(ws, oRP + 12 * j, ws, sb, ws, sb + 6)
             for a in range(6):
-                ws[oP + a] = ws[oU + 6 + a]
+                ws[sb + a] = ws[sb + 6 + a]
             j = int(pf[j, PF_PARENT])
-            v = _X_dot(pf, j, ws, oP)
+            v = _X_dot(pf, j, ws, sb)
             out[j, k] = v
             out[k, j] = v
-        # entries between bodies on different branches are zero
-    for k in range(n):
-        for j in range(k):
-            if not _is_ancestor(pf, j, k):
-                out[j, k] = 0.0
-                out[k, j] = 0.0
     return 0
-
-
-@njit(cache=True)
-def _is_ancestor(pf, j, k):
-    while k >= 0:
-        if k == j:
-            return True
-        k = int(pf[k, PF_PARENT])
-    return False
 
 
 @njit(cache=True)
