@@ -613,3 +613,94 @@ def test_fuzz_malformed_inputs_never_escape_or_give_non_finite_output(panda):
     total = sum(sum(c.rejections.values()) for c in ctls)
     assert total > 10_000
     assert all(c.rejections["internal_error"] == 0 for c in ctls)
+
+
+# -- node parameters, configuration files, launch file (ROS-free parts) -----------------------
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def _flatten(d, prefix=""):
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+@pytest.mark.parametrize("name", ["rigid_arm.yaml", "sea_arm.yaml"])
+def test_config_files_are_valid_parameter_files(name):
+    import yaml
+    from mbs_dynamics.actuators import actuator_from_params
+    from mbs_dynamics.ros.parameters import check_config, parameter_table
+    doc = yaml.safe_load((REPO / "config" / name).read_text())
+    assert list(doc) == ["/**/feedforward_node"]
+    params = _flatten(doc["/**/feedforward_node"]["ros__parameters"])
+    assert set(params) <= set(parameter_table())
+    for v in params.values():     # ROS parameters are typed: floats must be written as floats
+        if isinstance(v, list) and v and isinstance(v[0], (int, float)):
+            assert all(isinstance(x, float) for x in v)
+    cfg = check_config(params)
+    arm7 = mbs.load_urdf(str(REPO / "mbs_dynamics" / "data" / "robots" / "arm7.urdf"))
+    act = actuator_from_params(cfg["actuator"], arm7.n)
+    assert (act is None) == (name == "rigid_arm.yaml")
+    ctl = FeedforwardController(arm7, actuator=act)
+    ctl.set_joint_state(arm7.joint_names, np.zeros(arm7.n), stamp=0.0)
+    out = ctl.update(0.0)
+    assert out.valid and (out.motor is not None) == (name == "sea_arm.yaml")
+
+
+@pytest.mark.parametrize("values, match", [
+    ({"gravity": [0.0, 1.0]}, "gravity"),
+    ({"gravity": [0.0, 0.0, math.nan]}, "gravity"),
+    ({"control_rate": -1.0}, "control_rate"),
+    ({"control_rate": math.inf}, "control_rate"),
+    ({"joint_state_timeout": -0.1}, "joint_state_timeout"),
+    ({"joints": ["a", "a"]}, "duplicates"),
+    ({"joints": ["a", ""]}, "joints"),
+    ({"frobnicate": 1.0}, "unknown"),
+    ({"actuator.type": "hydraulic"}, "actuator.type"),
+    ({"joints": ["a", "b"], "actuator.type": "sea", "actuator.stiffness": -5.0}, "stiffness"),
+    ({"joints": ["a", "b"], "actuator.type": "sea", "actuator.stiffness": [1.0, 2.0, 3.0]},
+     "stiffness"),
+])
+def test_check_config_rejects_bad_values(values, match):
+    from mbs_dynamics.ros.parameters import check_config
+    with pytest.raises(ValueError, match=match):
+        check_config(values)
+
+
+def test_check_config_defaults_and_runtime_checks():
+    from mbs_dynamics.ros.parameters import check_config, check_runtime, parameter_table
+    cfg = check_config({})
+    assert cfg["control_rate"] == 1000.0 and cfg["gravity"] == (0.0, 0.0, -9.81)
+    assert cfg["joints"] == [] and cfg["base_link"] is None
+    assert cfg["actuator"]["actuator.type"] == "rigid"
+    assert check_runtime("control_rate", 0.0) is None
+    assert check_runtime("control_rate", -1.0)
+    assert check_runtime("joint_state_timeout", "1")
+    assert check_runtime("joint_state_timeout", True)
+    for name, (_, text, read_only, _) in parameter_table().items():
+        assert text, name                                   # every parameter is described
+        assert read_only == (name not in ("control_rate", "joint_state_timeout")), name
+
+
+def test_launch_file_declares_its_arguments():
+    import ast
+    tree = ast.parse((REPO / "launch" / "feedforward.launch.py").read_text())
+    declared = {node.args[0].value for node in ast.walk(tree)
+                if isinstance(node, ast.Call) and getattr(node.func, "id", "") ==
+                "DeclareLaunchArgument"}
+    assert {"robot_description_file", "config", "namespace", "use_sim_time"} <= declared
+    assert any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description"
+               for n in tree.body)
+
+
+def test_effort_controller_example():
+    import yaml
+    doc = yaml.safe_load((REPO / "config" / "effort_controller_example.yaml").read_text())
+    cm = doc["controller_manager"]["ros__parameters"]
+    assert cm["effort_controller"]["type"] == "effort_controllers/JointGroupEffortController"
+    arm7 = mbs.load_urdf(str(REPO / "mbs_dynamics" / "data" / "robots" / "arm7.urdf"))
+    assert doc["effort_controller"]["ros__parameters"]["joints"] == list(arm7.joint_names)

@@ -60,6 +60,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..controller import FeedforwardController
 from .conversions import derivatives_message, joint_trajectory_to_dict, stamp_to_sec, to_array
+from .parameters import check_config, check_runtime, parameter_table
 
 try:  # rclpy >= 7.1.4 (Jazzy backport) and later distributions
     from rclpy.experimental.events_executor import EventsExecutor
@@ -172,90 +173,38 @@ class FeedforwardNode(Node):
 
     # -- parameters ---------------------------------------------------------------------------
     def _declare_parameters(self):
-        d = ParameterDescriptor
-        self.declare_parameter("robot_description", "", d(
-            description="URDF XML of the robot. Empty: take it from the robot_description "
-                        "topic (std_msgs/String, transient local), as robot_state_publisher "
-                        "publishes it; every new message there swaps the model.",
-            read_only=True))
-        self.declare_parameter("joints", Parameter.Type.STRING_ARRAY, d(
-            description="Controlled joints, in output order (a subset of the model's movable "
-                        "joints). Empty or unset: all movable joints in URDF order.",
-            read_only=True))
-        self.declare_parameter("base_link", "", d(
-            description="Link fixed to the world; gravity is expressed in it. Empty: URDF root.",
-            read_only=True))
-        self.declare_parameter("tip_link", "", d(
-            description="If set, model only the chain base_link -> tip_link.",
-            read_only=True))
-        self.declare_parameter("control_rate", 1000.0, d(
-            description="Output rate [Hz]; 0 publishes once per received joint state.",
-            floating_point_range=_float_range(0.0, 10000.0)))
-        self.declare_parameter("gravity", [0.0, 0.0, -9.81], d(
-            description="Gravitational acceleration [m/s^2] in the base_link frame (3 values).",
-            read_only=True))
-        self.declare_parameter("joint_state_timeout", 0.1, d(
-            description="Publish nothing when the latest joint state is older than this [s]; "
-                        "0 disables the check.",
-            floating_point_range=_float_range(0.0, 3600.0)))
-        for name, (default, text) in _actuator_parameters().items():
-            if isinstance(default, str):
-                self.declare_parameter(name, default, d(description=text, read_only=True))
+        for name, (default, text, read_only, limits) in parameter_table().items():
+            desc = ParameterDescriptor(description=text, read_only=read_only)
+            if limits is not None:
+                desc.floating_point_range = _float_range(*limits)
+            if name == "joints":
+                # no default: an empty list would be typed as a byte array by rclpy
+                self.declare_parameter(name, Parameter.Type.STRING_ARRAY, desc)
+            elif name.startswith("actuator.") and not isinstance(default, str):
+                # one number for every joint or one per joint: both types accepted
+                desc.dynamic_typing = True
+                self.declare_parameter(name, _as_parameter_value(default), desc)
             else:
-                # a scalar for every joint or one value per joint: both types accepted
-                value = _as_parameter_value(default)
-                self.declare_parameter(name, value, d(description=text, read_only=True,
-                                                      dynamic_typing=True))
+                self.declare_parameter(name, default, desc)
 
-    def _param(self, name, default=None):
+    def _param(self, name):
         try:
-            value = self.get_parameter(name).value
+            return self.get_parameter(name).value
         except ParameterUninitializedException:
-            return default
-        return default if value is None else value
+            return None
 
     def _read_config(self):
         """All parameters, checked; raises ConfigurationError naming the parameter."""
-        cfg = {
-            "robot_description": self._param("robot_description", ""),
-            "joints": list(self._param("joints", []) or []),
-            "base_link": self._param("base_link", "") or None,
-            "tip_link": self._param("tip_link", "") or None,
-            "control_rate": float(self._param("control_rate", 1000.0)),
-            "joint_state_timeout": float(self._param("joint_state_timeout", 0.1)),
-        }
-        gravity = self._param("gravity", [0.0, 0.0, -9.81])
         try:
-            gravity = [float(g) for g in gravity]
-        except (TypeError, ValueError):
-            gravity = []
-        if len(gravity) != 3 or not all(math.isfinite(g) for g in gravity):
-            raise ConfigurationError(f"gravity must be 3 finite numbers, got {gravity}")
-        cfg["gravity"] = tuple(gravity)
-        for key in ("control_rate", "joint_state_timeout"):
-            if not (math.isfinite(cfg[key]) and cfg[key] >= 0.0):
-                raise ConfigurationError(f"{key} must be a finite number >= 0, got {cfg[key]}")
-        if len(set(cfg["joints"])) != len(cfg["joints"]):
-            raise ConfigurationError(f"joints contains duplicates: {cfg['joints']}")
-        cfg["actuator"] = {name: _plain(self._param(name)) for name in _actuator_parameters()}
-        kind = cfg["actuator"].get("actuator.type", "rigid")
-        if kind not in ("rigid", "sea", "vsa"):
-            raise ConfigurationError(f"actuator.type must be rigid, sea or vsa, got {kind!r}")
-        if cfg["joints"]:  # size known now: check the actuator parameters at startup
-            try:
-                _make_actuator(cfg["actuator"], len(cfg["joints"]))
-            except ValueError as exc:
-                raise ConfigurationError(str(exc)) from exc
-        return cfg
+            return check_config({name: self._param(name) for name in parameter_table()})
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from exc
 
     def _validate_parameters(self, params):
         for p in params:
-            if p.name in ("control_rate", "joint_state_timeout"):
-                v = p.value
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
-                        math.isfinite(v) and v >= 0.0):
-                    return SetParametersResult(
-                        successful=False, reason=f"{p.name} must be a finite number >= 0")
+            reason = check_runtime(p.name, p.value)
+            if reason:
+                return SetParametersResult(successful=False, reason=reason)
         return SetParametersResult(successful=True)
 
     def _apply_parameters(self, params):
@@ -484,13 +433,6 @@ class FeedforwardNode(Node):
         return super().destroy_node()
 
 
-def _actuator_parameters():
-    """``ACTUATOR_PARAMETERS`` (name → (default, description)) of :mod:`mbs_dynamics.actuators`."""
-    from ..actuators import ACTUATOR_PARAMETERS
-
-    return ACTUATOR_PARAMETERS
-
-
 def _make_actuator(params, n):
     from ..actuators import actuator_from_params
 
@@ -502,13 +444,6 @@ def _as_parameter_value(default):
     if isinstance(default, (list, tuple, np.ndarray)):
         return [float(x) for x in default]
     return default
-
-
-def _plain(value):
-    """Parameter value → plain Python (array.array and tuples → list of float)."""
-    if isinstance(value, (list, tuple)) or hasattr(value, "typecode"):
-        return [float(x) for x in value]
-    return value
 
 
 def make_executor(context=None):
