@@ -2,8 +2,9 @@
 and the block-structured closed forms M, C̄, Ṁ, Q_grav.
 
 All kernels read the packed model ``pf`` (see ``model.PF_*``) and one flat float workspace ``ws``
-(see :func:`layout`), write into preallocated outputs and allocate nothing. Public entries return
-an int status: 0 = ok, ``10 * a + 1`` = argument ``a`` has the wrong size, ``10 * a + 2`` =
+(see :func:`layout`), write into preallocated outputs and allocate nothing. Public entries have explicit
+signatures (C-contiguous float64 arrays; anything else raises TypeError, which robot.py answers by
+converting once) and return an int status: 0 = ok, ``10 * a + 1`` = argument ``a`` has the wrong size, ``10 * a + 2`` =
 argument ``a`` holds NaN or inf (arguments numbered from 1 after ``ws``).
 
 Twists ``(ω, v)``, wrenches ``(m, f)``, body-fixed (MATH.md, seed 000 eq. 67–68).
@@ -407,7 +408,7 @@ def _bad(x):
 # ---------------------------------------------------------------------------------------------
 # Public entries
 # ---------------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit("int64(f8[:, ::1], f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])", cache=True)
 def rnea(pf, ws, q, qd, qdd, out):
     """τ = ID(q, q̇, q̈) (K = 0 of the recursion)."""
     n = pf.shape[0] - 1
@@ -435,7 +436,7 @@ def rnea(pf, ws, q, qd, qdd, out):
     return 0
 
 
-@njit(cache=True)
+@njit("int64(f8[:, ::1], f8[::1], f8[::1], f8[::1], f8[::1], f8[:, ::1], f8[::1])", cache=True)
 def rnea_fext(pf, ws, q, qd, qdd, fext, out):
     """τ = ID(q, q̇, q̈) with external wrenches fext (n, 6) acting on the bodies (body frames)."""
     n = pf.shape[0] - 1
@@ -465,7 +466,7 @@ def rnea_fext(pf, ws, q, qd, qdd, fext, out):
     return 0
 
 
-@njit(cache=True)
+@njit("int64(f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1])", cache=True)
 def rnea_batch(pf, ws, q, qd, qdd, out):
     """τ for N states: q, qd, qdd, out of shape (N, n)."""
     n = pf.shape[0] - 1
@@ -493,7 +494,7 @@ def rnea_batch(pf, ws, q, qd, qdd, out):
     return 0
 
 
-@njit(cache=True)
+@njit("int64(f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1])", cache=True)
 def torque_derivatives(pf, ws, qs, out):
     """τ^(k), k = 0..K, from qs = (q, q', …, q^(K+2)) of shape (K+3, n); out (K+1, n)."""
     n = pf.shape[0] - 1
@@ -512,7 +513,7 @@ def torque_derivatives(pf, ws, qs, out):
     return 0
 
 
-@njit(cache=True)
+@njit("int64(f8[:, ::1], f8[::1], f8[:, :, ::1], f8[:, :, ::1])", cache=True)
 def torque_derivatives_batch(pf, ws, qs, out):
     """The same for N samples: qs (N, K+3, n) → out (N, K+1, n), in one compiled loop."""
     n = pf.shape[0] - 1
@@ -559,7 +560,7 @@ def _poses(pf, ws, q, oRP):
         _joint_pose(pf, i, q[i], ws, oRP)
 
 
-@njit(cache=True)
+@njit("int64(f8[:, ::1], f8[::1], f8[::1], f8[:, ::1])", cache=True)
 def mass_matrix(pf, ws, q, out):
     """M = Jᵀ𝖬J (seed 004 eq. 20). With J = A X and A block lower-triangular,
     (Aᵀ𝖬A)_{jk} = Ad_{C_{k,j}}ᵀ 𝖬ᶜ_k for j an ancestor of k, where 𝖬ᶜ_k = Σ_{i ⪰ k} Ad_{C_{i,k}}ᵀ
@@ -678,7 +679,7 @@ def _mat6_vec(ws, m, src, s, dst, d):
                 dst[d + a] += ws[m + 6 * c + a] * x
 
 
-@njit(cache=True)
+@njit("int64(f8[:, ::1], f8[::1], f8[::1], f8[::1], f8[:, ::1], int64)", cache=True)
 def coriolis(pf, ws, q, qd, out, mode):
     """mode 0: C̄ = −Jᵀ(𝖬Aa + bᵀ𝖬 − 𝖬b)J (seed 004 eq. 54), so that Ṁ − 2C̄ is skew;
     mode 1: Ṁ = −Jᵀ(𝖬Aa + (𝖬Aa)ᵀ)J (eq. 29–30).
@@ -786,7 +787,7 @@ def coriolis(pf, ws, q, qd, out, mode):
     return 0
 
 
-@njit(cache=True)
+@njit("int64(f8[:, ::1], f8[::1], f8[::1], f8[::1])", cache=True)
 def gravity(pf, ws, q, out):
     """Q_grav = Jᵀ𝖬UG (seed 004 eq. 25–26): UG forward (a_i = T_i a_λ, a_0 = (0, −g)),
     Jᵀ backward (P_λ += T_iᵀ P_i, P_i ⊇ M_i a_i, Q_i = X_iᵀ P_i)."""

@@ -28,11 +28,11 @@ def _arr(x, name, shape_desc, ndim):
 
 
 def _raise(status, names, arrays, shape_desc):
+    """Turn a kernel status (10 a + 1: wrong size, 10 a + 2: NaN/inf) into a ValueError."""
     a, kind = divmod(status, 10)
     name = names[a - 1]
     if kind == 1:
-        shp = arrays[a - 1].shape if a - 1 < len(arrays) else "?"
-        raise ValueError(f"{name} has shape {shp}, expected {shape_desc}")
+        raise ValueError(f"{name} has shape {arrays[a - 1].shape}, expected {shape_desc}")
     raise ValueError(f"{name} contains NaN or inf")
 
 
@@ -43,14 +43,14 @@ class Robot:
     frame; ``q`` of revolute/continuous joints in rad, prismatic in m.
     """
 
-    __slots__ = ("_model", "_pf", "_ws", "_kcap", "_zero")
+    __slots__ = ("_model", "_pf", "_ws", "_kcap", "_n")
 
     def __init__(self, model: _model.Model, kcap: int = 4):
         self._model = model
-        self._pf = model.pf
+        self._pf = np.array(model.pf)  # private writable copy: the kernels' signatures are plain arrays
+        self._n = model.n
         self._kcap = kcap
         self._ws = K.make_workspace(model.n, kcap)
-        self._zero = np.zeros(model.n)
 
     # ---------------------------------------------------------------- description
     @property
@@ -114,6 +114,20 @@ class Robot:
         ``inertia`` [kg m²] about the COM, both in the link frame."""
         return Robot(_model.add_payload(self._model, link, mass, com, inertia), self._kcap)
 
+    # ---------------------------------------------------------------- calling the kernels
+    def _call(self, kernel, names, args, shapes):
+        """Slow path: convert every argument once (any array-like), then call ``kernel``.
+
+        ``names``/``shapes`` describe the user arguments for error messages; the last entry of
+        ``args`` may be ``out``."""
+        conv = []
+        for a, name, (nd, desc) in zip(args, names, shapes):
+            conv.append(_arr(a, name, desc, nd))
+        st = kernel(self._pf, self._ws, *conv)
+        if st:
+            _raise(st, names, conv, shapes[(st // 10) - 1][1])
+        return conv[-1]
+
     # ---------------------------------------------------------------- inverse dynamics
     def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
         """τ = M(q) q̈ + C(q, q̇) q̇ + Q_grav(q) − Q_ext (RNEA, seed 000 eq. 67–68).
@@ -126,27 +140,34 @@ class Robot:
         Returns:
             τ, shape (n,) or (N, n) [N m or N].
         """
-        n = self._model.n
-        q = _arr(q, "q", "(n,) or (N, n)", np.ndim(q) if np.ndim(q) in (1, 2) else 1)
-        batch = q.ndim == 2
-        nd = 2 if batch else 1
-        desc = f"({q.shape[0]}, {n})" if batch else f"({n},)"
-        qd = _arr(qd, "qd", desc, nd)
-        qdd = _arr(qdd, "qdd", desc, nd)
-        if out is None:
-            out = np.empty(q.shape if batch else n)
-        if batch:
+        if f_ext is None and out is None:
+            out = np.empty(self._n)
+            try:
+                st = K.rnea(self._pf, self._ws, q, qd, qdd, out)  # fast path: float64 vectors
+            except TypeError:
+                return self._inverse_dynamics(q, qd, qdd, None, None)
+            if st == 0:
+                return out
+        return self._inverse_dynamics(q, qd, qdd, f_ext, out)
+
+    def _inverse_dynamics(self, q, qd, qdd, f_ext, out):
+        n = self._n
+        if np.ndim(q) == 2:
+            N = np.shape(q)[0]
             if f_ext is not None:
                 raise ValueError("f_ext is not supported with batch inputs")
-            st = K.rnea_batch(self._pf, self._ws, q, qd, qdd, out)
-        elif f_ext is None:
-            st = K.rnea(self._pf, self._ws, q, qd, qdd, out)
-        else:
-            st = K.rnea_fext(self._pf, self._ws, q, qd, qdd, self._fext(f_ext), out)
-        if st:
-            _raise(st, ("q", "qd", "qdd", "out" if f_ext is None else "f_ext", "out"),
-                   (q, qd, qdd, out), desc)
-        return out
+            if out is None:
+                out = np.empty((N, n))
+            sh = (2, f"({N}, {n})")
+            return self._call(K.rnea_batch, ("q", "qd", "qdd", "out"), (q, qd, qdd, out), (sh,) * 4)
+        if out is None:
+            out = np.empty(n)
+        sh = (1, f"({n},)")
+        if f_ext is None:
+            return self._call(K.rnea, ("q", "qd", "qdd", "out"), (q, qd, qdd, out), (sh,) * 4)
+        return self._call(K.rnea_fext, ("q", "qd", "qdd", "f_ext", "out"),
+                          (q, qd, qdd, self._fext(f_ext), out),
+                          (sh, sh, sh, (2, f"({n}, 6)"), sh))
 
     def _fext(self, f_ext):
         """Link wrenches (link frame) → body wrenches (body frame): m_b = R m + p × R f, f_b = R f."""
@@ -181,7 +202,21 @@ class Robot:
         Returns:
             (k+1, n) rows τ, τ′, …, τ^(k) (or (N, k+1, n)).
         """
-        n = self._model.n
+        if out is None and method == "recursive":
+            try:
+                k1 = qs.shape[0] - 2  # fast path: a C-contiguous float64 (k+3, n) array
+                if 1 <= k1 <= self._kcap + 1:
+                    out = np.empty((k1, self._n))
+                    st = K.torque_derivatives(self._pf, self._ws, qs, out)
+                    if st == 0:
+                        return out
+            except (TypeError, AttributeError, IndexError):
+                pass
+            out = None
+        return self._torque_derivatives(qs, method, out)
+
+    def _torque_derivatives(self, qs, method, out):
+        n = self._n
         nd = np.ndim(qs)
         qs = _arr(qs, "qs", f"(k+3, {n}) or (N, k+3, {n})", nd if nd in (2, 3) else 2)
         if qs.shape[-1] != n or qs.shape[-2] < 3:
@@ -203,29 +238,25 @@ class Robot:
         if k > self._kcap:
             self._kcap = k
             self._ws = K.make_workspace(n, k)
+        shape = qs.shape[:-2] + (k + 1, n)
         if out is None:
-            out = np.empty(qs.shape[:-2] + (k + 1, n))
+            out = np.empty(shape)
         fn = K.torque_derivatives_batch if qs.ndim == 3 else K.torque_derivatives
-        st = fn(self._pf, self._ws, qs, out)
-        if st:
-            _raise(st, ("qs", "out"), (qs, out), f"{qs.shape[:-2] + (k + 1, n)}")
-        return out
+        sh = (qs.ndim, str(shape))
+        return self._call(fn, ("qs", "out"), (qs, out), ((qs.ndim, str(qs.shape)), sh))
 
     # ---------------------------------------------------------------- closed forms
-    def _vec(self, x, name):
-        x = _arr(x, name, f"({self._model.n},)", 1)
-        return x
-
     def mass_matrix(self, q, out=None):
         """Generalized mass matrix M(q) = Jᵀ𝖬J (seed 004 eq. 20), (n, n), symmetric positive definite."""
-        n = self._model.n
-        q = self._vec(q, "q")
         if out is None:
-            out = np.empty((n, n))
-        st = K.mass_matrix(self._pf, self._ws, q, out)
-        if st:
-            _raise(st, ("q", "out"), (q, out), f"({n},)" if st < 20 else f"({n}, {n})")
-        return out
+            out = np.empty((self._n, self._n))
+            try:
+                if K.mass_matrix(self._pf, self._ws, q, out) == 0:
+                    return out
+            except TypeError:
+                pass
+        n = self._n
+        return self._call(K.mass_matrix, ("q", "out"), (q, out), ((1, f"({n},)"), (2, f"({n}, {n})")))
 
     def coriolis_matrix(self, q, qd, out=None):
         """Coriolis matrix C̄(q, q̇) of seed 004 eq. 54: C̄ q̇ is the Coriolis/centrifugal torque
@@ -237,23 +268,26 @@ class Robot:
         return self._coriolis(q, qd, out, 1)
 
     def _coriolis(self, q, qd, out, mode):
-        n = self._model.n
-        q = self._vec(q, "q")
-        qd = self._vec(qd, "qd")
+        n = self._n
         if out is None:
             out = np.empty((n, n))
-        st = K.coriolis(self._pf, self._ws, q, qd, out, mode)
-        if st:
-            _raise(st, ("q", "qd", "out"), (q, qd, out), f"({n},)" if st < 30 else f"({n}, {n})")
-        return out
+            try:
+                if K.coriolis(self._pf, self._ws, q, qd, out, mode) == 0:
+                    return out
+            except TypeError:
+                pass
+        sh = (1, f"({n},)")
+        return self._call(lambda pf, ws, a, b, o: K.coriolis(pf, ws, a, b, o, mode),
+                          ("q", "qd", "out"), (q, qd, out), (sh, sh, (2, f"({n}, {n})")))
 
     def gravity_torques(self, q, out=None):
         """Generalized gravity forces Q_grav(q) = Jᵀ𝖬UG (seed 004 eq. 25–26). (n,)."""
-        n = self._model.n
-        q = self._vec(q, "q")
         if out is None:
-            out = np.empty(n)
-        st = K.gravity(self._pf, self._ws, q, out)
-        if st:
-            _raise(st, ("q", "out"), (q, out), f"({n},)")
-        return out
+            out = np.empty(self._n)
+            try:
+                if K.gravity(self._pf, self._ws, q, out) == 0:
+                    return out
+            except TypeError:
+                pass
+        sh = (1, f"({self._n},)")
+        return self._call(K.gravity, ("q", "out"), (q, out), (sh, sh))
