@@ -10,7 +10,6 @@ import math
 import threading
 import time
 
-import numpy as np
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
