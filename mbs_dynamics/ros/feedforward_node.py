@@ -4,22 +4,24 @@ The node is transport only (shared/DESIGN.md): parameters, QoS, a control loop a
 array conversion around :class:`mbs_dynamics.controller.FeedforwardController`, which makes every
 decision (trajectory / hold / nothing, rejections, non-finite guard).
 
-Topics (relative inputs so launch files remap them; private outputs):
+Topics (inputs relative, so launch files remap them; outputs private):
 
-=============================  ====================================  ==========================
-topic                          type                                  QoS
-=============================  ====================================  ==========================
-``joint_states`` (sub)         sensor_msgs/JointState                best effort, keep last 1
-``~/joint_trajectory`` (sub)   trajectory_msgs/JointTrajectory       reliable, keep last 1
-``robot_description`` (sub)    std_msgs/String (only when the        reliable, transient local,
-                               parameter is empty)                   keep last 1
-``~/torque``                   std_msgs/Float64MultiArray (τ)        reliable, keep last 1
-``~/feedforward``              sensor_msgs/JointState (q_d, q′_d, τ)  reliable, keep last 1
-``~/torque_derivatives``       std_msgs/Float64MultiArray 3 × n      reliable, keep last 1
-``~/motor_reference``          sensor_msgs/JointState (θ_d, θ′_d,    reliable, keep last 1
-                               τ_m), elastic actuators only
-``/diagnostics``               diagnostic_msgs/DiagnosticArray, 1 Hz reliable, keep last 10
-=============================  ====================================  ==========================
+* sub ``joint_states`` — sensor_msgs/JointState; best effort, keep last 1;
+* sub ``~/joint_trajectory`` — trajectory_msgs/JointTrajectory; reliable, keep last 1; header
+  stamp 0 = start now (as joint_trajectory_controller); no points = cancel (hold);
+* sub ``robot_description`` — std_msgs/String, only when the parameter is empty; reliable,
+  transient local, keep last 1 (what robot_state_publisher offers);
+* pub ``~/torque`` — std_msgs/Float64MultiArray: τ in ``joints`` order;
+* pub ``~/feedforward`` — sensor_msgs/JointState: q_d, q′_d, τ, stamped with the cycle time;
+* pub ``~/torque_derivatives`` — std_msgs/Float64MultiArray, layout ``order`` (3) × ``joint``
+  (n), row-major: τ, τ′, τ″;
+* pub ``~/motor_reference`` — sensor_msgs/JointState: θ_d, θ′_d, τ_m (elastic actuators only);
+* pub ``/diagnostics`` — diagnostic_msgs/DiagnosticArray, once a second: achieved rate,
+  compute-time percentiles, loop lateness, rejections by cause.
+
+All control publishers are reliable, keep last 1. History, depth and reliability of the control
+topics can be overridden with the standard ``qos_overrides.<topic>.<publisher|subscription>.
+<policy>`` parameters.
 
 Why these QoS: a feedforward is only useful fresh, so every control stream keeps the last sample
 only. ``joint_states`` is read best effort, which also matches reliable publishers (a reliable
@@ -32,9 +34,13 @@ a late one), as in joint_trajectory_controller.
 Timing: a dedicated control thread sleeps to absolute deadlines on the node clock
 (``Clock.sleep_until``, so ``use_sim_time`` works and follows ``/clock``) and reads only the latest
 stored inputs; the executor thread (the ``EventsExecutor`` where the installed rclpy has it,
-otherwise a ``SingleThreadedExecutor``) runs the callbacks, which only store messages. With
+otherwise a ``SingleThreadedExecutor``) runs the callbacks, which only store messages (the
+trajectory callback also fits the spline, so that work never lands in the control loop). With
 ``control_rate: 0`` the control thread runs once per received joint state instead. A new
-``robot_description`` is parsed on a loader thread and swapped in atomically.
+``robot_description`` is parsed (and its kernels warmed up) on a loader thread and swapped in
+atomically. Joint-state age (``joint_state_timeout``) is measured from the time the node received
+the message on its own clock, so clock offsets between machines cannot make fresh states look
+stale.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from rclpy.logging import get_logger
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
@@ -70,16 +77,27 @@ except ImportError:  # pragma: no cover - depends on the installed rclpy
 NODE_NAME = "feedforward_node"
 DIAGNOSTICS_PERIOD_NS = 1_000_000_000
 
-# keep-last 1 everywhere on the control path (see the module docstring for the reasons)
-QOS_JOINT_STATES = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
-                              reliability=ReliabilityPolicy.BEST_EFFORT,
-                              durability=DurabilityPolicy.VOLATILE)
-QOS_CONTROL = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
-                         reliability=ReliabilityPolicy.RELIABLE,
-                         durability=DurabilityPolicy.VOLATILE)
-QOS_DESCRIPTION = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
-                             reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# keep-last 1 everywhere on the control path (see the module docstring for the reasons); fresh
+# profiles per entity, since QoS overrides (``qos_overrides.<topic>...`` parameters) modify them
+def qos_joint_states():
+    """Best effort, keep last 1: the freshest state; matches reliable publishers too."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                      reliability=ReliabilityPolicy.BEST_EFFORT,
+                      durability=DurabilityPolicy.VOLATILE)
+
+
+def qos_control():
+    """Reliable, keep last 1: serves reliable and best-effort subscribers, never queues."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                      reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.VOLATILE)
+
+
+def qos_description():
+    """Reliable, transient local, keep last 1: what robot_state_publisher offers."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                      reliability=ReliabilityPolicy.RELIABLE,
+                      durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 class ConfigurationError(ValueError):
@@ -140,19 +158,26 @@ class FeedforwardNode(Node):
         self._late_count = 0
         self._overruns = 0
 
-        self._pub_torque = self.create_publisher(Float64MultiArray, "~/torque", QOS_CONTROL)
-        self._pub_feedforward = self.create_publisher(JointState, "~/feedforward", QOS_CONTROL)
+        # users may override history/depth/reliability: qos_overrides.<topic>.<entity>.<policy>
+        override = QoSOverridingOptions.with_default_policies
+        self._pub_torque = self.create_publisher(
+            Float64MultiArray, "~/torque", qos_control(), qos_overriding_options=override())
+        self._pub_feedforward = self.create_publisher(
+            JointState, "~/feedforward", qos_control(), qos_overriding_options=override())
         self._pub_derivatives = self.create_publisher(
-            Float64MultiArray, "~/torque_derivatives", QOS_CONTROL)
+            Float64MultiArray, "~/torque_derivatives", qos_control(),
+            qos_overriding_options=override())
         self._pub_motor = None
         if self._config["actuator"].get("actuator.type", "rigid") != "rigid":
-            self._pub_motor = self.create_publisher(JointState, "~/motor_reference", QOS_CONTROL)
+            self._pub_motor = self.create_publisher(
+                JointState, "~/motor_reference", qos_control(),
+                qos_overriding_options=override())
         self._pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
 
         self.create_subscription(JointState, "joint_states", self._on_joint_state,
-                                 QOS_JOINT_STATES)
+                                 qos_joint_states(), qos_overriding_options=override())
         self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory,
-                                 QOS_CONTROL)
+                                 qos_control(), qos_overriding_options=override())
         if self._config["robot_description"]:
             try:
                 self._install(self._build(self._config["robot_description"]))
@@ -160,7 +185,7 @@ class FeedforwardNode(Node):
                 raise ConfigurationError(f"robot_description parameter: {exc}") from exc
         else:
             self.create_subscription(String, "robot_description", self._on_description,
-                                     QOS_DESCRIPTION)
+                                     qos_description())
             self.get_logger().info("waiting for a robot model on the robot_description topic")
         self.add_on_set_parameters_callback(self._validate_parameters)
         self.add_post_set_parameters_callback(self._apply_parameters)
@@ -400,6 +425,11 @@ class FeedforwardNode(Node):
                 new_rejections = d["rejected.total"]
             self._diag_prev = (cycles, d["cycles.trajectory"] + d["cycles.hold"],
                                d["rejected.total"])
+            counts = {k[len("rejected."):]: v for k, v in d.items()
+                      if k.startswith("rejected.") and k != "rejected.total"}
+            before = getattr(self, "_diag_counts", {})
+            recent = {k: v - before.get(k, 0) for k, v in counts.items() if v > before.get(k, 0)}
+            self._diag_counts = counts
             for key in ("compute.p50", "compute.p90", "compute.p99", "compute.max"):
                 v = d.pop(key)
                 values[key.replace("compute.", "compute_") + "_us"] = (
@@ -407,7 +437,9 @@ class FeedforwardNode(Node):
             values.update(d)
             if new_rejections:
                 status.level = DiagnosticStatus.WARN
-                status.message = f"{new_rejections} input(s) rejected; last: {d['last_rejection']}"
+                status.message = ("rejected since last report: "
+                                  + ", ".join(f"{k}={v}" for k, v in recent.items())
+                                  + f"; last: {d['last_rejection']}")
                 self.get_logger().warn(status.message, throttle_duration_sec=1.0)
             elif self._load_error:
                 status.level = DiagnosticStatus.WARN
