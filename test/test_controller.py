@@ -254,6 +254,25 @@ def test_sea_motor_references(panda):
     np.testing.assert_allclose(out.tau_motor, B * (qs[2] + tau_dd / K) + tau, atol=5e-5)
 
 
+def test_vsa_motor_position_inverts_the_spring_law(panda):
+    """VSA (exponential antagonistic springs): the motor position θ must satisfy the spring law
+    φ(θ − q, σ) = (k/a) exp(aσ) sinh(a(θ − q)) = τ, written out here as the oracle."""
+    robot, pm = panda
+    from mbs_dynamics.actuators import actuator_from_params
+    k, a, sigma = 800.0, 4.0, 0.1
+    act = actuator_from_params({"actuator.type": "vsa", "actuator.vsa.k": k,
+                                "actuator.vsa.a": a, "actuator.vsa.sigma": sigma}, 7)
+    ctl = FeedforwardController(robot, actuator=act)
+    js(ctl, robot, stamp=0.0)
+    assert ctl.set_trajectory(smooth_traj(robot), now=0.0)
+    for t in (0.0, 0.6):
+        js(ctl, robot, stamp=t)
+        out = ctl.update(t)
+        assert out.valid
+        phi = (k / a) * math.exp(a * sigma) * np.sinh(a * (out.theta - out.q))
+        np.testing.assert_allclose(phi, out.tau, rtol=1e-9, atol=1e-9)
+
+
 def test_stale_joint_state_stops_output(panda):
     robot, _ = panda
     ctl = FeedforwardController(robot, joint_state_timeout=0.1)

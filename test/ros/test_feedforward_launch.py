@@ -55,8 +55,20 @@ URDF = f"""<?xml version="1.0"?>
 """
 JOINTS = ["shoulder", "elbow"]
 Q_MEAS = [0.3, -0.6]
-LAUNCH_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "launch",
-                           "feedforward.launch.py")
+
+
+def launch_file():
+    """The installed launch file (tests the install rules), else the one in the source tree."""
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        path = os.path.join(get_package_share_directory("mbs_dynamics"), "launch",
+                            "feedforward.launch.py")
+        if os.path.exists(path):
+            return path
+    except (ImportError, LookupError):
+        pass
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "launch",
+                        "feedforward.launch.py")
 
 
 def gravity_torque(q):
@@ -75,7 +87,7 @@ def generate_test_description():
     actions = [] if EnableRmwIsolation is None else [EnableRmwIsolation()]
     actions += [
         IncludeLaunchDescription(
-            PythonLaunchDescriptionSource(LAUNCH_FILE),
+            PythonLaunchDescriptionSource(launch_file()),
             launch_arguments={
                 "robot_description_file": urdf.name,
                 "config": "rigid_arm.yaml",          # 1000 Hz, from the installed config/
