@@ -23,10 +23,13 @@ member ROS' joint_trajectory_controller uses for C² motion):
 * jerk and snap at every knot are zero.
 
 The rule is local: a waypoint moves the curve only on the segments next to it and its
-neighbours, so uneven spacing never makes the curve ring (global interpolating splines of degree
-5 to 9 overshoot by orders of magnitude on unevenly spaced data). Quadratic motion is reproduced
-exactly where the velocity limit is inactive. With the clamped hold outside ``[t_0, t_m]`` (position held, every derivative zero) a
-trajectory that starts and ends at rest is C⁴ on the whole time axis.
+neighbours, so uneven spacing does not make the curve ring through the whole trajectory as
+global interpolating splines of degree 5 to 9 do (they overshoot unevenly spaced data by orders
+of magnitude). Waypoints far closer in time than their neighbours still ask for large
+derivatives there: space waypoints evenly in time where possible. Quadratic motion is reproduced
+exactly where the velocity limit is inactive. With the clamped hold outside ``[t_0, t_m]``
+(position held, every derivative zero) a trajectory that starts and ends at rest is C⁴ on the
+whole time axis.
 
 Sampling is on the 1 kHz path: the coefficients of q…q'''' in the local variable
 ``s = (t - t_k)/h_k`` (already divided by ``h^d``) are precomputed, and :meth:`Trajectory.sample`
@@ -310,7 +313,8 @@ class Trajectory:
         seen = {}
         for i, name in enumerate(names):
             if name in seen:
-                raise ValueError(f"joint_names[{i}] = {name!r} duplicates joint_names[{seen[name]}]")
+                raise ValueError(f"joint_names[{i}] = {name!r} duplicates "
+                                 f"joint_names[{seen[name]}]")
             seen[name] = i
         return names
 

@@ -24,12 +24,15 @@ SEA_CFG = DATA / "config" / "arm7_sea.yaml"
 VSA_CFG = DATA / "config" / "arm7_vsa.yaml"
 JOINTS = [f"arm7_joint{i}" for i in range(1, 8)]
 
-TREE_URDF = """<robot name="tree">
+_INERTIAL = ('<inertial><mass value="{}"/>'
+             '<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>')
+TREE_URDF = f"""<robot name="tree">
   <link name="base"/>
-  <link name="a"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <link name="b"><inertial><mass value="2"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <link name="c"><inertial><mass value="3"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <joint name="ja" type="continuous"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/></joint>
+  <link name="a">{_INERTIAL.format(1)}</link>
+  <link name="b">{_INERTIAL.format(2)}</link>
+  <link name="c">{_INERTIAL.format(3)}</link>
+  <joint name="ja" type="continuous"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>
+  </joint>
   <joint name="jb" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 1 0"/>
     <origin xyz="0 0 0.5"/><limit lower="-1" upper="1" effort="10" velocity="2"/></joint>
   <joint name="jc" type="prismatic"><parent link="a"/><child link="c"/><axis xyz="1 0 0"/>
