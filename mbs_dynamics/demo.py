@@ -73,6 +73,37 @@ def _mass_diagonal(robot, q):
     return np.array([robot.inverse_dynamics(q, z, e)[i] - h[i] for i, e in enumerate(np.eye(robot.n))])
 
 
+def pd_gains(robot, q0, actuator=None):
+    """The demo's small PD: critically damped at 10 rad/s on the diagonal of ``M(q0)`` (rigid:
+    link side), or at 30 rad/s on the motor inertia ``B`` (SEA: motor side).
+
+    Returns:
+        (kp, kd): (n,) arrays [N m/rad], [N m s/rad].
+    """
+    if actuator is None:
+        wn, m = 10.0, _mass_diagonal(robot, np.asarray(q0, dtype=float))
+    else:
+        wn, m = 30.0, np.asarray(actuator.motor_inertia, dtype=float) * np.ones(robot.n)
+    return m * wn ** 2, 2.0 * wn * m
+
+
+def sea_actuator(name, robot, traj):
+    """The SEA of the demo: bundled parameters for a bundled robot, else a generic choice."""
+    return _sea_actuator(name, robot, traj)
+
+
+def trajectory_message_yaml(traj):
+    """A :class:`~mbs_dynamics.trajectory.Trajectory`'s waypoints as the YAML of a
+    trajectory_msgs/JointTrajectory (for ``ros2 topic pub``; used by the launch files)."""
+    pts = []
+    for t, q in zip(traj.times, traj.positions):
+        sec = int(math.floor(t))
+        nsec = int(round((t - sec) * 1e9))
+        pos = ", ".join(repr(float(x)) for x in q)
+        pts.append(f"{{positions: [{pos}], time_from_start: {{sec: {sec}, nanosec: {nsec}}}}}")
+    return f"{{joint_names: [{', '.join(traj.joint_names)}], points: [{', '.join(pts)}]}}"
+
+
 def _generated_trajectory(robot):
     """A gentle C⁴ trajectory for any robot: three waypoints around the middle of the limits."""
     from .trajectory import Trajectory
@@ -129,14 +160,7 @@ def run_case(robot, traj, actuator, feedforward, duration, dt):
     ctl.set_joint_state(names, q0, np.zeros(n), stamp=0.0)
     if not ctl.set_trajectory(traj, now=0.0):
         raise ValueError(f"the controller rejected the trajectory: {ctl.last_rejection}")
-    Md = _mass_diagonal(robot, q0)
-    if actuator is None:
-        wn = 10.0
-        kp, kd = Md * wn ** 2, 2.0 * wn * Md
-    else:
-        wn = 30.0
-        B = np.asarray(actuator.motor_inertia, dtype=float) * np.ones(n)
-        kp, kd = B * wn ** 2, 2.0 * wn * B
+    kp, kd = pd_gains(robot, q0, actuator)
     desired = np.zeros((int(round(duration / dt)) + 1, 5, n))
     step = [0]
 
