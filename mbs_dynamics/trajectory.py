@@ -324,11 +324,13 @@ class Trajectory:
         out = np.full((npts, n), np.nan)
         if value is None:
             return out
-        rows = list(value) if not isinstance(value, np.ndarray) else value
-        if len(rows) != npts:
-            raise ValueError(f"{what} has {len(rows)} rows, expected {npts} (one per point)")
-        for i, row in enumerate(rows):
-            if row is None or (not isinstance(row, np.ndarray) and len(row) == 0):
+        if not isinstance(value, (list, tuple, np.ndarray)):
+            raise ValueError(f"{what} must be None or one row per point, got "
+                             f"{type(value).__name__}")
+        if len(value) != npts:
+            raise ValueError(f"{what} has {len(value)} rows, expected {npts} (one per point)")
+        for i, row in enumerate(value):
+            if row is None or np.size(row) == 0:  # empty = not given, as in the ROS message
                 continue
             out[i] = _as_float_row(row, f"points[{i}].{what}", n)
         return out
@@ -496,8 +498,8 @@ class Trajectory:
                 raise ValueError(f"{where} has no positions")
             times.append(_time_from_start(pt["time_from_start"], where))
             pos.append(_as_float_row(pt["positions"], f"{where}.positions", len(names)))
-            vel.append(pt.get("velocities") or None)
-            acc.append(pt.get("accelerations") or None)
+            vel.append(pt.get("velocities"))
+            acc.append(pt.get("accelerations"))
         return cls(names, times, pos, vel, acc)
 
     def to_dict(self):

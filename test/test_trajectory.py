@@ -277,6 +277,8 @@ def test_load_wrapped_in_trajectory_key(tmp_path):
     (dict(velocities=[None, [1.0, np.inf], None]), r"points\[1\].velocities\[1\] is inf"),
     (dict(velocities=[None, [1.0], None]), r"points\[1\].velocities has 1 values"),
     (dict(velocities=[None, None]), "velocities has 2 rows, expected 3"),
+    (dict(velocities=5.0), "velocities must be None or one row per point"),
+    (dict(velocities=[None, "ab", None]), r"points\[1\].velocities is not a list of numbers"),
     (dict(accelerations=[[0.0, 0.0], None, [1.0, 2.0, 3.0]]), r"points\[2\].accelerations"),
     (dict(joint_names=["a", "a"]), r"joint_names\[1\] = 'a' duplicates joint_names\[0\]"),
     (dict(joint_names=[]), "joint_names is empty"),
