@@ -153,3 +153,24 @@ def test_prismatic_only_chain_is_a_point_mass():
     robot = mbs.load_urdf(xml)
     qdd = A.forward_dynamics(robot, None, [0.3, -0.2], [0.5, 1.0], [4.0, 10.0])
     np.testing.assert_allclose(qdd, [2.0, 5.0 - 9.81], rtol=1e-12)
+
+
+def test_robot_forward_dynamics_with_link_wrench_matches_pinocchio():
+    """Robot.forward_dynamics (the public method on this kernel): a wrench on panda_hand, a link
+    attached to panda_link7 by a fixed joint, expressed in the hand frame; Pinocchio's fext is in
+    the parent joint's frame, so the oracle moves it with the frame placement."""
+    robot, pm = _robot_and_pin(PANDA)
+    pd = pm.createData()
+    rng = np.random.default_rng(9)
+    q, qd, tau = _state(rng, robot.n)
+    w = rng.normal(size=6) * 3.0  # (m, f) in the hand frame
+    qdd = robot.forward_dynamics(q, qd, tau, f_ext={"panda_hand": w})
+    frame = pm.frames[pm.getFrameId("panda_hand")]
+    fext = [pin.Force.Zero() for _ in range(pm.njoints)]
+    fext[frame.parentJoint] = frame.placement.act(pin.Force(w[3:], w[:3]))
+    ref = pin.aba(pm, pd, pin_q(pm, q), qd, tau, fext)
+    assert _rel(qdd, ref) <= RTOL
+    # batch through the public method
+    Q = np.stack([q, q + 0.1])
+    out = robot.forward_dynamics(Q, np.stack([qd, qd]), np.stack([tau, tau]))
+    assert _rel(out[1], pin.aba(pm, pd, pin_q(pm, q + 0.1), qd, tau)) <= RTOL
