@@ -378,7 +378,8 @@ class FeedforwardController:
         Args:
             trajectory: a JointTrajectory-shaped mapping (``joint_names``, ``points`` with
                 ``time_from_start``, ``positions``, optional ``velocities``/``accelerations``;
-                see :meth:`Trajectory.from_dict`) or a :class:`~mbs_dynamics.trajectory.Trajectory`.
+                see :meth:`Trajectory.from_dict`) or a
+                :class:`~mbs_dynamics.trajectory.Trajectory`.
                 A mapping without points cancels the active trajectory (hold), as in
                 joint_trajectory_controller.
             now: current time [s].
@@ -400,8 +401,8 @@ class FeedforwardController:
                     try:
                         active.remap(self._model)
                     except KeyError as exc:
-                        raise _Rejected("unknown_joint",
-                                        f"trajectory joint {exc} is not in the new model") from None
+                        raise _Rejected("unknown_joint", f"trajectory joint {exc} is not "
+                                                         "in the new model") from None
                 self._active = active
                 self.trajectories_accepted += 1
                 return True
@@ -461,7 +462,7 @@ class FeedforwardController:
         return seen
 
     def _parse(self, msg, model, q_meas):
-        """JointTrajectory mapping → Trajectory, classifying every defect by cause."""
+        """Parse a JointTrajectory mapping into a Trajectory, classifying every defect by cause."""
         from .trajectory import Trajectory
 
         names = msg.get("joint_names")
@@ -642,7 +643,7 @@ class FeedforwardController:
                     "max": float(self._window[:k].max())}
 
     def diagnostics(self):
-        """A flat snapshot for /diagnostics: modes, rejections by cause, compute time.
+        """Return a flat snapshot for /diagnostics: modes, rejections by cause, compute time.
 
         Returns:
             dict[str, object]: counters and statistics (times in seconds).
@@ -676,7 +677,7 @@ def _gather(qs, taus, ctrl, qs_c, buf):
 
 @njit(cache=True)
 def _all_finite(a):
-    """True when every entry of the 2-D array is finite."""
+    """Return True when every entry of the 2-D array is finite."""
     for i in range(a.shape[0]):
         for j in range(a.shape[1]):
             if not np.isfinite(a[i, j]):

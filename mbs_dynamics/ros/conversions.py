@@ -21,14 +21,16 @@ def stamp_to_sec(stamp):
 
 
 def to_array(values):
-    """A float64 NumPy array → ``array.array('d')`` for a ``float64[]`` message field."""
+    """Convert a float64 NumPy array to ``array.array('d')`` for a ``float64[]`` field."""
     return array.array("d", values.tobytes())
 
 
 def joint_trajectory_to_dict(msg):
-    """trajectory_msgs/JointTrajectory → the mapping :meth:`FeedforwardController.set_trajectory`
-    takes (``joint_names``, ``points`` with float ``time_from_start``). Empty optional fields stay
-    empty (= not given)."""
+    """Convert a trajectory_msgs/JointTrajectory to a JointTrajectory-shaped mapping.
+
+    The mapping is what :meth:`FeedforwardController.set_trajectory` takes (``joint_names``,
+    ``points`` with float ``time_from_start``). Empty optional fields stay empty (= not given).
+    """
     return {
         "joint_names": list(msg.joint_names),
         "points": [
@@ -44,7 +46,7 @@ def joint_trajectory_to_dict(msg):
 
 
 def derivatives_message(n):
-    """A Float64MultiArray with layout ``order`` (3: τ, τ', τ'') × ``joint`` (n), row-major."""
+    """Make a Float64MultiArray with layout ``order`` (3: τ, τ', τ'') × ``joint`` (n)."""
     msg = Float64MultiArray()
     msg.layout.dim = [
         MultiArrayDimension(label="order", size=3, stride=3 * n),

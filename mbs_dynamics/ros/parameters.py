@@ -42,8 +42,11 @@ RUNTIME_PARAMETERS = ("control_rate", "joint_state_timeout")
 
 
 def parameter_table():
-    """Every node parameter, the actuator ones included: name → (default, description,
-    read_only, range)."""
+    """Return every node parameter, the actuator ones included.
+
+    Returns:
+        dict: name → (default, description, read_only, (min, max) or None).
+    """
     from ..actuators import ACTUATOR_PARAMETERS
 
     table = dict(NODE_PARAMETERS)
