@@ -43,7 +43,7 @@ class Robot:
     frame; ``q`` of revolute/continuous joints in rad, prismatic in m.
     """
 
-    __slots__ = ("_model", "_pf", "_ws", "_kcap", "_n")
+    __slots__ = ("_model", "_pf", "_ws", "_kcap", "_n", "_wa")
 
     def __init__(self, model: _model.Model, kcap: int = 4):
         self._model = model
@@ -51,6 +51,7 @@ class Robot:
         self._n = model.n
         self._kcap = kcap
         self._ws = K.make_workspace(model.n, kcap)
+        self._wa = None  # ABA workspace, made on first use
 
     # ---------------------------------------------------------------- description
     @property
@@ -115,7 +116,7 @@ class Robot:
         return Robot(_model.add_payload(self._model, link, mass, com, inertia), self._kcap)
 
     # ---------------------------------------------------------------- calling the kernels
-    def _call(self, kernel, names, args, shapes):
+    def _call(self, kernel, names, args, shapes, ws=None):
         """Slow path: convert every argument once (any array-like), then call ``kernel``.
 
         ``names``/``shapes`` describe the user arguments for error messages; the last entry of
@@ -123,7 +124,7 @@ class Robot:
         conv = []
         for a, name, (nd, desc) in zip(args, names, shapes):
             conv.append(_arr(a, name, desc, nd))
-        st = kernel(self._pf, self._ws, *conv)
+        st = kernel(self._pf, self._ws if ws is None else ws, *conv)
         if st:
             _raise(st, names, conv, shapes[(st // 10) - 1][1])
         return conv[-1]
@@ -168,6 +169,36 @@ class Robot:
         return self._call(K.rnea_fext, ("q", "qd", "qdd", "f_ext", "out"),
                           (q, qd, qdd, self._fext(f_ext), out),
                           (sh, sh, sh, (2, f"({n}, 6)"), sh))
+
+    def forward_dynamics(self, q, qd, tau, f_ext=None, out=None):
+        """q̈ = M(q)⁻¹ (τ + Q_ext − C(q, q̇) q̇ − Q_grav(q)) by the O(n) articulated-body algorithm
+        (:mod:`mbs_dynamics.aba`), the inverse of :meth:`inverse_dynamics`.
+
+        Args:
+            q, qd, tau: (n,) or (N, n). f_ext, out: as in :meth:`inverse_dynamics`.
+        Returns:
+            q̈, shape (n,) or (N, n).
+        """
+        from . import aba
+        if self._wa is None:
+            self._wa = aba.make_aba_workspace(self._n)
+        n = self._n
+        if np.ndim(q) == 2:
+            if f_ext is not None:
+                raise ValueError("f_ext is not supported with batch inputs")
+            N = np.shape(q)[0]
+            sh = (2, f"({N}, {n})")
+            return self._call(aba.aba_batch, ("q", "qd", "tau", "out"),
+                              (q, qd, tau, np.empty((N, n)) if out is None else out), (sh,) * 4,
+                              ws=self._wa)
+        sh = (1, f"({n},)")
+        out = np.empty(n) if out is None else out
+        if f_ext is None:
+            return self._call(aba.aba, ("q", "qd", "tau", "out"), (q, qd, tau, out), (sh,) * 4,
+                              ws=self._wa)
+        return self._call(aba.aba_fext, ("q", "qd", "tau", "f_ext", "out"),
+                          (q, qd, tau, self._fext(f_ext), out),
+                          (sh, sh, sh, (2, f"({n}, 6)"), sh), ws=self._wa)
 
     def _fext(self, f_ext):
         """Link wrenches (link frame) → body wrenches (body frame): m_b = R m + p × R f, f_b = R f."""

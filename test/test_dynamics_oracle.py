@@ -266,3 +266,16 @@ def test_joint_types_and_order_of_random_robot():
     assert np.all(robot.model.parent < np.arange(robot.n))
     assert len(set(robot.model.parent.tolist())) < robot.n  # a tree, not a chain
     assert math.isinf(robot.upper[robot.joint_types.index("continuous")])
+
+
+def test_forward_dynamics(pair):
+    """Robot.forward_dynamics (ABA) against pin.aba, and as the inverse of inverse_dynamics."""
+    robot, pm, pd = pair
+    for q, qd, tau in _states(robot, 13, 2):
+        qdd = robot.forward_dynamics(q, qd, tau)
+        assert_rel(qdd, pin.aba(pm, pd, pin_q(pm, q), qd, tau))
+        assert_rel(robot.inverse_dynamics(q, qd, qdd), tau)
+    Q = np.random.default_rng(14).uniform(-1, 1, (3, 4, robot.n))
+    batch = robot.forward_dynamics(Q[0], Q[1], Q[2])
+    for s in range(4):
+        np.testing.assert_array_equal(batch[s], robot.forward_dynamics(Q[0, s], Q[1, s], Q[2, s]))

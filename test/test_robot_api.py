@@ -23,11 +23,13 @@ def calls(robot):
         "mass_matrix_derivative": (robot.mass_matrix_derivative, ["q", "qd"], [z, z]),
         "gravity_torques": (robot.gravity_torques, ["q"], [z]),
         "torque_derivatives": (robot.torque_derivatives, ["qs"], [np.zeros((5, n))]),
+        "forward_dynamics": (robot.forward_dynamics, ["q", "qd", "tau"], [z, z, z]),
     }
 
 
 @pytest.mark.parametrize("method", ["inverse_dynamics", "mass_matrix", "coriolis_matrix",
-                                    "mass_matrix_derivative", "gravity_torques", "torque_derivatives"])
+                                    "mass_matrix_derivative", "gravity_torques", "torque_derivatives",
+                                    "forward_dynamics"])
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_non_finite_input_names_the_argument(robot, method, bad):
     fn, names, args = calls(robot)[method]
@@ -39,7 +41,8 @@ def test_non_finite_input_names_the_argument(robot, method, bad):
 
 
 @pytest.mark.parametrize("method", ["inverse_dynamics", "mass_matrix", "coriolis_matrix",
-                                    "mass_matrix_derivative", "gravity_torques", "torque_derivatives"])
+                                    "mass_matrix_derivative", "gravity_torques", "torque_derivatives",
+                                    "forward_dynamics"])
 def test_wrong_size_names_the_argument(robot, method):
     fn, names, args = calls(robot)[method]
     for k, name in enumerate(names):
