@@ -78,7 +78,8 @@ def get_argument_parser():
     p = sub.add_parser(
         "feedforward", help="τ, τ', τ'' (and SEA/VSA motor references) along a trajectory",
         description="Sample a C⁴ trajectory at --rate Hz and write every quantity per sample: "
-                    "q..q'''', τ, τ', τ'' and, with an actuator config, θ, θ', θ'', τ_m.")
+                    "q..q'''', τ, τ', τ'' and, with an actuator config, θ, θ', θ'', τ_m (a VSA "
+                    "adds its spring stiffness). CSV columns are named quantity[joint].")
     p.add_argument("urdf", type=existing_file, metavar="URDF", help="URDF file")
     p.add_argument("trajectory", type=existing_file, metavar="TRAJECTORY",
                    help="JointTrajectory-shaped YAML or JSON (joint_names, points with "
@@ -203,6 +204,8 @@ def _progress(done, total, out):
 
 def _compute(robot, traj, actuator, ts, progress):
     """Sample and evaluate in chunks; returns dict of (N, n) arrays."""
+    from .actuators import VSA
+
     N, n = ts.shape[0], robot.n
     qs = np.empty((N, 5, n))
     taus = np.empty((N, 3, n))
@@ -219,6 +222,8 @@ def _compute(robot, traj, actuator, ts, progress):
     data.update({name: taus[:, r] for r, name in enumerate(FF_COLUMNS)})
     if ref is not None:
         data.update({name: ref[:, r] for r, name in enumerate(ACT_COLUMNS)})
+    if isinstance(actuator, VSA):  # its stiffness varies with the deflection
+        data["stiffness"] = actuator.stiffness(data["theta"] - data["q"])
     return data
 
 

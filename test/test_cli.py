@@ -142,6 +142,12 @@ def test_feedforward_vsa_and_progress(tmp_path, capsys):
     assert "9001/9001 samples" in err  # progress bar on long runs
     header, table = _read_csv(out)
     assert "tau_motor[arm7_joint7]" in header and len(table["time"]) == 9001
+    # the VSA's stiffness column: φ_δ = k exp(a σ) cosh(a (θ − q)) with the bundled config
+    cfg = yaml.safe_load(VSA_CFG.read_text())["actuator"]["vsa"]
+    k, a, sigma = np.array(cfg["k"]), cfg["a"], cfg["sigma"]
+    delta = _columns(table, "theta") - _columns(table, "q")
+    np.testing.assert_allclose(_columns(table, "stiffness"),
+                               k * np.exp(a * sigma) * np.cosh(a * delta), rtol=1e-12)
     assert png.is_file()
 
 
