@@ -143,22 +143,31 @@ def test_rigid_open_loop_tracks_in_mujoco(setup):
     assert err < TOL, f"rigid open-loop error {err:.3g} rad"  # measured 1.7e-8 rad
 
 
+def _elastic_error(m, traj, qs, ff, tau_m, spring_torque):
+    """Simulate the elastic robot open loop from the exact initial state; max |q − q_d|.
+
+    ``tau_m`` (stage samples, n) drives the motors; ``spring_torque(k, s, θ − q)`` is the
+    spring law at stage (k, s).
+    """
+    steps = tau_m.shape[0] // 4
+    tau_m = tau_m.reshape(steps, 4, -1)
+
+    def accel(k, s, d, q, qd, th, thd):
+        te = spring_torque(k, s, th - q)
+        return _link_accel(m, d, q, qd, te), (tau_m[k, s] - te) / B_MOTOR
+
+    x0 = np.concatenate([qs[0, 0], qs[0, 1], ff.theta[0], ff.theta_dot[0]])
+    return _track_error(traj, _rk4(m, x0, accel, steps), steps)
+
+
 def _sea_run(robot, m, traj, use_tau_ddot=True):
-    steps, ts = _stage_times()
+    _, ts = _stage_times()
     qs = traj.sample_many(ts.ravel())
     ff = sea_feedforward(robot, qs, K_SEA, B_MOTOR)
     tau_m = ff.tau_motor
     if not use_tau_ddot:  # drop the B K⁻¹ τ'' term: what a C² design would do
         tau_m = tau_m - B_MOTOR * ff.tau_ddot / K_SEA
-    tau_m = tau_m.reshape(steps, 4, robot.n)
-
-    def accel(k, s, d, q, qd, th, thd):
-        spring = K_SEA * (th - q)
-        return _link_accel(m, d, q, qd, spring), (tau_m[k, s] - spring) / B_MOTOR
-
-    x0 = np.concatenate([qs[0, 0], qs[0, 1], ff.theta[0], ff.theta_dot[0]])
-    q_hist = _rk4(m, x0, accel, steps)
-    return _track_error(traj, q_hist, steps)
+    return _elastic_error(m, traj, qs, ff, tau_m, lambda k, s, delta: K_SEA * delta)
 
 
 def test_sea_open_loop_tracks_in_mujoco(setup):
@@ -195,15 +204,9 @@ def _vsa_run(robot, m, traj, sigma_derivatives=True):
     spring = ExponentialAntagonisticSpring(VSA_K, VSA_A)
     # the spring works in its nonlinear range on this trajectory
     assert (VSA_A * np.abs(ff.theta - qs[:, 0])).max() > 0.1
-    tau_m = ff.tau_motor.reshape(steps, 4, robot.n)
     sig0 = sig[:, 0].reshape(steps, 4, robot.n)
-
-    def accel(k, s, d, q, qd, th, thd):
-        te = spring.torque(th - q, sig0[k, s])
-        return _link_accel(m, d, q, qd, te), (tau_m[k, s] - te) / B_MOTOR
-
-    x0 = np.concatenate([qs[0, 0], qs[0, 1], ff.theta[0], ff.theta_dot[0]])
-    return _track_error(traj, _rk4(m, x0, accel, steps), steps)
+    return _elastic_error(m, traj, qs, ff, ff.tau_motor,
+                          lambda k, s, delta: spring.torque(delta, sig0[k, s]))
 
 
 def test_vsa_open_loop_tracks_in_mujoco(setup):
