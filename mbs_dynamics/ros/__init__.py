@@ -3,6 +3,7 @@
 * :mod:`mbs_dynamics.ros.feedforward_node` — the ``feedforward_node`` executable
   (``ros2 run mbs_dynamics feedforward_node``).
 * :mod:`mbs_dynamics.ros.conversions` — message ⇄ NumPy helpers.
+* :mod:`mbs_dynamics.ros.parameters` — the node's parameter table and checks (no rclpy).
 
 Nothing is imported here eagerly, so ``import mbs_dynamics.ros`` works without ROS 2.
 """
