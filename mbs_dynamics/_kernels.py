@@ -12,7 +12,7 @@ Twists ``(ω, v)``, wrenches ``(m, f)``, body-fixed (MATH.md, seed 000 eq. 67–
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .model import PF_AXIS, PF_H, PF_I, PF_MASS, PF_P, PF_PARENT, PF_R, PF_TYPE
 
@@ -466,9 +466,11 @@ def rnea_fext(pf, ws, q, qd, qdd, fext, out):
     return 0
 
 
-@njit("int64(f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1])", cache=True)
-def rnea_batch(pf, ws, q, qd, qdd, out):
-    """τ for N states: q, qd, qdd, out of shape (N, n)."""
+@njit("int64(f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1])",
+      cache=True, parallel=True)
+def rnea_batch(pf, wsb, q, qd, qdd, out):
+    """τ for N states: q, qd, qdd, out of shape (N, n); the samples are split over the threads,
+    each with its own workspace row of ``wsb`` (T, size)."""
     n = pf.shape[0] - 1
     N = q.shape[0]
     if q.shape[1] != n:
@@ -477,20 +479,24 @@ def rnea_batch(pf, ws, q, qd, qdd, out):
         return 21
     if qdd.shape[0] != N or qdd.shape[1] != n:
         return 31
+    if out.shape[0] != N or out.shape[1] != n:
+        return 41
     if _bad(q):
         return 12
     if _bad(qd):
         return 22
     if _bad(qdd):
         return 32
-    kcap = int(ws[0])
-    oQ = _offsets(n, kcap)[3]
-    for s in range(N):
-        for i in range(n):
-            ws[oQ + i] = q[s, i]
-            ws[oQ + n + i] = qd[s, i]
-            ws[oQ + 2 * n + i] = qdd[s, i]
-        _rnea_k(pf, ws, 0, pf, False, out[s:s + 1])
+    T = wsb.shape[0]
+    oQ = _offsets(n, int(wsb[0, 0]))[3]
+    for c in prange(T):
+        ws = wsb[c]
+        for s in range(c * N // T, (c + 1) * N // T):
+            for i in range(n):
+                ws[oQ + i] = q[s, i]
+                ws[oQ + n + i] = qd[s, i]
+                ws[oQ + 2 * n + i] = qdd[s, i]
+            _rnea_k(pf, ws, 0, pf, False, out[s:s + 1])
     return 0
 
 
@@ -513,24 +519,29 @@ def torque_derivatives(pf, ws, qs, out):
     return 0
 
 
-@njit("int64(f8[:, ::1], f8[::1], f8[:, :, ::1], f8[:, :, ::1])", cache=True)
-def torque_derivatives_batch(pf, ws, qs, out):
-    """The same for N samples: qs (N, K+3, n) → out (N, K+1, n), in one compiled loop."""
+@njit("int64(f8[:, ::1], f8[:, ::1], f8[:, :, ::1], f8[:, :, ::1])", cache=True, parallel=True)
+def torque_derivatives_batch(pf, wsb, qs, out):
+    """The same for N samples: qs (N, K+3, n) → out (N, K+1, n), in one compiled loop split over
+    the threads (one workspace row of ``wsb`` each)."""
     n = pf.shape[0] - 1
     N = qs.shape[0]
     K = qs.shape[1] - 3
-    if K < 0 or qs.shape[2] != n or K > int(ws[0]):
+    kcap = int(wsb[0, 0])
+    if K < 0 or qs.shape[2] != n or K > kcap:
         return 11
     if out.shape[0] != N or out.shape[1] != K + 1 or out.shape[2] != n:
         return 21
     if _bad(qs):
         return 12
-    oQ = _offsets(n, int(ws[0]))[3]
-    for s in range(N):
-        for k in range(K + 3):
-            for i in range(n):
-                ws[oQ + k * n + i] = qs[s, k, i]
-        _rnea_k(pf, ws, K, pf, False, out[s])
+    T = wsb.shape[0]
+    oQ = _offsets(n, kcap)[3]
+    for c in prange(T):
+        ws = wsb[c]
+        for s in range(c * N // T, (c + 1) * N // T):
+            for k in range(K + 3):
+                for i in range(n):
+                    ws[oQ + k * n + i] = qs[s, k, i]
+            _rnea_k(pf, ws, K, pf, False, out[s])
     return 0
 
 

@@ -43,7 +43,7 @@ class Robot:
     frame; ``q`` of revolute/continuous joints in rad, prismatic in m.
     """
 
-    __slots__ = ("_model", "_pf", "_ws", "_kcap", "_n", "_wa")
+    __slots__ = ("_model", "_pf", "_ws", "_kcap", "_n", "_wa", "_wsb")
 
     def __init__(self, model: _model.Model, kcap: int = 4):
         self._model = model
@@ -52,6 +52,7 @@ class Robot:
         self._kcap = kcap
         self._ws = K.make_workspace(model.n, kcap)
         self._wa = None  # ABA workspace, made on first use
+        self._wsb = None  # one workspace per thread for the batch kernels, made on first use
 
     # ---------------------------------------------------------------- description
     @property
@@ -160,7 +161,8 @@ class Robot:
             if out is None:
                 out = np.empty((N, n))
             sh = (2, f"({N}, {n})")
-            return self._call(K.rnea_batch, ("q", "qd", "qdd", "out"), (q, qd, qdd, out), (sh,) * 4)
+            return self._call(K.rnea_batch, ("q", "qd", "qdd", "out"), (q, qd, qdd, out), (sh,) * 4,
+                              ws=self._batch_ws())
         if out is None:
             out = np.empty(n)
         sh = (1, f"({n},)")
@@ -269,12 +271,23 @@ class Robot:
         if k > self._kcap:
             self._kcap = k
             self._ws = K.make_workspace(n, k)
+            self._wsb = None
         shape = qs.shape[:-2] + (k + 1, n)
         if out is None:
             out = np.empty(shape)
-        fn = K.torque_derivatives_batch if qs.ndim == 3 else K.torque_derivatives
         sh = (qs.ndim, str(shape))
-        return self._call(fn, ("qs", "out"), (qs, out), ((qs.ndim, str(qs.shape)), sh))
+        if qs.ndim == 3:
+            return self._call(K.torque_derivatives_batch, ("qs", "out"), (qs, out),
+                              ((3, str(qs.shape)), sh), ws=self._batch_ws())
+        return self._call(K.torque_derivatives, ("qs", "out"), (qs, out), ((2, str(qs.shape)), sh))
+
+    def _batch_ws(self):
+        """(T, size) workspaces for the threaded batch kernels, T = numba's thread count."""
+        import numba
+        T = numba.get_num_threads()
+        if self._wsb is None or self._wsb.shape != (T, self._ws.shape[0]):
+            self._wsb = np.ascontiguousarray(np.broadcast_to(self._ws, (T, self._ws.shape[0])))
+        return self._wsb
 
     # ---------------------------------------------------------------- closed forms
     def mass_matrix(self, q, out=None):
