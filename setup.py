@@ -36,7 +36,6 @@ setup(
     maintainer_email="maintainers@mbs-dynamics.invalid",
     description="Exact rigid-body dynamics and its time derivatives from URDF for 1 kHz feedforward",
     license="BSD-3-Clause",
-    tests_require=["pytest"],
     entry_points={
         "console_scripts": [
             "mbs-dynamics = mbs_dynamics.cli:main",
