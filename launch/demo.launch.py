@@ -53,6 +53,7 @@ def _setup(context):
         parameters=[{
             "robot_description": description,
             "rate": 1000.0,
+            "substeps": 1 if actuator is None else 4,   # as mbs-dynamics demo
             "publish_clock": True,
             "initial_positions": [float(x) for x in q0],
             "kp": [float(x) for x in kp],

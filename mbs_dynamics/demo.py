@@ -8,7 +8,8 @@ plant = the same model). The controller is the ROS-free core the feedforward nod
 * rigid: ``τ = τ_ff + K_p (q_d − q) + K_d (q̇_d − q̇)``, with ``τ_ff`` the inverse dynamics along
   the desired motion;
 * SEA: ``τ_m = τ_m,ff + K_p (θ_d − θ) + K_d (θ̇_d − θ̇)`` on the motor side, with ``θ_d, τ_m,ff``
-  from the flatness feedforward (shared/MATH.md); without feedforward ``θ_d = q_d``.
+  from the flatness feedforward (shared/MATH.md); without feedforward ``θ_d = q_d``. The springs
+  and motor inertias of arm7 are those of ``data/config/arm7_sea.yaml``.
 
 The PD alone is the baseline. The gains are deliberately small (a 10 rad/s critically damped loop
 on the diagonal of ``M(q_0)`` for rigid joints, 30 rad/s on the motor inertia for SEA), as a
@@ -28,9 +29,8 @@ import numpy as np
 DATA = Path(__file__).resolve().parent / "data"
 BUNDLED = {"arm7": (DATA / "robots" / "arm7.urdf", DATA / "trajectories" / "arm7_demo.yaml")}
 
-# SEA parameters of the demo (joint side): stiffness [N m/rad], motor inertia [kg m²]
-SEA_STIFFNESS = {"arm7": [3000.0, 3000.0, 1500.0, 1500.0, 300.0, 300.0, 100.0]}
-SEA_MOTOR_INERTIA = {"arm7": [0.6, 0.6, 0.3, 0.3, 0.1, 0.1, 0.05]}
+# SEA parameters of a bundled robot: the package's actuator configuration (ROS parameter names)
+SEA_CONFIG = {"arm7": DATA / "config" / "arm7_sea.yaml"}
 
 IMPROVEMENT_REQUIRED = 10.0
 
@@ -61,6 +61,9 @@ def add_arguments(parser):
                         help="simulated time [s] (default: the trajectory + 0.5 s)")
     parser.add_argument("--dt", type=_positive_float, default=1e-3, metavar="S",
                         help="control period = simulator step [s] (default 0.001)")
+    parser.add_argument("--substeps", type=int, default=None, metavar="K",
+                        help="RK4 steps per control period (default 1 rigid, 4 SEA: the stiff "
+                             "wrist springs ring at ~900 rad/s)")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     return parser
 
@@ -133,16 +136,18 @@ def _load(args):
 
 
 def _sea_actuator(name, robot, traj):
-    from .actuators import SEA
+    from .actuators import SEA, actuator_from_params
     n = robot.n
-    if name in SEA_STIFFNESS:
-        return SEA(SEA_STIFFNESS[name], SEA_MOTOR_INERTIA[name], n=n)
+    cfg = SEA_CONFIG.get(name)
+    if cfg is not None and cfg.exists():
+        import yaml
+        return actuator_from_params(yaml.safe_load(cfg.read_text()), n)
     # generic: motor inertia 10× the link's diagonal inertia, link-side resonance ≥ 40 rad/s
     Md = _mass_diagonal(robot, traj.sample(0.0)[0])
     return SEA(np.maximum(Md * 40.0 ** 2, 10.0), np.maximum(10.0 * Md, 1e-3), n=n)
 
 
-def run_case(robot, traj, actuator, feedforward, duration, dt):
+def run_case(robot, traj, actuator, feedforward, duration, dt, substeps=1):
     """One closed-loop simulation; returns (SimResult, desired (N+1, 5, n), controller stats)."""
     from .controller import FeedforwardController
     from .sim import simulate
@@ -183,7 +188,8 @@ def run_case(robot, traj, actuator, feedforward, duration, dt):
                     + kd * (out.theta_dot - s.thetad))
         return kp * (d[0] - s.theta) + kd * (d[1] - s.thetad)
 
-    res = simulate(robot, controller, duration, dt, actuator=actuator, q0=q0)
+    res = simulate(robot, controller, duration, dt, actuator=actuator, q0=q0,
+                   substeps=substeps)
     return res, desired, ctl.compute_stats()
 
 
@@ -248,14 +254,19 @@ def run(args) -> int:
     actuator = None if args.actuator == "rigid" else _sea_actuator(name, robot, traj)
     duration = args.duration if args.duration is not None else traj.duration + 0.5
     dt = args.dt
+    substeps = args.substeps or (1 if actuator is None else 4)
+    if substeps < 1:
+        print("mbs-dynamics demo: --substeps must be >= 1")
+        return 2
     print(f"robot {robot.model.name!r}: {robot.n} joints, {robot.total_mass:.2f} kg; "
           f"trajectory {traj.duration:g} s; actuator {args.actuator}"
           + (f" (K = {np.round(actuator.stiffness, 1).tolist()} N m/rad, "
              f"B = {np.round(actuator.motor_inertia, 4).tolist()} kg m²)" if actuator is not None else ""))
-    print(f"simulating {duration:g} s at dt = {dt:g} s (RK4, controller with zero-order hold) ...")
+    print(f"simulating {duration:g} s: controller every {dt:g} s (zero-order hold), plant RK4 "
+          f"with {substeps} step(s) per period ...")
     t0 = time.perf_counter()
-    res_ff, desired, stats = run_case(robot, traj, actuator, True, duration, dt)
-    res_pd, _, _ = run_case(robot, traj, actuator, False, duration, dt)
+    res_ff, desired, stats = run_case(robot, traj, actuator, True, duration, dt, substeps)
+    res_pd, _, _ = run_case(robot, traj, actuator, False, duration, dt, substeps)
     wall = time.perf_counter() - t0
     rms_ff, max_ff, _ = _errors(res_ff, desired)
     rms_pd, max_pd, _ = _errors(res_pd, desired)
