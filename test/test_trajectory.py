@@ -346,3 +346,32 @@ def test_load_errors(tmp_path):
         Trajectory.load(tmp_path / "missing.yaml")
     with pytest.raises(ValueError, match="unknown trajectory file type"):
         _variants()["plain"].save(tmp_path / "x.csv")
+
+
+def test_random_waypoints_property():
+    """Random spacing, positions and prescribed derivatives: waypoints hit, C⁴ at every knot."""
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+
+    @hypothesis.settings(max_examples=40, deadline=None, derandomize=True)
+    @hypothesis.given(st.integers(2, 7), st.integers(1, 3), st.integers(0, 2 ** 31 - 1))
+    def check(npts, n, seed):
+        rng = np.random.default_rng(seed)
+        times = np.cumsum(rng.uniform(0.05, 2.0, npts)) - 0.05
+        P = rng.uniform(-2, 2, (npts, n))
+        vel = [rng.normal(size=n) if rng.random() < 0.3 else None for _ in range(npts)]
+        acc = [rng.normal(size=n) if rng.random() < 0.3 else None for _ in range(npts)]
+        tr = Trajectory([f"j{i}" for i in range(n)], times, P, velocities=vel,
+                        accelerations=acc)
+        peak = _peak(tr)
+        for k, tk in enumerate(times):
+            s = tr.sample(tk)
+            np.testing.assert_allclose(s[0], P[k], rtol=0, atol=1e-12)
+            if vel[k] is not None:
+                np.testing.assert_allclose(s[1], vel[k], rtol=0, atol=1e-12 * peak[1])
+            if 0 < k < npts - 1:
+                jump = np.abs(tr.sample(np.nextafter(tk, -np.inf))
+                              - tr.sample(np.nextafter(tk, np.inf))).max(axis=1)
+                assert np.all(jump <= 1e-9 * peak)
+
+    check()
