@@ -101,16 +101,32 @@ def get_argument_parser():
     return parser
 
 
+def joint_lock(text):
+    """argparse type: ``JOINT=POSITION`` (a joint to make rigid at that position)."""
+    name, sep, value = text.partition("=")
+    try:
+        pos = float(value)
+    except ValueError:
+        pos = math.nan
+    if not sep or not name or not math.isfinite(pos):
+        raise argparse.ArgumentTypeError(f"{text!r} is not JOINT=POSITION")
+    return name, pos
+
+
 def _add_model_options(p):
     p.add_argument("--base-link", default=None, help="link fixed to the world (default: root)")
     p.add_argument("--tip-link", default=None, help="keep only the chain base → tip")
+    p.add_argument("--lock", type=joint_lock, action="append", default=[], metavar="JOINT=POS",
+                   help="make a joint rigid at a position (repeatable), e.g. a gripper or "
+                        "mimic joint")
 
 
 # ---------------------------------------------------------------------------------- helpers
 def _load_robot(args):
     import mbs_dynamics as mbs
     try:
-        return mbs.load_urdf(args.urdf, base_link=args.base_link, tip_link=args.tip_link)
+        return mbs.load_urdf(args.urdf, base_link=args.base_link, tip_link=args.tip_link,
+                             locked_joints=dict(args.lock) or None)
     except ValueError as exc:
         raise InputError(f"{args.urdf}: {exc}") from None
 
@@ -354,6 +370,10 @@ def main(argv=None) -> int:
     except InputError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `mbs-dynamics info robot.urdf | head`
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as exc:
         print(f"{PROG}: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
         return 2

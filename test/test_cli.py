@@ -87,6 +87,13 @@ def test_info_tree(tmp_path, capsys):
     assert cli.main(["info", str(path)]) == 0
     text = capsys.readouterr().out
     assert "tree" in text and "└─ jc [prismatic] → c" in text and "unlimited" in text
+    # --lock makes a joint rigid: its link's mass moves to the parent body
+    assert cli.main(["info", str(path), "--json", "--lock", "jc=0.1"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert [j["name"] for j in d["joints"]] == ["ja", "jb"] and d["structure"] == "chain"
+    assert d["total_mass"] == pytest.approx(6.0)
+    assert d["joints"][0]["body_mass"] == pytest.approx(4.0)
+    assert "c" in d["joints"][0]["fixed_links"]
 
 
 def test_feedforward_rigid_matches_pinocchio(tmp_path, capsys):
@@ -218,6 +225,8 @@ def test_bad_files_exit_2(tmp_path, capsys, case):
     (["feedforward", str(URDF), str(TRAJ), "-o", "x.csv", "--rate", "0"], "positive"),
     (["feedforward", str(URDF), str(TRAJ), "-o", "x.csv", "--rate", "abc"], "not a number"),
     (["info", str(DATA)], "not a file"),
+    (["info", str(URDF), "--lock", "arm7_joint1"], "is not JOINT=POSITION"),
+    (["info", str(URDF), "--lock", "arm7_joint1=nan"], "is not JOINT=POSITION"),
     (["feedforward", str(URDF), str(TRAJ)], "required"),
 ])
 def test_bad_arguments_exit_2(capsys, argv, expect):
