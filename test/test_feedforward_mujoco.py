@@ -77,6 +77,17 @@ def setup():
     assert names == robot.joint_names
     assert np.all(m.dof_armature == 0) and np.all(m.dof_damping == 0)
     assert np.all(m.dof_frictionloss == 0)
+    # MuJoCo's link model is the URDF's: same mass matrix and bias forces at a random state
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(0)
+    d.qpos[:] = rng.uniform(-1, 1, 7)
+    d.qvel[:] = rng.uniform(-1, 1, 7)
+    mujoco.mj_forward(m, d)
+    M = np.zeros((7, 7))
+    mujoco.mj_fullM(m, M, d.qM)
+    np.testing.assert_allclose(M, robot.mass_matrix(d.qpos), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(d.qfrc_bias, robot.inverse_dynamics(d.qpos, d.qvel, np.zeros(7)),
+                               rtol=1e-9, atol=1e-10)
     traj = Trajectory(
         robot.joint_names, [0.0, 0.6, 1.3, 2.0],
         [[0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.8],
