@@ -68,7 +68,7 @@ def aba_layout(n):
         ("u", n),         # u_i = τ_i − X_iᵀ p^A_i
         ("A", n * 6),     # V̇_i
         ("Ia", 36),       # I^a of the current body
-        ("S", 36),        # scratch vectors
+        ("S", 96),        # scratch vectors and 3×3 blocks
     ):
         o[name] = off
         off += size
@@ -108,6 +108,61 @@ def _aba_offsets(n):
     off += 36
     oS = off
     return oRP, oV, oc, oIA, opA, oU, oD, ou, oA, oIa, oS
+
+
+@njit(cache=True)
+def _congruence_add(ws, o, src, dst, tmp):
+    """ws[dst:dst+36] += T_iᵀ I T_i for the symmetric 6×6 I at ws[src:] (row-major),
+    T_i = Ad_{C_{i,λ}} with C_{λ,i} = (R, p) at ws[o:o+12].
+
+    T_i = diag(Rᵀ, Rᵀ) [[1, 0], [−p̃, 1]], so with I' = diag(R, R) I diag(Rᵀ, Rᵀ) =
+    [[A', B'], [B'ᵀ, C']]: T_iᵀ I T_i = [[A' + M + Mᵀ − p̃C'p̃, B' + p̃C'], [(B' + p̃C')ᵀ, C']],
+    M = p̃B'ᵀ (column c of M = p × row c of B'). Uses 45 floats of scratch at ws[tmp:]."""
+    oA, oB, oC, oT, oP = tmp, tmp + 9, tmp + 18, tmp + 27, tmp + 36
+    p0, p1, p2 = ws[o + 9], ws[o + 10], ws[o + 11]
+    # A' = R A Rᵀ, B' = R B Rᵀ, C' = R C Rᵀ (blocks of I at rows/cols 0 and 3)
+    for blk in range(3):
+        r0 = 0 if blk == 0 else (0 if blk == 1 else 3)
+        c0 = 0 if blk == 0 else 3
+        ob = oA if blk == 0 else (oB if blk == 1 else oC)
+        for r in range(3):        # T = X Rᵀ
+            for c in range(3):
+                acc = 0.0
+                for k in range(3):
+                    acc += ws[src + 6 * (r0 + r) + c0 + k] * ws[o + 3 * c + k]
+                ws[oT + 3 * r + c] = acc
+        for r in range(3):        # X' = R T
+            for c in range(3):
+                acc = 0.0
+                for k in range(3):
+                    acc += ws[o + 3 * r + k] * ws[oT + 3 * k + c]
+                ws[ob + 3 * r + c] = acc
+    # P = p̃ C' (column c = p × column c of C')
+    for c in range(3):
+        x0, x1, x2 = ws[oC + c], ws[oC + 3 + c], ws[oC + 6 + c]
+        ws[oP + c] = p1 * x2 - p2 * x1
+        ws[oP + 3 + c] = p2 * x0 - p0 * x2
+        ws[oP + 6 + c] = p0 * x1 - p1 * x0
+    # M = p̃ B'ᵀ into oT (column c = p × row c of B')
+    for c in range(3):
+        x0, x1, x2 = ws[oB + 3 * c], ws[oB + 3 * c + 1], ws[oB + 3 * c + 2]
+        ws[oT + c] = p1 * x2 - p2 * x1
+        ws[oT + 3 + c] = p2 * x0 - p0 * x2
+        ws[oT + 6 + c] = p0 * x1 - p1 * x0
+    for r in range(3):
+        # row r of −p̃C'p̃ = p × row r of P
+        x0, x1, x2 = ws[oP + 3 * r], ws[oP + 3 * r + 1], ws[oP + 3 * r + 2]
+        q0 = p1 * x2 - p2 * x1
+        q1 = p2 * x0 - p0 * x2
+        q2 = p0 * x1 - p1 * x0
+        for c in range(3):
+            qq = q0 if c == 0 else (q1 if c == 1 else q2)
+            ws[dst + 6 * r + c] += (ws[oA + 3 * r + c] + ws[oT + 3 * r + c]
+                                    + ws[oT + 3 * c + r] + qq)
+            tr = ws[oB + 3 * r + c] + ws[oP + 3 * r + c]
+            ws[dst + 6 * r + 3 + c] += tr
+            ws[dst + 6 * (3 + c) + r] += tr
+            ws[dst + 6 * (3 + r) + 3 + c] += ws[oC + 3 * r + c]
 
 
 @njit(cache=True)
@@ -226,23 +281,8 @@ def _aba_core(pf, ws, q, qd, tau, fext, use_fext, out):
             ws[s1 + r] = acc
         o = oRP + 12 * i
         _add_to_parent(ws, o, ws, s1, ws, opA + 6 * par)
-        # I^A_λ += T_iᵀ I^a T_i, one column at a time: column k = T_iᵀ (I^a (T_i e_k))
-        ipa = oIA + 36 * par
-        for k in range(6):
-            for a in range(6):
-                ws[s2 + a] = 0.0
-            ws[s2 + k] = 1.0
-            _to_child(ws, o, ws, s2, ws, s0)         # s0 = T_i e_k
-            for r in range(6):
-                acc = 0.0
-                for j in range(6):
-                    acc += ws[oIa + 6 * r + j] * ws[s0 + j]
-                ws[s1 + r] = acc                     # s1 = I^a T_i e_k
-            for a in range(6):
-                ws[s2 + a] = 0.0
-            _add_to_parent(ws, o, ws, s1, ws, s2)    # s2 = T_iᵀ I^a T_i e_k
-            for r in range(6):
-                ws[ipa + 6 * r + k] += ws[s2 + r]
+        # I^A_λ += T_iᵀ I^a T_i (block form, see _congruence_add)
+        _congruence_add(ws, o, oIa, oIA + 36 * par, oS + 18)
 
     # ---- pass 3: accelerations, root to leaves
     for i in range(n):
