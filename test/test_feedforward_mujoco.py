@@ -84,7 +84,7 @@ def setup():
     d.qvel[:] = rng.uniform(-1, 1, 7)
     mujoco.mj_forward(m, d)
     M = np.zeros((7, 7))
-    mujoco.mj_fullM(m, M, d.qM)
+    mujoco.mj_fullM(m, d, M)
     np.testing.assert_allclose(M, robot.mass_matrix(d.qpos), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(d.qfrc_bias, robot.inverse_dynamics(d.qpos, d.qvel, np.zeros(7)),
                                rtol=1e-9, atol=1e-10)
