@@ -73,7 +73,8 @@ def _mass_diagonal(robot, q):
         return np.diag(robot.mass_matrix(q)).copy()
     z = np.zeros(robot.n)
     h = robot.inverse_dynamics(q, z, z)
-    return np.array([robot.inverse_dynamics(q, z, e)[i] - h[i] for i, e in enumerate(np.eye(robot.n))])
+    return np.array([robot.inverse_dynamics(q, z, e)[i] - h[i]
+                     for i, e in enumerate(np.eye(robot.n))])
 
 
 def pd_gains(robot, q0, actuator=None):
@@ -261,7 +262,8 @@ def run(args) -> int:
     print(f"robot {robot.model.name!r}: {robot.n} joints, {robot.total_mass:.2f} kg; "
           f"trajectory {traj.duration:g} s; actuator {args.actuator}"
           + (f" (K = {np.round(actuator.stiffness, 1).tolist()} N m/rad, "
-             f"B = {np.round(actuator.motor_inertia, 4).tolist()} kg m²)" if actuator is not None else ""))
+             f"B = {np.round(actuator.motor_inertia, 4).tolist()} kg m²)"
+             if actuator is not None else ""))
     print(f"simulating {duration:g} s: controller every {dt:g} s (zero-order hold), plant RK4 "
           f"with {substeps} step(s) per period ...")
     t0 = time.perf_counter()

@@ -196,7 +196,8 @@ class Plant:
                 self._spring = actuator.spring
             if theta0 is None:
                 g = robot.inverse_dynamics(q0, np.zeros(n), np.zeros(n))
-                theta0 = q0 + (g / self._K if kind == "sea" else self._spring.invert(g, self._sigma))
+                theta0 = q0 + (g / self._K if kind == "sea"
+                               else self._spring.invert(g, self._sigma))
             self.x[2] = _vec(theta0, n, "theta0", None)
             self.x[3] = _vec(thetad0, n, "thetad0", qd0)
         self.t = 0.0

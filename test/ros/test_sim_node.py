@@ -139,7 +139,8 @@ def test_topics_and_clock(context):
         while time.monotonic() < end:
             pub.publish(Float64MultiArray(data=[0.3]))
             with lock:
-                if len(got["js"]) > 20 and len(got["clock"]) > 20 and node.steps > node.braked_steps:
+                if (len(got["js"]) > 20 and len(got["clock"]) > 20
+                        and node.steps > node.braked_steps):
                     break
             time.sleep(0.02)
         with lock:
