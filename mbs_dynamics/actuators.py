@@ -364,8 +364,15 @@ class _Actuator:
         out3 = result[None] if single else result
         return qs, taus, result, out3
 
-    def _param(self, arr, n):
-        return arr if arr.shape[0] == n else np.full(n, arr[0])
+    @staticmethod
+    def _param(arr, n):
+        """A per-joint parameter for n joints (a single value is repeated)."""
+        if arr.shape[0] == n:
+            return arr
+        if arr.shape[0] == 1:
+            return np.full(n, arr[0])
+        raise ValueError(f"the actuator has {arr.shape[0]} per-joint values, the input {n} "
+                         "joints")
 
 
 class SEA(_Actuator):
@@ -460,7 +467,7 @@ class VSA(_Actuator):
             sig[0, 0] = self._param(self.sigma, n)
             params = (np.ascontiguousarray(self._param(self.motor_inertia, n)),
                       np.ascontiguousarray(self._param(self.motor_damping, n)), sig)
-            if isinstance(self.spring, ExponentialAntagonisticSpring):
+            if type(self.spring) is ExponentialAntagonisticSpring:  # subclasses may differ
                 params += (np.ascontiguousarray(self._param(self.spring.k, n)),
                            np.ascontiguousarray(self._param(self.spring.a, n)))
             self._cache = (n, params)

@@ -217,14 +217,21 @@ def test_vsa_kernel_and_generic_paths_agree_batch():
                     rng.normal(size=(7, N))], axis=1)
     fast = VSA(ExponentialAntagonisticSpring(700.0, 6.0), 0.2, 0.1)
     slow = VSA(Generic(700.0, 6.0), 0.2, 0.1)
-    slow._params(N)
-    slow._cache = (N, slow._cache[1][:3])  # force the generic path
+    assert len(slow._params(N)) == 3 and len(fast._params(N)) == 5  # generic vs compiled
     out = np.empty((7, 4, N))
     assert fast.reference(qs, taus, out=out, sigmas=sig) is out
     np.testing.assert_allclose(out, slow.reference(qs, taus, sigmas=sig), rtol=1e-12, atol=1e-12)
     for i in range(7):
         np.testing.assert_allclose(fast.reference(qs[i], taus[i], sigmas=sig[i]), out[i],
                                    rtol=1e-15)
+
+
+def test_per_joint_parameters_must_match_the_joint_count():
+    qs, taus = _random_inputs(9)
+    with pytest.raises(ValueError, match="3 per-joint values, the input 4 joints"):
+        SEA([1000.0, 2000.0, 3000.0], 0.1).reference(qs, taus)
+    with pytest.raises(ValueError, match="3 per-joint values"):
+        VSA(ExponentialAntagonisticSpring(700.0, 6.0), [0.1, 0.2, 0.3]).reference(qs, taus)
 
 
 def test_vsa_constant_sigma():
