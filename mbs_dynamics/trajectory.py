@@ -122,11 +122,12 @@ def _sample_many(times, coef, hold0, hold1, ts, out):
 # ---------------------------------------------------------------------------------------------
 def _as_float_matrix(value, what, m, n):
     """Convert a list of m rows of n numbers to an (m, n) float array, naming the bad place."""
-    rows = list(value) if not isinstance(value, np.ndarray) else value
-    if len(rows) != m:
-        raise ValueError(f"{what} has {len(rows)} rows, expected {m} (one per point)")
+    if not isinstance(value, (list, tuple, np.ndarray)):
+        raise ValueError(f"{what} must be one row per point, got {type(value).__name__}")
+    if len(value) != m:
+        raise ValueError(f"{what} has {len(value)} rows, expected {m} (one per point)")
     out = np.empty((m, n))
-    for i, row in enumerate(rows):
+    for i, row in enumerate(value):
         out[i] = _as_float_row(row, f"{what}[{i}]", n)
     return out
 
@@ -261,14 +262,15 @@ class Trajectory:
         (5, 2)
     """
 
-    __slots__ = ("_names", "_times", "_pos", "_vel", "_acc", "_coef", "_hold0", "_hold1",
-                 "_tlist")
+    __slots__ = ("_names", "_times", "_pos", "_vel", "_acc", "_coef", "_hold0", "_hold1")
 
     def __init__(self, joint_names, times, positions, velocities=None, accelerations=None):
         names = self._check_names(joint_names)
         n = len(names)
-        t = np.asarray(times, dtype=float) if not isinstance(times, np.ndarray) else times
-        t = np.array(t, dtype=float)
+        try:
+            t = np.array(times, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"times must be a list of numbers, got {times!r}") from None
         if t.ndim != 1:
             raise ValueError(f"times must be a 1-D list, got shape {t.shape}")
         if t.shape[0] < 2:

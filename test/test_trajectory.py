@@ -270,6 +270,8 @@ def test_load_wrapped_in_trajectory_key(tmp_path):
     (dict(times=[0.0, 1.0, np.inf]), r"points\[2\].time_from_start is inf"),
     (dict(times=[0.0]), "at least 2 points"),
     (dict(times=[[0.0, 1.0]]), "1-D"),
+    (dict(times=["a", "b", "c"]), "times must be a list of numbers"),
+    (dict(positions=None), "positions must be one row per point"),
     (dict(positions=[[0, 0], [1, np.nan], [2, 2]]), r"positions\[1\]\[1\] is nan"),
     (dict(positions=[[0, 0], [1, 1, 1], [2, 2]]), r"positions\[1\] has 3 values, expected 2"),
     (dict(positions=[[0, 0], [1, 1]]), "positions has 2 rows, expected 3"),
