@@ -31,4 +31,28 @@ def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
                        locked_joints=locked_joints, gravity=gravity))
 
 
-__all__ = ["Model", "Robot", "URDFError", "load_urdf", "__version__"]
+# The rest of the public API loads on first use, so that `import mbs_dynamics` stays cheap.
+_LAZY = {
+    "Trajectory": ("trajectory", "Trajectory"),
+    "sea_feedforward": ("feedforward", "sea_feedforward"),
+    "vsa_feedforward": ("feedforward", "vsa_feedforward"),
+    "feedforward": ("feedforward", "feedforward"),
+    "FeedforwardResult": ("feedforward", "FeedforwardResult"),
+    "SEA": ("actuators", "SEA"),
+    "VSA": ("actuators", "VSA"),
+    "Spring": ("actuators", "Spring"),
+    "actuator_from_params": ("actuators", "actuator_from_params"),
+    "FeedforwardController": ("controller", "FeedforwardController"),
+    "simulate": ("sim", "simulate"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        mod, attr = _LAZY[name]
+        return getattr(importlib.import_module(f".{mod}", __name__), attr)
+    raise AttributeError(f"module 'mbs_dynamics' has no attribute '{name}'")
+
+
+__all__ = ["Model", "Robot", "URDFError", "load_urdf", "__version__", *_LAZY]
