@@ -290,7 +290,6 @@ def _rnea_k(pf, ws, K, fext, use_fext, out):
     oV, oW, oRP, oQ, oC, oU, oB, oIC, oJ, oJD, oP = _offsets(n, kcap)
     nb = kcap + 3
     K1 = K + 1
-    g0, g1, g2 = pf[n, 0], pf[n, 1], pf[n, 2]
 
     # ---- forward pass
     sb = S_base(ws)

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .cli import positive_float
+
 DATA = Path(__file__).resolve().parent / "data"
 BUNDLED = {"arm7": (DATA / "robots" / "arm7.urdf", DATA / "trajectories" / "arm7_demo.yaml")}
 
@@ -33,16 +35,6 @@ BUNDLED = {"arm7": (DATA / "robots" / "arm7.urdf", DATA / "trajectories" / "arm7
 SEA_CONFIG = {"arm7": DATA / "config" / "arm7_sea.yaml"}
 
 IMPROVEMENT_REQUIRED = 10.0
-
-
-def _positive_float(text):
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not (x > 0 and math.isfinite(x)):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
-    return x
 
 
 def add_arguments(parser):
@@ -57,9 +49,9 @@ def add_arguments(parser):
     parser.add_argument("--trajectory", default=None, metavar="FILE",
                         help="trajectory YAML/JSON (default: the robot's bundled trajectory, or "
                              "a generated one for a URDF file)")
-    parser.add_argument("--duration", type=_positive_float, default=None, metavar="S",
+    parser.add_argument("--duration", type=positive_float, default=None, metavar="S",
                         help="simulated time [s] (default: the trajectory + 0.5 s)")
-    parser.add_argument("--dt", type=_positive_float, default=1e-3, metavar="S",
+    parser.add_argument("--dt", type=positive_float, default=1e-3, metavar="S",
                         help="control period = simulator step [s] (default 0.001)")
     parser.add_argument("--substeps", type=int, default=None, metavar="K",
                         help="RK4 steps per control period (default 1 rigid, 4 SEA: the stiff "
