@@ -630,10 +630,11 @@ def plot_scaling(sc, summ, path):
         med = np.array([s.med for s in sc[key]])
         lo = np.array([s.lo for s in sc[key]])
         hi = np.array([s.hi for s in sc[key]])
+        tail = f" over n ≥ {int(n[-3])}" if len(n) >= 3 else ""
         if key == "recursive":
-            lab += f", slope {summ['slope_rec_tail']:.2f}"
+            lab += f", slope {summ['slope_rec_tail']:.2f}{tail}"
         elif key == "closed_form":
-            lab += f", slope {summ['slope_cf_tail']:.2f}"
+            lab += f", slope {summ['slope_cf_tail']:.2f}{tail}"
         ax.errorbar(n, med, yerr=[med - lo, hi - med], fmt=st, capsize=3, label=lab,
                     color={"recursive": "C0", "closed_form": "C3", "pin_taud": "0.5"}[key])
     rec = np.array([s.med for s in sc["recursive"]])
@@ -646,6 +647,10 @@ def plot_scaling(sc, summ, path):
         ax.axvline(summ["cross"], color="k", lw=0.8)
         ax.text(summ["cross"], ax.get_ylim()[0], f" crossover n ≈ {summ['cross']:.0f}",
                 va="bottom")
+    else:
+        ax.text(0.98, 0.03, f"no crossover for n = {int(n[0])}…{int(n[-1])}: the closed form is "
+                f"{summ['cf_over_rec'].min():.0f}–{summ['cf_over_rec'].max():.0f}× slower",
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(n)
