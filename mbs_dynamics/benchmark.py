@@ -986,6 +986,10 @@ def write_report(path, res, args):
                     f"output allocation) {pub.med - ker.med:.2f} µs"
                     + (f"; with `out=` it is {outp.med:.2f} µs" if outp.med < pub.med else "")
                     + ".")
+            if outp.med > 1.2 * pub.med:
+                why.append(
+                    f"- `{name}(..., out=...)`: {outp.med:.2f} µs, {outp.med - pub.med:.2f} µs "
+                    "more than without `out`: that call does not take the method's fast path.")
         kern = {name: stats for name, stats in prof if not isinstance(stats, str)}
         for key, pname in (("batch_tau", "inverse_dynamics"),
                            ("batch_tau2", "torque_derivatives k=2")):
