@@ -53,6 +53,16 @@ __all__ = ["make_aba_workspace", "aba_layout", "forward_dynamics", "aba", "aba_f
 HDR = 1  # ws[0] = n
 
 
+def _sig(readonly_model, fext=False):
+    """Explicit signature of the public single-state kernels: the packed model may be the
+    Model's read-only array or a private writable copy; every other array is C-contiguous float64."""
+    from numba import types
+    pf = types.Array(types.float64, 2, "C", readonly=readonly_model)
+    v = types.Array(types.float64, 1, "C")
+    args = (pf, v, v, v, v) + ((types.Array(types.float64, 2, "C"),) if fext else ()) + (v,)
+    return types.int64(*args)
+
+
 def aba_layout(n):
     """Offsets of the regions of the flat ABA workspace for ``n`` bodies."""
     o = {}
@@ -312,7 +322,7 @@ def _aba_core(pf, ws, q, qd, tau, fext, use_fext, out):
 # ---------------------------------------------------------------------------------------------
 # Public kernels (status codes as in _kernels)
 # ---------------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit([_sig(False), _sig(True)], cache=True)
 def aba(pf, ws, q, qd, tau, out):
     """q̈ = FD(q, q̇, τ): q, qd, tau, out of shape (n,)."""
     n = pf.shape[0] - 1
@@ -334,7 +344,7 @@ def aba(pf, ws, q, qd, tau, out):
     return 0
 
 
-@njit(cache=True)
+@njit([_sig(False, True), _sig(True, True)], cache=True)
 def aba_fext(pf, ws, q, qd, tau, fext, out):
     """q̈ = FD(q, q̇, τ, W^app) with body wrenches fext (n, 6) in body frames (as rnea_fext)."""
     n = pf.shape[0] - 1

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _kernels as K
+from . import aba as _aba
 from . import model as _model
 
 _F64 = np.dtype(np.float64)
@@ -142,14 +143,13 @@ class Robot:
         Returns:
             τ, shape (n,) or (N, n) [N m or N].
         """
-        if f_ext is None and out is None:
-            out = np.empty(self._n)
+        if f_ext is None:
+            o = np.empty(self._n) if out is None else out
             try:
-                st = K.rnea(self._pf, self._ws, q, qd, qdd, out)  # fast path: float64 vectors
+                if K.rnea(self._pf, self._ws, q, qd, qdd, o) == 0:  # fast path: float64 vectors
+                    return o
             except TypeError:
-                return self._inverse_dynamics(q, qd, qdd, None, None)
-            if st == 0:
-                return out
+                pass
         return self._inverse_dynamics(q, qd, qdd, f_ext, out)
 
     def _inverse_dynamics(self, q, qd, qdd, f_ext, out):
@@ -181,6 +181,13 @@ class Robot:
         Returns:
             q̈, shape (n,) or (N, n).
         """
+        if f_ext is None and self._wa is not None:
+            o = np.empty(self._n) if out is None else out
+            try:
+                if _aba.aba(self._pf, self._wa, q, qd, tau, o) == 0:  # fast path
+                    return o
+            except TypeError:
+                pass
         from . import aba
         if self._wa is None:
             self._wa = aba.make_aba_workspace(self._n)
@@ -235,17 +242,15 @@ class Robot:
         Returns:
             (k+1, n) rows τ, τ′, …, τ^(k) (or (N, k+1, n)).
         """
-        if out is None and method == "recursive":
+        if method == "recursive":
             try:
                 k1 = qs.shape[0] - 2  # fast path: a C-contiguous float64 (k+3, n) array
                 if 1 <= k1 <= self._kcap + 1:
-                    out = np.empty((k1, self._n))
-                    st = K.torque_derivatives(self._pf, self._ws, qs, out)
-                    if st == 0:
-                        return out
+                    o = np.empty((k1, self._n)) if out is None else out
+                    if K.torque_derivatives(self._pf, self._ws, qs, o) == 0:
+                        return o
             except (TypeError, AttributeError, IndexError):
                 pass
-            out = None
         return self._torque_derivatives(qs, method, out)
 
     def _torque_derivatives(self, qs, method, out):
@@ -292,15 +297,14 @@ class Robot:
     # ---------------------------------------------------------------- closed forms
     def mass_matrix(self, q, out=None):
         """Generalized mass matrix M(q) = Jᵀ𝖬J (seed 004 eq. 20), (n, n), symmetric positive definite."""
-        if out is None:
-            out = np.empty((self._n, self._n))
-            try:
-                if K.mass_matrix(self._pf, self._ws, q, out) == 0:
-                    return out
-            except TypeError:
-                pass
+        o = np.empty((self._n, self._n)) if out is None else out
+        try:
+            if K.mass_matrix(self._pf, self._ws, q, o) == 0:
+                return o
+        except TypeError:
+            pass
         n = self._n
-        return self._call(K.mass_matrix, ("q", "out"), (q, out), ((1, f"({n},)"), (2, f"({n}, {n})")))
+        return self._call(K.mass_matrix, ("q", "out"), (q, o), ((1, f"({n},)"), (2, f"({n}, {n})")))
 
     def coriolis_matrix(self, q, qd, out=None):
         """Coriolis matrix C̄(q, q̇) of seed 004 eq. 54: C̄ q̇ is the Coriolis/centrifugal torque
@@ -313,25 +317,23 @@ class Robot:
 
     def _coriolis(self, q, qd, out, mode):
         n = self._n
-        if out is None:
-            out = np.empty((n, n))
-            try:
-                if K.coriolis(self._pf, self._ws, q, qd, out, mode) == 0:
-                    return out
-            except TypeError:
-                pass
+        o = np.empty((n, n)) if out is None else out
+        try:
+            if K.coriolis(self._pf, self._ws, q, qd, o, mode) == 0:
+                return o
+        except TypeError:
+            pass
         sh = (1, f"({n},)")
         return self._call(lambda pf, ws, a, b, o: K.coriolis(pf, ws, a, b, o, mode),
-                          ("q", "qd", "out"), (q, qd, out), (sh, sh, (2, f"({n}, {n})")))
+                          ("q", "qd", "out"), (q, qd, o), (sh, sh, (2, f"({n}, {n})")))
 
     def gravity_torques(self, q, out=None):
         """Generalized gravity forces Q_grav(q) = Jᵀ𝖬UG (seed 004 eq. 25–26). (n,)."""
-        if out is None:
-            out = np.empty(self._n)
-            try:
-                if K.gravity(self._pf, self._ws, q, out) == 0:
-                    return out
-            except TypeError:
-                pass
+        o = np.empty(self._n) if out is None else out
+        try:
+            if K.gravity(self._pf, self._ws, q, o) == 0:
+                return o
+        except TypeError:
+            pass
         sh = (1, f"({self._n},)")
-        return self._call(K.gravity, ("q", "out"), (q, out), (sh, sh))
+        return self._call(K.gravity, ("q", "out"), (q, o), (sh, sh))
