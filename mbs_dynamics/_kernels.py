@@ -16,6 +16,8 @@ from numba import njit, prange
 
 from .model import PF_AXIS, PF_H, PF_I, PF_MASS, PF_P, PF_PARENT, PF_R, PF_TYPE
 
+FM = {"contract", "nsz", "reassoc", "arcp"}  # no nnan/ninf: the finiteness checks must stay
+
 # Header of ws: [0] = Kcap, [1] = n
 HDR = 2
 
@@ -65,7 +67,7 @@ def _binom(a, c):
     return r
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FM)
 def _offsets(n, kcap):
     off = HDR
     oV = off
@@ -95,7 +97,7 @@ def _offsets(n, kcap):
 # ---------------------------------------------------------------------------------------------
 # Kinematics of one joint
 # ---------------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, fastmath=FM)
 def _joint_pose(pf, i, q, ws, oRP):
     """C_{λ(i),i}(q) = B_i exp(X_i q): R = B_R Rot(e, q), p = B_p (revolute);
     R = B_R, p = B_p + B_R e q (prismatic). Stored in ws[oRP + 12 i : +12]."""
@@ -129,7 +131,7 @@ def _joint_pose(pf, i, q, ws, oRP):
             ws[o + 9 + a] = pf[i, PF_P + a] + (b0 * ex + b1 * ey + b2 * ez) * q
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FM)
 def _to_child(ws, o, src, s, dst, d):
     """dst = Ad_{C_{i,λ}} src for twists: ω' = Rᵀω, v' = Rᵀ(v + ω × p); (R, p) at ws[o:]."""
     w0, w1, w2 = src[s], src[s + 1], src[s + 2]
@@ -143,7 +145,7 @@ def _to_child(ws, o, src, s, dst, d):
         dst[d + 3 + a] = ra0 * v0 + ra1 * v1 + ra2 * v2
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FM)
 def _add_to_parent(ws, o, src, s, dst, d):
     """dst += Ad_{C_{i,λ}}ᵀ src for wrenches: f' = R f, m' = R m + p × f'."""
     f0 = ws[o] * src[s + 3] + ws[o + 1] * src[s + 4] + ws[o + 2] * src[s + 5]
@@ -161,7 +163,7 @@ def _add_to_parent(ws, o, src, s, dst, d):
     dst[d + 5] += f2
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FM)
 def _inertia_times(pf, i, src, s, dst, d, scale, accumulate):
     """dst (+)= scale · M_i src, M_i = [[Θ, h̃], [−h̃, m I]] (seed 004 eq. 24, h = m c)."""
     w0, w1, w2, v0, v1, v2 = src[s], src[s + 1], src[s + 2], src[s + 3], src[s + 4], src[s + 5]
@@ -185,7 +187,7 @@ def _inertia_times(pf, i, src, s, dst, d, scale, accumulate):
     dst[d + 5] += scale * b2
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FM)
 def _ad_X(pf, i, vec, s, transpose):
     """In place: vec[s:s+6] ← ad_{X_i} vec (or ad_{X_i}ᵀ vec for wrenches)."""
     ex, ey, ez = pf[i, PF_AXIS], pf[i, PF_AXIS + 1], pf[i, PF_AXIS + 2]
@@ -214,7 +216,7 @@ def _ad_X(pf, i, vec, s, transpose):
         vec[s + 5] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FM)
 def _bell(ws, i, K1, n, oQ, oC, oB, kcap):
     """Coefficients c[m][j] of Φ_m = Σ_j c[m][j] ad_{X_i}^j, m ≤ K1 (MATH.md: complete Bell
     polynomials in x_l = −q_i^(l) ad_{X_i}): c[m+1][j] = Σ_l binom(m,l) c[m−l][j−1] (−q^(l+1))."""
@@ -232,7 +234,7 @@ def _bell(ws, i, K1, n, oQ, oC, oB, kcap):
             ws[oC + (m + 1) * w + j] = acc
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FM)
 def _phi_apply(pf, i, ws, oC, kcap, m, src, s, dst, d, scale, transpose):
     """dst += scale · Φ_m src (or Φ_mᵀ src); src is left unchanged."""
     t = ws.shape[0] - 6  # scratch: the last 6 floats of ws
@@ -249,7 +251,7 @@ def _phi_apply(pf, i, ws, oC, kcap, m, src, s, dst, d, scale, transpose):
                 dst[d + a] += c * ws[t + a]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FM)
 def _phi1_apply(pf, i, src, s, dst, d, c, transpose):
     """dst += c · ad_{X_i} src (or ad_{X_i}ᵀ): Φ_1 = −q̇ ad_X when only first derivatives occur."""
     ex, ey, ez = pf[i, PF_AXIS], pf[i, PF_AXIS + 1], pf[i, PF_AXIS + 2]
@@ -276,7 +278,7 @@ def _phi1_apply(pf, i, src, s, dst, d, c, transpose):
 # ---------------------------------------------------------------------------------------------
 # Recursive inverse dynamics and its time derivatives (MATH.md "Recursive time derivatives")
 # ---------------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, fastmath=FM)
 def _rnea_k(pf, ws, K, fext, use_fext, out):
     """τ^(k), k = 0..K, into out[k, :], from q^(k) (k = 0..K+2) already in ws's Q region.
 
@@ -390,7 +392,7 @@ def _rnea_k(pf, ws, K, fext, use_fext, out):
                 _add_to_parent(ws, o, ws, sb, ws, oW + (k * n + par) * 6)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FM)
 def S_base(ws):
     """Start of a 6-float scratch vector (distinct from the one _phi_apply uses)."""
     return ws.shape[0] - 12
@@ -407,7 +409,7 @@ def _bad(x):
 # ---------------------------------------------------------------------------------------------
 # Public entries
 # ---------------------------------------------------------------------------------------------
-@njit("int64(f8[:, ::1], f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])", cache=True)
+@njit("int64(f8[:, ::1], f8[::1], f8[::1], f8[::1], f8[::1], f8[::1])", cache=True, fastmath=FM)
 def rnea(pf, ws, q, qd, qdd, out):
     """τ = ID(q, q̇, q̈) (K = 0 of the recursion)."""
     n = pf.shape[0] - 1
@@ -435,7 +437,7 @@ def rnea(pf, ws, q, qd, qdd, out):
     return 0
 
 
-@njit("int64(f8[:, ::1], f8[::1], f8[::1], f8[::1], f8[::1], f8[:, ::1], f8[::1])", cache=True)
+@njit("int64(f8[:, ::1], f8[::1], f8[::1], f8[::1], f8[::1], f8[:, ::1], f8[::1])", cache=True, fastmath=FM)
 def rnea_fext(pf, ws, q, qd, qdd, fext, out):
     """τ = ID(q, q̇, q̈) with external wrenches fext (n, 6) acting on the bodies (body frames)."""
     n = pf.shape[0] - 1
@@ -466,7 +468,7 @@ def rnea_fext(pf, ws, q, qd, qdd, fext, out):
 
 
 @njit("int64(f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1], f8[:, ::1])",
-      cache=True, parallel=True)
+      cache=True, parallel=True, fastmath=FM)
 def rnea_batch(pf, wsb, q, qd, qdd, out):
     """τ for N states: q, qd, qdd, out of shape (N, n); the samples are split over the threads,
     each with its own workspace row of ``wsb`` (T, size)."""
@@ -499,7 +501,7 @@ def rnea_batch(pf, wsb, q, qd, qdd, out):
     return 0
 
 
-@njit("int64(f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1])", cache=True)
+@njit("int64(f8[:, ::1], f8[::1], f8[:, ::1], f8[:, ::1])", cache=True, fastmath=FM)
 def torque_derivatives(pf, ws, qs, out):
     """τ^(k), k = 0..K, from qs = (q, q', …, q^(K+2)) of shape (K+3, n); out (K+1, n)."""
     n = pf.shape[0] - 1
@@ -518,7 +520,7 @@ def torque_derivatives(pf, ws, qs, out):
     return 0
 
 
-@njit("int64(f8[:, ::1], f8[:, ::1], f8[:, :, ::1], f8[:, :, ::1])", cache=True, parallel=True)
+@njit("int64(f8[:, ::1], f8[:, ::1], f8[:, :, ::1], f8[:, :, ::1])", cache=True, parallel=True, fastmath=FM)
 def torque_derivatives_batch(pf, wsb, qs, out):
     """The same for N samples: qs (N, K+3, n) → out (N, K+1, n), in one compiled loop split over
     the threads (one workspace row of ``wsb`` each)."""
@@ -547,14 +549,14 @@ def torque_derivatives_batch(pf, wsb, qs, out):
 # ---------------------------------------------------------------------------------------------
 # Closed forms exploiting the block-triangular structure of A = (I − D)⁻¹ (seed 004 §2–3)
 # ---------------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, fastmath=FM)
 def _X_dot(pf, i, ws, w):
     """X_iᵀ W for the 6-vector at ws[w:]."""
     o = w if pf[i, PF_TYPE] == 0.0 else w + 3
     return pf[i, PF_AXIS] * ws[o] + pf[i, PF_AXIS + 1] * ws[o + 1] + pf[i, PF_AXIS + 2] * ws[o + 2]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FM)
 def _set_X(pf, i, ws, d, scale):
     """ws[d:d+6] = scale · X_i."""
     for a in range(6):
@@ -564,13 +566,13 @@ def _set_X(pf, i, ws, d, scale):
         ws[o + a] = scale * pf[i, PF_AXIS + a]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FM)
 def _poses(pf, ws, q, oRP):
     for i in range(q.shape[0]):
         _joint_pose(pf, i, q[i], ws, oRP)
 
 
-@njit("int64(f8[:, ::1], f8[::1], f8[::1], f8[:, ::1])", cache=True)
+@njit("int64(f8[:, ::1], f8[::1], f8[::1], f8[:, ::1])", cache=True, fastmath=FM)
 def mass_matrix(pf, ws, q, out):
     """M = Jᵀ𝖬J (seed 004 eq. 20). With J = A X and A block lower-triangular,
     (Aᵀ𝖬A)_{jk} = Ad_{C_{k,j}}ᵀ 𝖬ᶜ_k for j an ancestor of k, where 𝖬ᶜ_k = Σ_{i ⪰ k} Ad_{C_{i,k}}ᵀ
@@ -670,14 +672,14 @@ def mass_matrix(pf, ws, q, out):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FM)
 def _set_unit(ws, d, c):
     for a in range(6):
         ws[d + a] = 0.0
     ws[d + c] = 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FM)
 def _mat6_vec(ws, m, src, s, dst, d):
     """dst = A src with A stored column-wise at ws[m:m+36]."""
     for a in range(6):
@@ -689,7 +691,7 @@ def _mat6_vec(ws, m, src, s, dst, d):
                 dst[d + a] += ws[m + 6 * c + a] * x
 
 
-@njit("int64(f8[:, ::1], f8[::1], f8[::1], f8[::1], f8[:, ::1], int64)", cache=True)
+@njit("int64(f8[:, ::1], f8[::1], f8[::1], f8[::1], f8[:, ::1], int64)", cache=True, fastmath=FM)
 def coriolis(pf, ws, q, qd, out, mode):
     """mode 0: C̄ = −Jᵀ(𝖬Aa + bᵀ𝖬 − 𝖬b)J (seed 004 eq. 54), so that Ṁ − 2C̄ is skew;
     mode 1: Ṁ = −Jᵀ(𝖬Aa + (𝖬Aa)ᵀ)J (eq. 29–30).
@@ -797,7 +799,7 @@ def coriolis(pf, ws, q, qd, out, mode):
     return 0
 
 
-@njit("int64(f8[:, ::1], f8[::1], f8[::1], f8[::1])", cache=True)
+@njit("int64(f8[:, ::1], f8[::1], f8[::1], f8[::1])", cache=True, fastmath=FM)
 def gravity(pf, ws, q, out):
     """Q_grav = Jᵀ𝖬UG (seed 004 eq. 25–26): UG forward (a_i = T_i a_λ, a_0 = (0, −g)),
     Jᵀ backward (P_λ += T_iᵀ P_i, P_i ⊇ M_i a_i, Q_i = X_iᵀ P_i)."""
