@@ -458,6 +458,29 @@ def bench_single(case: Case, args, log) -> list:
     return rows
 
 
+def bench_parallel_launch(args, log) -> dict:
+    """Cost of entering one Numba ``parallel=True`` region that does (almost) nothing, and the
+    threading layer in use: the fixed price every threaded batch call pays on this machine."""
+    import numba
+    from numba import njit, prange
+
+    @njit(parallel=True)
+    def probe(x):
+        s = 0.0
+        for i in prange(x.shape[0]):
+            s += x[i]
+        return s
+
+    x = np.ones(16)
+    probe(x)
+    st = measure("probe(x)", {"probe": probe, "x": x}, args.repeat, args.target_time)
+    out = {"stat": st, "layer": numba.threading_layer(), "threads": numba.get_num_threads(),
+           "wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset")}
+    log(f"  parallel launch: {st.med:.1f} µs per empty prange region ({out['layer']} layer, "
+        f"{out['threads']} threads, OMP_WAIT_POLICY {out['wait_policy']})")
+    return out
+
+
 def bench_batch(case: Case, args, log) -> list:
     """N-sample batches: our one compiled loop vs a Python loop over Pinocchio."""
     import pinocchio as pin
@@ -912,6 +935,12 @@ def write_report(path, res, args):
               f"N = {args.batch} random states, one call of ours over (N, n) or (N, 5, n) arrays "
               "(one compiled loop) against a plain Python loop over Pinocchio that stores each "
               "result into an (N, n) array. Times are per sample; throughput = 1 / time.", ""]
+        pl = res.get("parallel_launch")
+        if pl:
+            L += [f"Entering one empty Numba `parallel=True` region costs "
+                  f"{pl['stat'].fmt()} µs here ({pl['layer']} threading layer, {pl['threads']} "
+                  f"threads, OMP_WAIT_POLICY {pl['wait_policy']}); every threaded batch call pays "
+                  "it once.", ""]
         for name, rows in res["batch"].items():
             L += [f"### {res['cases'][name]['label']}", ""]
             L += ["| quantity | ours | anchor | ours µs/sample | anchor µs/sample | time ratio | "
@@ -1005,6 +1034,14 @@ def write_report(path, res, args):
                 f"(kernel − dispatch floor above), and the batch runs it on up to "
                 f"{res.get('numba_threads', '?')} Numba thread(s) with no per-sample dispatch: "
                 "the gap is arithmetic per sample and the number of cores, not call overhead.")
+        pl = res.get("parallel_launch")
+        if pl and pl["stat"].med > 100.0:
+            why.append(
+                f"- parallel launch: one empty `parallel=True` region costs {pl['stat'].med:.0f} µs "
+                f"({pl['layer']} layer, OMP_WAIT_POLICY {pl['wait_policy']}), i.e. "
+                f"{pl['stat'].med / args.batch:.2f} µs per sample of an N = {args.batch} batch. "
+                "With `OMP_WAIT_POLICY=passive` or `NUMBA_THREADING_LAYER=workqueue` set before "
+                "the first parallel call it is a few µs on this machine.")
         if st and st["warm"]["first_call_total"] >= WARM_START_TARGET_S:
             d = st["warm"]
             why.append(
@@ -1127,6 +1164,8 @@ def run(args) -> int:
         res["batch"][name] = bench_batch(case, args, log)
         if name == "panda":
             profile_case = case
+    if res["batch"]:
+        res["parallel_launch"] = bench_parallel_launch(args, log)
     if profile_case is not None:
         res["profile"] = bench_profile(profile_case, args, log)
     if not args.skip_scaling:
