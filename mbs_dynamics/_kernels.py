@@ -406,6 +406,57 @@ def _bad(x):
     return False
 
 
+@njit(cache=True)
+def check_states(n, a, b, c, out):
+    """Status of three state vectors and an output, all (n,): size first, then finiteness."""
+    if a.shape[0] != n:
+        return 11
+    if b.shape[0] != n:
+        return 21
+    if c.shape[0] != n:
+        return 31
+    if out.shape[-1] != n:
+        return 41
+    if _bad(a):
+        return 12
+    if _bad(b):
+        return 22
+    if _bad(c):
+        return 32
+    return 0
+
+
+@njit(cache=True)
+def check_batch(n, a, b, c, out):
+    """The same for (N, n) batches."""
+    N = a.shape[0]
+    if a.shape[1] != n:
+        return 11
+    if b.shape[0] != N or b.shape[1] != n:
+        return 21
+    if c.shape[0] != N or c.shape[1] != n:
+        return 31
+    if out.shape[0] != N or out.shape[1] != n:
+        return 41
+    if _bad(a):
+        return 12
+    if _bad(b):
+        return 22
+    if _bad(c):
+        return 32
+    return 0
+
+
+@njit(cache=True, fastmath=FM)
+def _load_states(ws, n, q, qd, qdd):
+    """q, q̇, q̈ into the Q region (rows 0–2) of the workspace."""
+    oQ = _offsets(n, int(ws[0]))[3]
+    for i in range(n):
+        ws[oQ + i] = q[i]
+        ws[oQ + n + i] = qd[i]
+        ws[oQ + 2 * n + i] = qdd[i]
+
+
 # ---------------------------------------------------------------------------------------------
 # Public entries
 # ---------------------------------------------------------------------------------------------
@@ -413,26 +464,10 @@ def _bad(x):
 def rnea(pf, ws, q, qd, qdd, out):
     """τ = ID(q, q̇, q̈) (K = 0 of the recursion)."""
     n = pf.shape[0] - 1
-    if q.shape[0] != n:
-        return 11
-    if qd.shape[0] != n:
-        return 21
-    if qdd.shape[0] != n:
-        return 31
-    if out.shape[0] != n:
-        return 41
-    kcap = int(ws[0])
-    oQ = _offsets(n, kcap)[3]
-    for i in range(n):
-        ws[oQ + i] = q[i]
-        ws[oQ + n + i] = qd[i]
-        ws[oQ + 2 * n + i] = qdd[i]
-    if _bad(q):
-        return 12
-    if _bad(qd):
-        return 22
-    if _bad(qdd):
-        return 32
+    st = check_states(n, q, qd, qdd, out)
+    if st:
+        return st
+    _load_states(ws, n, q, qd, qdd)
     _rnea_k(pf, ws, 0, pf, False, out.reshape((1, n)))
     return 0
 
@@ -441,28 +476,14 @@ def rnea(pf, ws, q, qd, qdd, out):
 def rnea_fext(pf, ws, q, qd, qdd, fext, out):
     """τ = ID(q, q̇, q̈) with external wrenches fext (n, 6) acting on the bodies (body frames)."""
     n = pf.shape[0] - 1
-    if q.shape[0] != n:
-        return 11
-    if qd.shape[0] != n:
-        return 21
-    if qdd.shape[0] != n:
-        return 31
+    st = check_states(n, q, qd, qdd, out)
+    if st:
+        return st + 10 if st // 10 == 4 else st  # out is argument 5 here
     if fext.shape[0] != n or fext.shape[1] != 6:
         return 41
-    kcap = int(ws[0])
-    oQ = _offsets(n, kcap)[3]
-    for i in range(n):
-        ws[oQ + i] = q[i]
-        ws[oQ + n + i] = qd[i]
-        ws[oQ + 2 * n + i] = qdd[i]
-    if _bad(q):
-        return 12
-    if _bad(qd):
-        return 22
-    if _bad(qdd):
-        return 32
     if _bad(fext):
         return 42
+    _load_states(ws, n, q, qd, qdd)
     _rnea_k(pf, ws, 0, fext, True, out.reshape((1, n)))
     return 0
 
@@ -474,20 +495,9 @@ def rnea_batch(pf, wsb, q, qd, qdd, out):
     each with its own workspace row of ``wsb`` (T, size)."""
     n = pf.shape[0] - 1
     N = q.shape[0]
-    if q.shape[1] != n:
-        return 11
-    if qd.shape[0] != N or qd.shape[1] != n:
-        return 21
-    if qdd.shape[0] != N or qdd.shape[1] != n:
-        return 31
-    if out.shape[0] != N or out.shape[1] != n:
-        return 41
-    if _bad(q):
-        return 12
-    if _bad(qd):
-        return 22
-    if _bad(qdd):
-        return 32
+    st = check_batch(n, q, qd, qdd, out)
+    if st:
+        return st
     T = wsb.shape[0]
     oQ = _offsets(n, int(wsb[0, 0]))[3]
     for c in prange(T):

@@ -44,7 +44,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import _add_to_parent, _bad, _joint_pose, _to_child
+from ._kernels import _add_to_parent, _bad, _joint_pose, _to_child, check_batch, check_states
 from .model import PF_AXIS, PF_H, PF_I, PF_MASS, PF_PARENT, PF_TYPE
 
 __all__ = ["make_aba_workspace", "aba_layout", "forward_dynamics", "aba", "aba_fext",
@@ -326,20 +326,9 @@ def _aba_core(pf, ws, q, qd, tau, fext, use_fext, out):
 def aba(pf, ws, q, qd, tau, out):
     """q̈ = FD(q, q̇, τ): q, qd, tau, out of shape (n,)."""
     n = pf.shape[0] - 1
-    if q.shape[0] != n:
-        return 11
-    if qd.shape[0] != n:
-        return 21
-    if tau.shape[0] != n:
-        return 31
-    if out.shape[0] != n:
-        return 41
-    if _bad(q):
-        return 12
-    if _bad(qd):
-        return 22
-    if _bad(tau):
-        return 32
+    st = check_states(n, q, qd, tau, out)
+    if st:
+        return st
     _aba_core(pf, ws, q, qd, tau, pf, False, out)
     return 0
 
@@ -348,22 +337,11 @@ def aba(pf, ws, q, qd, tau, out):
 def aba_fext(pf, ws, q, qd, tau, fext, out):
     """q̈ = FD(q, q̇, τ, W^app) with body wrenches fext (n, 6) in body frames (as rnea_fext)."""
     n = pf.shape[0] - 1
-    if q.shape[0] != n:
-        return 11
-    if qd.shape[0] != n:
-        return 21
-    if tau.shape[0] != n:
-        return 31
+    st = check_states(n, q, qd, tau, out)
+    if st:
+        return st + 10 if st // 10 == 4 else st  # out is argument 5 here
     if fext.shape[0] != n or fext.shape[1] != 6:
         return 41
-    if out.shape[0] != n:
-        return 51
-    if _bad(q):
-        return 12
-    if _bad(qd):
-        return 22
-    if _bad(tau):
-        return 32
     if _bad(fext):
         return 42
     _aba_core(pf, ws, q, qd, tau, fext, True, out)
@@ -375,20 +353,9 @@ def aba_batch(pf, ws, q, qd, tau, out):
     """q̈ for N states in one compiled loop: q, qd, tau, out of shape (N, n)."""
     n = pf.shape[0] - 1
     N = q.shape[0]
-    if q.shape[1] != n:
-        return 11
-    if qd.shape[0] != N or qd.shape[1] != n:
-        return 21
-    if tau.shape[0] != N or tau.shape[1] != n:
-        return 31
-    if out.shape[0] != N or out.shape[1] != n:
-        return 41
-    if _bad(q):
-        return 12
-    if _bad(qd):
-        return 22
-    if _bad(tau):
-        return 32
+    st = check_batch(n, q, qd, tau, out)
+    if st:
+        return st
     for s in range(N):
         _aba_core(pf, ws, q[s], qd[s], tau[s], pf, False, out[s])
     return 0
