@@ -291,7 +291,7 @@ class Robot:
         import numba
         T = numba.get_num_threads()
         if self._wsb is None or self._wsb.shape != (T, self._ws.shape[0]):
-            self._wsb = np.ascontiguousarray(np.broadcast_to(self._ws, (T, self._ws.shape[0])))
+            self._wsb = np.tile(self._ws, (T, 1))  # a writable copy per thread, also for T = 1
         return self._wsb
 
     # ---------------------------------------------------------------- closed forms

@@ -143,3 +143,27 @@ def test_copies_are_independent(robot):
     q, qd, qdd = rng.normal(size=(3, robot.n))
     np.testing.assert_array_equal(c.inverse_dynamics(q, qd, qdd), robot.inverse_dynamics(q, qd, qdd))
     assert "Robot(" in repr(robot)
+
+
+def test_batch_with_one_thread():
+    """The per-thread batch workspaces must be writable copies also for a single thread."""
+    code = """
+import numpy as np, numba, mbs_dynamics as mbs, sys
+sys.path.insert(0, {test!r})
+from conftest import random_urdf
+numba.set_num_threads(1)
+r = mbs.load_urdf(random_urdf(2, n_movable=6)[0])
+Q = np.random.default_rng(0).normal(size=(3, 5, r.n))
+tau = r.inverse_dynamics(Q[0], Q[1], Q[2])
+ref = np.array([r.inverse_dynamics(Q[0, s], Q[1, s], Q[2, s]) for s in range(5)])
+assert np.array_equal(tau, ref)
+qs = np.random.default_rng(1).normal(size=(5, 5, r.n))
+assert np.array_equal(r.torque_derivatives(qs)[2], r.torque_derivatives(qs[2]))
+print("ok")
+"""
+    import os
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", code.format(test=os.path.dirname(__file__))],
+                         capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]
