@@ -667,16 +667,28 @@ def mass_matrix(pf, ws, q, out):
             ws[sb + 4] = ws[c] * ey
             ws[sb + 5] = ws[c] * ez
         out[k, k] = _X_dot(pf, k, ws, sb)
+        m0, m1, m2, f0, f1, f2 = ws[sb], ws[sb + 1], ws[sb + 2], ws[sb + 3], ws[sb + 4], ws[sb + 5]
         j = k
         while int(pf[j, PF_PARENT]) >= 0:
-            # F ← Ad_{C_{j,λ}}ᵀ F, then M_{λk} = X_λᵀ F
-            for a in range(6):
-                ws[sb + 6 + a] = 0.0
-            _add_to_parent(ws, oRP + 12 * j, ws, sb, ws, sb + 6)
-            for a in range(6):
-                ws[sb + a] = ws[sb + 6 + a]
+            # F ← Ad_{C_{j,λ}}ᵀ F (f' = R f, m' = R m + p × f'), then M_{λk} = X_λᵀ F
+            o = oRP + 12 * j
+            g0 = ws[o] * f0 + ws[o + 1] * f1 + ws[o + 2] * f2
+            g1 = ws[o + 3] * f0 + ws[o + 4] * f1 + ws[o + 5] * f2
+            g2 = ws[o + 6] * f0 + ws[o + 7] * f1 + ws[o + 8] * f2
+            n0 = ws[o] * m0 + ws[o + 1] * m1 + ws[o + 2] * m2
+            n1 = ws[o + 3] * m0 + ws[o + 4] * m1 + ws[o + 5] * m2
+            n2 = ws[o + 6] * m0 + ws[o + 7] * m1 + ws[o + 8] * m2
+            p0, p1, p2 = ws[o + 9], ws[o + 10], ws[o + 11]
+            m0 = n0 + p1 * g2 - p2 * g1
+            m1 = n1 + p2 * g0 - p0 * g2
+            m2 = n2 + p0 * g1 - p1 * g0
+            f0, f1, f2 = g0, g1, g2
             j = int(pf[j, PF_PARENT])
-            v = _X_dot(pf, j, ws, sb)
+            ex, ey, ez = pf[j, PF_AXIS], pf[j, PF_AXIS + 1], pf[j, PF_AXIS + 2]
+            if pf[j, PF_TYPE] == 0.0:
+                v = ex * m0 + ey * m1 + ez * m2
+            else:
+                v = ex * f0 + ey * f1 + ez * f2
             out[j, k] = v
             out[k, j] = v
     return 0
