@@ -769,49 +769,63 @@ def coriolis(pf, ws, q, qd, out, mode):
             for a in range(6):
                 ws[oJD + 6 * i + a] -= qd[i] * ws[sb + a]
             end += 1
-        # ---- Y_i = 𝖬_i J̇_i [− (ad_{V_i}ᵀ 𝖬_i − 𝖬_i ad_{V_i}) J_i]; backward P = Σ Tᵀ Y
+        # ---- Y_i = 𝖬_i (J̇_i + ad_{V_i} J_i) − ad_{V_i}ᵀ 𝖬_i J_i  (Ṁ: Y_i = 𝖬_i J̇_i);
+        #      backward P = Σ Tᵀ Y
         for i in range(c, end):
             p = oP + 6 * i
-            _inertia_times(pf, i, ws, oJD + 6 * i, ws, p, 1.0, False)
-            if mode == 0:
-                v = oV + 6 * i
-                w0, w1, w2 = ws[v], ws[v + 1], ws[v + 2]
-                l0, l1, l2 = ws[v + 3], ws[v + 4], ws[v + 5]
-                # + 𝖬 ad_V J: ad_V (a, b) = (ω × a, v × a + ω × b)
-                j = oJ + 6 * i
-                a0, a1, a2, b0, b1, b2 = ws[j], ws[j + 1], ws[j + 2], ws[j + 3], ws[j + 4], ws[j + 5]
-                ws[sb] = w1 * a2 - w2 * a1
-                ws[sb + 1] = w2 * a0 - w0 * a2
-                ws[sb + 2] = w0 * a1 - w1 * a0
-                ws[sb + 3] = l1 * a2 - l2 * a1 + w1 * b2 - w2 * b1
-                ws[sb + 4] = l2 * a0 - l0 * a2 + w2 * b0 - w0 * b2
-                ws[sb + 5] = l0 * a1 - l1 * a0 + w0 * b1 - w1 * b0
-                _inertia_times(pf, i, ws, sb, ws, p, 1.0, True)
-                # − ad_Vᵀ (𝖬 J), ad_Vᵀ (μ, f) = (−ω×μ − v×f, −ω×f)
-                _inertia_times(pf, i, ws, j, ws, sb, 1.0, False)
-                u0, u1, u2, f0, f1, f2 = ws[sb], ws[sb + 1], ws[sb + 2], ws[sb + 3], ws[sb + 4], ws[sb + 5]
-                ws[p] += w1 * u2 - w2 * u1 + l1 * f2 - l2 * f1
-                ws[p + 1] += w2 * u0 - w0 * u2 + l2 * f0 - l0 * f2
-                ws[p + 2] += w0 * u1 - w1 * u0 + l0 * f1 - l1 * f0
-                ws[p + 3] += w1 * f2 - w2 * f1
-                ws[p + 4] += w2 * f0 - w0 * f2
-                ws[p + 5] += w0 * f1 - w1 * f0
+            if mode == 1:
+                _inertia_times(pf, i, ws, oJD + 6 * i, ws, p, 1.0, False)
+                continue
+            v = oV + 6 * i
+            w0, w1, w2 = ws[v], ws[v + 1], ws[v + 2]
+            l0, l1, l2 = ws[v + 3], ws[v + 4], ws[v + 5]
+            # J̇ + ad_V J, with ad_V (a, b) = (ω × a, v × a + ω × b)
+            j = oJ + 6 * i
+            d = oJD + 6 * i
+            a0, a1, a2, b0, b1, b2 = ws[j], ws[j + 1], ws[j + 2], ws[j + 3], ws[j + 4], ws[j + 5]
+            ws[sb] = ws[d] + w1 * a2 - w2 * a1
+            ws[sb + 1] = ws[d + 1] + w2 * a0 - w0 * a2
+            ws[sb + 2] = ws[d + 2] + w0 * a1 - w1 * a0
+            ws[sb + 3] = ws[d + 3] + l1 * a2 - l2 * a1 + w1 * b2 - w2 * b1
+            ws[sb + 4] = ws[d + 4] + l2 * a0 - l0 * a2 + w2 * b0 - w0 * b2
+            ws[sb + 5] = ws[d + 5] + l0 * a1 - l1 * a0 + w0 * b1 - w1 * b0
+            _inertia_times(pf, i, ws, sb, ws, p, 1.0, False)
+            # − ad_Vᵀ (𝖬 J), ad_Vᵀ (μ, f) = (−ω×μ − v×f, −ω×f)
+            _inertia_times(pf, i, ws, j, ws, sb, 1.0, False)
+            u0, u1, u2, f0, f1, f2 = ws[sb], ws[sb + 1], ws[sb + 2], ws[sb + 3], ws[sb + 4], ws[sb + 5]
+            ws[p] += w1 * u2 - w2 * u1 + l1 * f2 - l2 * f1
+            ws[p + 1] += w2 * u0 - w0 * u2 + l2 * f0 - l0 * f2
+            ws[p + 2] += w0 * u1 - w1 * u0 + l0 * f1 - l1 * f0
+            ws[p + 3] += w1 * f2 - w2 * f1
+            ws[p + 4] += w2 * f0 - w0 * f2
+            ws[p + 5] += w0 * f1 - w1 * f0
         for i in range(end - 1, c, -1):
             out[i, c] = _X_dot(pf, i, ws, oP + 6 * i)
             _add_to_parent(ws, oRP + 12 * i, ws, oP + 6 * i, ws, oP + 6 * int(pf[i, PF_PARENT]))
-        # up the ancestors of c
+        # up the ancestors of c, in registers: P ← Ad_{C_{i,λ}}ᵀ P
+        p = oP + 6 * c
+        m0, m1, m2, f0, f1, f2 = ws[p], ws[p + 1], ws[p + 2], ws[p + 3], ws[p + 4], ws[p + 5]
+        out[c, c] = _X_dot(pf, c, ws, p)
         i = c
-        for a in range(6):
-            ws[sb + a] = ws[oP + 6 * c + a]
-        out[c, c] = _X_dot(pf, c, ws, sb)
         while int(pf[i, PF_PARENT]) >= 0:
-            for a in range(6):
-                ws[sb + 6 + a] = 0.0
-            _add_to_parent(ws, oRP + 12 * i, ws, sb, ws, sb + 6)
-            for a in range(6):
-                ws[sb + a] = ws[sb + 6 + a]
+            o = oRP + 12 * i
+            g0 = ws[o] * f0 + ws[o + 1] * f1 + ws[o + 2] * f2
+            g1 = ws[o + 3] * f0 + ws[o + 4] * f1 + ws[o + 5] * f2
+            g2 = ws[o + 6] * f0 + ws[o + 7] * f1 + ws[o + 8] * f2
+            n0 = ws[o] * m0 + ws[o + 1] * m1 + ws[o + 2] * m2
+            n1 = ws[o + 3] * m0 + ws[o + 4] * m1 + ws[o + 5] * m2
+            n2 = ws[o + 6] * m0 + ws[o + 7] * m1 + ws[o + 8] * m2
+            p0, p1, p2 = ws[o + 9], ws[o + 10], ws[o + 11]
+            m0 = n0 + p1 * g2 - p2 * g1
+            m1 = n1 + p2 * g0 - p0 * g2
+            m2 = n2 + p0 * g1 - p1 * g0
+            f0, f1, f2 = g0, g1, g2
             i = int(pf[i, PF_PARENT])
-            out[i, c] = _X_dot(pf, i, ws, sb)
+            ex, ey, ez = pf[i, PF_AXIS], pf[i, PF_AXIS + 1], pf[i, PF_AXIS + 2]
+            if pf[i, PF_TYPE] == 0.0:
+                out[i, c] = ex * m0 + ey * m1 + ez * m2
+            else:
+                out[i, c] = ex * f0 + ey * f1 + ez * f2
     if mode == 1:
         for i in range(n):
             for j in range(i, n):
