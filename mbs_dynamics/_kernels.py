@@ -626,27 +626,34 @@ def mass_matrix(pf, ws, q, out):
         ws[d + 1] += r0 + m * p0
         ws[d + 2] += r1 + m * p1
         ws[d + 3] += r2 + m * p2
-        # R Θ Rᵀ
-        for a in range(3):
-            ra0, ra1, ra2 = ws[o + 3 * a], ws[o + 3 * a + 1], ws[o + 3 * a + 2]
-            t0 = ra0 * ws[c + 4] + ra1 * ws[c + 7] + ra2 * ws[c + 10]
-            t1 = ra0 * ws[c + 5] + ra1 * ws[c + 8] + ra2 * ws[c + 11]
-            t2 = ra0 * ws[c + 6] + ra1 * ws[c + 9] + ra2 * ws[c + 12]
-            for b in range(3):
-                ws[d + 4 + 3 * a + b] += t0 * ws[o + 3 * b] + t1 * ws[o + 3 * b + 1] + t2 * ws[o + 3 * b + 2]
-        # − (Rh)~p̃ − p̃(Rh)~ − m p̃p̃, using x̃ỹ = y xᵀ − (x·y) I
-        rp = r0 * p0 + r1 * p1 + r2 * p2
-        pp = p0 * p0 + p1 * p1 + p2 * p2
-        for a in range(3):
-            pa = p0 if a == 0 else (p1 if a == 1 else p2)
-            ra = r0 if a == 0 else (r1 if a == 1 else r2)
-            for b in range(3):
-                pb = p0 if b == 0 else (p1 if b == 1 else p2)
-                rb = r0 if b == 0 else (r1 if b == 1 else r2)
-                x = -(pa * rb + ra * pb) - m * pa * pb
-                if a == b:
-                    x += 2.0 * rp + m * pp
-                ws[d + 4 + 3 * a + b] += x
+        # R Θ Rᵀ − (Rh)~p̃ − p̃(Rh)~ − m p̃p̃ (symmetric: six entries), with x̃ỹ = y xᵀ − (x·y) I
+        t00 = ws[o] * ws[c + 4] + ws[o + 1] * ws[c + 7] + ws[o + 2] * ws[c + 10]
+        t01 = ws[o] * ws[c + 5] + ws[o + 1] * ws[c + 8] + ws[o + 2] * ws[c + 11]
+        t02 = ws[o] * ws[c + 6] + ws[o + 1] * ws[c + 9] + ws[o + 2] * ws[c + 12]
+        t10 = ws[o + 3] * ws[c + 4] + ws[o + 4] * ws[c + 7] + ws[o + 5] * ws[c + 10]
+        t11 = ws[o + 3] * ws[c + 5] + ws[o + 4] * ws[c + 8] + ws[o + 5] * ws[c + 11]
+        t12 = ws[o + 3] * ws[c + 6] + ws[o + 4] * ws[c + 9] + ws[o + 5] * ws[c + 12]
+        t20 = ws[o + 6] * ws[c + 4] + ws[o + 7] * ws[c + 7] + ws[o + 8] * ws[c + 10]
+        t21 = ws[o + 6] * ws[c + 5] + ws[o + 7] * ws[c + 8] + ws[o + 8] * ws[c + 11]
+        t22 = ws[o + 6] * ws[c + 6] + ws[o + 7] * ws[c + 9] + ws[o + 8] * ws[c + 12]
+        d2 = 2.0 * (r0 * p0 + r1 * p1 + r2 * p2) + m * (p0 * p0 + p1 * p1 + p2 * p2)
+        x00 = t00 * ws[o] + t01 * ws[o + 1] + t02 * ws[o + 2] - 2.0 * p0 * r0 - m * p0 * p0 + d2
+        x11 = (t10 * ws[o + 3] + t11 * ws[o + 4] + t12 * ws[o + 5] - 2.0 * p1 * r1 - m * p1 * p1
+               + d2)
+        x22 = (t20 * ws[o + 6] + t21 * ws[o + 7] + t22 * ws[o + 8] - 2.0 * p2 * r2 - m * p2 * p2
+               + d2)
+        x01 = t00 * ws[o + 3] + t01 * ws[o + 4] + t02 * ws[o + 5] - (p0 * r1 + r0 * p1) - m * p0 * p1
+        x02 = t00 * ws[o + 6] + t01 * ws[o + 7] + t02 * ws[o + 8] - (p0 * r2 + r0 * p2) - m * p0 * p2
+        x12 = t10 * ws[o + 6] + t11 * ws[o + 7] + t12 * ws[o + 8] - (p1 * r2 + r1 * p2) - m * p1 * p2
+        ws[d + 4] += x00
+        ws[d + 5] += x01
+        ws[d + 6] += x02
+        ws[d + 7] += x01
+        ws[d + 8] += x11
+        ws[d + 9] += x12
+        ws[d + 10] += x02
+        ws[d + 11] += x12
+        ws[d + 12] += x22
     sb = S_base(ws)
     for k in range(n):
         # F = 𝖬ᶜ_k X_k: (Θe, e × h) for X = (e, 0); (h × e, m e) for X = (0, e)
