@@ -44,12 +44,13 @@ class Robot:
     frame; ``q`` of revolute/continuous joints in rad, prismatic in m.
     """
 
-    __slots__ = ("_model", "_pf", "_ws", "_kcap", "_n", "_wa", "_wsb")
+    __slots__ = ("_model", "_pf", "_ws", "_kcap", "_n", "_nn", "_wa", "_wsb")
 
     def __init__(self, model: _model.Model, kcap: int = 4):
         self._model = model
         self._pf = np.array(model.pf)  # private writable copy: the kernels' signatures are plain arrays
         self._n = model.n
+        self._nn = (model.n, model.n)
         self._kcap = kcap
         self._ws = K.make_workspace(model.n, kcap)
         self._wa = None  # ABA workspace, made on first use
@@ -297,7 +298,7 @@ class Robot:
     # ---------------------------------------------------------------- closed forms
     def mass_matrix(self, q, out=None):
         """Generalized mass matrix M(q) = Jᵀ𝖬J (seed 004 eq. 20), (n, n), symmetric positive definite."""
-        o = np.empty((self._n, self._n)) if out is None else out
+        o = np.empty(self._nn) if out is None else out
         try:
             if K.mass_matrix(self._pf, self._ws, q, o) == 0:
                 return o
@@ -317,7 +318,7 @@ class Robot:
 
     def _coriolis(self, q, qd, out, mode):
         n = self._n
-        o = np.empty((n, n)) if out is None else out
+        o = np.empty(self._nn) if out is None else out
         try:
             if K.coriolis(self._pf, self._ws, q, qd, o, mode) == 0:
                 return o
