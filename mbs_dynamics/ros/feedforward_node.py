@@ -50,12 +50,10 @@ import sys
 import threading
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, SetParametersResult
 from rclpy.exceptions import ParameterUninitializedException
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
-from rclpy.logging import get_logger
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -68,6 +66,7 @@ from trajectory_msgs.msg import JointTrajectory
 from ..controller import FeedforwardController
 from .conversions import derivatives_message, joint_trajectory_to_dict, stamp_to_sec, to_array
 from .parameters import check_config, check_runtime, parameter_table
+from .runner import run
 
 try:  # rclpy >= 7.1.4 (Jazzy backport) and later distributions
     from rclpy.experimental.events_executor import EventsExecutor
@@ -493,24 +492,9 @@ def make_executor(context=None):
 
 
 def main(args=None):
-    """Entry point of ``ros2 run mbs_dynamics feedforward_node``."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = FeedforwardNode()
-        executor = make_executor()
-        executor.add_node(node)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ConfigurationError as exc:
-        get_logger(NODE_NAME).fatal(str(exc))
-        return 1
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    """Entry point of ``ros2 run mbs_dynamics feedforward_node``; returns the exit code."""
+    return run(FeedforwardNode, NODE_NAME, args=args, make_executor=make_executor,
+               config_errors=(ConfigurationError,))
 
 
 if __name__ == "__main__":

@@ -40,11 +40,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import rclpy
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException
-from rclpy.logging import get_logger
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock as ClockMsg
@@ -53,6 +50,7 @@ from std_msgs.msg import Float64MultiArray
 
 from ..actuators import ACTUATOR_PARAMETERS, actuator_from_params
 from ..sim import Plant
+from .runner import run
 
 NODE_NAME = "sim_node"
 BUNDLED_URDF = Path(__file__).resolve().parents[1] / "data" / "robots" / "arm7.urdf"
@@ -349,22 +347,8 @@ def _as_list(value):
 
 
 def main(args=None):
-    """Entry point of ``ros2 run mbs_dynamics sim_node``."""
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = SimNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ConfigurationError as exc:
-        get_logger(NODE_NAME).fatal(str(exc))
-        return 1
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    """Entry point of ``ros2 run mbs_dynamics sim_node``; returns the exit code."""
+    return run(SimNode, NODE_NAME, args=args, config_errors=(ConfigurationError,))
 
 
 if __name__ == "__main__":
