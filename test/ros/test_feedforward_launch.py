@@ -150,6 +150,9 @@ class TestFeedforwardLaunch(unittest.TestCase):
             return len(self.received[key])
 
     def test_1_hold_on_every_topic_and_rate(self, proc_output):
+        # A fresh install compiles the numba kernels on the node's first start (~20 s on an
+        # idle 2-core machine, measured with rclpy 7.1.3): wait for the model before timing.
+        proc_output.assertWaitFor("robot model", timeout=300.0)
         ok = self.spin_for(20.0, until=lambda: all(
             self.count(k) >= 5 for k in ("torque", "feedforward", "torque_derivatives")))
         self.assertTrue(ok, f"no output: { {k: self.count(k) for k in self.received} }")
