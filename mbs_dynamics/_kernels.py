@@ -427,6 +427,19 @@ def check_states(n, a, b, c, out):
 
 
 @njit(cache=True)
+def check_states_fext(n, a, b, c, fext, out):
+    """check_states, with body wrenches fext (n, 6) as argument 4 and out as argument 5."""
+    st = check_states(n, a, b, c, out)
+    if st:
+        return st + 10 if st // 10 == 4 else st
+    if fext.shape[0] != n or fext.shape[1] != 6:
+        return 41
+    if _bad(fext):
+        return 42
+    return 0
+
+
+@njit(cache=True)
 def check_batch(n, a, b, c, out):
     """The same for (N, n) batches."""
     N = a.shape[0]
@@ -476,13 +489,9 @@ def rnea(pf, ws, q, qd, qdd, out):
 def rnea_fext(pf, ws, q, qd, qdd, fext, out):
     """τ = ID(q, q̇, q̈) with external wrenches fext (n, 6) acting on the bodies (body frames)."""
     n = pf.shape[0] - 1
-    st = check_states(n, q, qd, qdd, out)
+    st = check_states_fext(n, q, qd, qdd, fext, out)
     if st:
-        return st + 10 if st // 10 == 4 else st  # out is argument 5 here
-    if fext.shape[0] != n or fext.shape[1] != 6:
-        return 41
-    if _bad(fext):
-        return 42
+        return st
     _load_states(ws, n, q, qd, qdd)
     _rnea_k(pf, ws, 0, fext, True, out.reshape((1, n)))
     return 0

@@ -44,7 +44,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._kernels import _add_to_parent, _bad, _joint_pose, _to_child, check_batch, check_states
+from ._kernels import (_add_to_parent, _bad, _joint_pose, _to_child, check_batch, check_states,
+                       check_states_fext)
 from .model import PF_AXIS, PF_H, PF_I, PF_MASS, PF_PARENT, PF_TYPE
 
 __all__ = ["make_aba_workspace", "aba_layout", "forward_dynamics", "aba", "aba_fext",
@@ -337,13 +338,9 @@ def aba(pf, ws, q, qd, tau, out):
 def aba_fext(pf, ws, q, qd, tau, fext, out):
     """q̈ = FD(q, q̇, τ, W^app) with body wrenches fext (n, 6) in body frames (as rnea_fext)."""
     n = pf.shape[0] - 1
-    st = check_states(n, q, qd, tau, out)
+    st = check_states_fext(n, q, qd, tau, fext, out)
     if st:
-        return st + 10 if st // 10 == 4 else st  # out is argument 5 here
-    if fext.shape[0] != n or fext.shape[1] != 6:
-        return 41
-    if _bad(fext):
-        return 42
+        return st
     _aba_core(pf, ws, q, qd, tau, fext, True, out)
     return 0
 
