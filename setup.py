@@ -1,6 +1,6 @@
 """mbs_dynamics: ament_python package that also installs with plain ``pip install .``.
 
-The kernels (``mbs_dynamics/_*.pyx``) are Cython, compiled here ahead of time: by pip (build
+The kernels (``mbs_dynamics/kernels/_*.pyx``, ``mbs_dynamics/control/_*.pyx``) are Cython, compiled here ahead of time: by pip (build
 requirements in pyproject.toml) and by ``colcon build`` (package.xml's build_depend: cython3,
 python3-numpy). Nothing compiles at run time.
 """
@@ -32,11 +32,12 @@ def extensions():
     from Cython.Build import cythonize
     omp = ["-fopenmp"] if sys.platform.startswith("linux") else []
     exts = [
-        Extension(f"{package_name}.{name}", [f"{package_name}/{name}.pyx"],
+        Extension(f"{package_name}.{name}", [f"{package_name}/{name.replace('.', '/')}.pyx"],
                   include_dirs=[numpy.get_include()],
                   define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                   extra_compile_args=["-O3", "-fno-math-errno", "--param=max-inline-insns-single=2000"] + omp, extra_link_args=omp)
-        for name in ("_data", "_rnea", "_crba", "_aba", "_spline", "_actuators")
+        for name in ("kernels._data", "kernels._rnea", "kernels._crba", "kernels._aba",
+                     "control._spline", "control._actuators")
     ]
     return cythonize(exts, compiler_directives={"language_level": 3}, quiet=True)
 
@@ -46,7 +47,7 @@ setup(
     ext_modules=extensions(),
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "bench"]),
-    package_data={package_name: data_tree("data") + ["*.pxd"]},
+    package_data={package_name: data_tree("data") + ["kernels/*.pxd"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),

@@ -862,12 +862,12 @@ def cprofile_top(fn, calls, top=6):
 def bench_enrichment(args, log) -> dict:
     """Cost of enriching a trajectory as issue 11's proxy does (Panda, public API only).
 
-    A C⁴ :class:`~mbs_dynamics.trajectory.Trajectory` through 1 s-spaced waypoints is resampled at
+    A C⁴ :class:`~mbs_dynamics.control.trajectory.Trajectory` through 1 s-spaced waypoints is resampled at
     1 kHz with ``sample_many``; then τ, τ′, τ″ in one batch call (effort output), or
     ``sea_feedforward`` on the (N, 5, n) samples (motor output)."""
     import mbs_dynamics as mbs
-    from mbs_dynamics.feedforward import sea_feedforward
-    from mbs_dynamics.trajectory import Trajectory
+    from mbs_dynamics.control.feedforward import sea_feedforward
+    from mbs_dynamics.control.trajectory import Trajectory
     xml, locked, _, _ = robot_xml("panda", args)
     r = mbs.load_urdf(xml, locked_joints=locked, gravity=(0.0, 0.0, -G0))
     n, T, rate = r.n, float(args.enrich_duration), 1000.0

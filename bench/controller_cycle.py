@@ -19,8 +19,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import mbs_dynamics as mbs  # noqa: E402
-from mbs_dynamics.actuators import actuator_from_params  # noqa: E402
-from mbs_dynamics.controller import FeedforwardController  # noqa: E402
+from mbs_dynamics.control.actuators import actuator_from_params  # noqa: E402
+from mbs_dynamics.control.controller import FeedforwardController  # noqa: E402
 
 DEFAULT_URDF = os.path.join(os.path.dirname(mbs.__file__), "data", "robots", "arm7.urdf")
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cost of feedforward_proxy's enrichment (mbs_dynamics.enrich), ROS-free.
+"""Cost of feedforward_proxy's enrichment (mbs_dynamics.control.enrich), ROS-free.
 
 A 10 s trajectory of the bundled 7-DOF arm (11 waypoints) is splined, resampled at
 ``sample_period`` (1 ms = 1 kHz by default) and filled with τ (output effort) or SEA motor
@@ -28,8 +28,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     import mbs_dynamics as mbs
-    from mbs_dynamics.actuators import SEA
-    from mbs_dynamics.enrich import TrajectoryEnricher
+    from mbs_dynamics.control.actuators import SEA
+    from mbs_dynamics.control.enrich import TrajectoryEnricher
 
     robot = mbs.load_urdf(os.path.join(REPO, "mbs_dynamics", "data", "robots", "arm7.urdf"))
     n = robot.n

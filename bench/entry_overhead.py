@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import mbs_dynamics as mbs  # noqa: E402
-from mbs_dynamics import _rnea  # noqa: E402
+from mbs_dynamics.kernels import _rnea  # noqa: E402
 
 URDF = """<robot name="one"><link name="base"/>
   <joint name="j" type="revolute"><parent link="base"/><child link="l"/><axis xyz="0 0 1"/>

@@ -1,8 +1,8 @@
 """README "Trajectories and elastic-actuator feedforward" (runs from any directory)."""
 import mbs_dynamics as mbs
 from mbs_dynamics import data
-from mbs_dynamics.trajectory import Trajectory
-from mbs_dynamics.feedforward import feedforward, sea_feedforward, vsa_feedforward
+from mbs_dynamics.control.trajectory import Trajectory
+from mbs_dynamics.control.feedforward import feedforward, sea_feedforward, vsa_feedforward
 
 robot = mbs.load_urdf(data.robot("arm7"))
 traj = Trajectory.load(data.trajectory("arm7_example")).reorder(robot.joint_names)

@@ -2,7 +2,7 @@
 import numpy as np
 import mbs_dynamics as mbs
 from mbs_dynamics import data
-from mbs_dynamics.feedforward import sea_feedforward
+from mbs_dynamics.control.feedforward import sea_feedforward
 
 robot = mbs.load_urdf(data.robot("quad12"), floating_base=True)   # the bundled quadruped
 q = np.r_[0.0, 0.0, 0.35, 0.0, 0.0, 0.0, 1.0,                      # base x, y, z, quaternion xyzw

@@ -27,7 +27,7 @@ from launch_ros.parameter_descriptions import ParameterValue
 def _setup(context):
     import mbs_dynamics as mbs
     from mbs_dynamics import demo
-    from mbs_dynamics.trajectory import Trajectory
+    from mbs_dynamics.control.trajectory import Trajectory
 
     actuator_kind = LaunchConfiguration("actuator").perform(context)
     if actuator_kind not in ("rigid", "sea"):

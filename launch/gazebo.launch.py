@@ -74,7 +74,7 @@ def _ros2_control_urdf(urdf, joints, q0, effort_limits, controllers_yaml):
 def _setup(context):
     import mbs_dynamics as mbs
     from mbs_dynamics import demo
-    from mbs_dynamics.trajectory import Trajectory
+    from mbs_dynamics.control.trajectory import Trajectory
 
     urdf_file, traj_file = demo.BUNDLED["arm7"]
     urdf = urdf_file.read_text()

@@ -107,7 +107,7 @@ def load_actuator(path, n):
     The file must hold an ``actuator:`` section (nested, dotted, or inside a ROS parameter file);
     a file without one is refused rather than silently treated as rigid.
     """
-    from .actuators import actuator_from_params, flatten_params
+    from .control.actuators import actuator_from_params, flatten_params
 
     data = load_yaml(path)
     if not isinstance(data, dict):
@@ -136,7 +136,7 @@ def load_trajectory(path, joint_names, urdf, locked=()):
     """
     import numpy as np
 
-    from .trajectory import Trajectory
+    from .control.trajectory import Trajectory
     path = Path(path)
     try:
         path.read_bytes().decode("utf-8")

@@ -90,9 +90,9 @@ def _add_model_options(p):
 
 # ---------------------------------------------------------------------------------- helpers
 def _load_robot(args):
-    import mbs_dynamics as mbs
+    from .loader import load_urdf
     try:
-        return mbs.load_urdf(args.urdf, base_link=args.base_link, tip_link=args.tip_link,
+        return load_urdf(args.urdf, base_link=args.base_link, tip_link=args.tip_link,
                              locked_joints=dict(args.lock) or None,
                              floating_base=getattr(args, "floating_base", False))
     except ValueError as exc:
@@ -193,7 +193,7 @@ def _compute(robot, traj, actuator, ts, progress=None, source="the trajectory"):
             sample time is named. NumPy's floating-point warnings are silenced: the finiteness
             check reports the problem instead, in one line.
     """
-    from .actuators import VSA
+    from .control.actuators import VSA
 
     N, n = ts.shape[0], robot.n
     qs = np.empty((N, 5, n))
@@ -243,7 +243,7 @@ def _columns(data, robot):
 
 def csv_columns(robot, actuator):
     """Number of CSV columns of ``feedforward`` for this robot and actuator (time included)."""
-    from .actuators import VSA
+    from .control.actuators import VSA
     per_joint = len(Q_COLUMNS) + len(FF_COLUMNS)
     if actuator is not None:
         per_joint += len(ACT_COLUMNS) + (1 if isinstance(actuator, VSA) else 0)

@@ -145,9 +145,9 @@ def resolve_robot(name):
 
 def load_robot(urdf, locks):
     """Load a URDF with locked joints; errors are one line naming the file."""
-    import mbs_dynamics as mbs
+    from .loader import load_urdf
     try:
-        return mbs.load_urdf(urdf, locked_joints=locks or None)
+        return load_urdf(urdf, locked_joints=locks or None)
     except ValueError as exc:
         msg = " ".join(str(exc).split())
         raise InputError(msg if str(urdf) in msg else f"{urdf}: {msg}") from None
@@ -217,7 +217,7 @@ def sea_actuator(name, robot, traj):
     """The SEA of the demo: bundled parameters for a bundled robot, else springs scaled to the
     robot: motor inertia 10× the link's diagonal inertia at the start, link-side resonance at
     least 40 rad/s."""
-    from .actuators import SEA
+    from .control.actuators import SEA
     cfg = SEA_CONFIG.get(name)
     if cfg is not None:
         return load_actuator(cfg, robot.n)
@@ -269,7 +269,7 @@ def generated_trajectory(robot, segment=2.0):
     Returns:
         (trajectory, notes): notes are one-line remarks on joints without a usable range.
     """
-    from .trajectory import Trajectory
+    from .control.trajectory import Trajectory
     lo, hi, notes = joint_ranges(robot)
     prismatic = np.array([t == "prismatic" for t in robot.joint_types])
     limited = np.isfinite(lo) & np.isfinite(hi)
@@ -314,8 +314,8 @@ def trajectory_notes(robot, traj):
 # ------------------------------------------------------------------------------ simulation
 def run_case(robot, traj, actuator, feedforward, duration, dt, substeps=1):
     """One closed-loop simulation; returns (SimResult, desired (N+1, 5, n), controller stats)."""
-    from .controller import FeedforwardController
-    from .sim import simulate
+    from .control.controller import FeedforwardController
+    from .sim.simulator import simulate
 
     n = robot.n
     names = robot.joint_names

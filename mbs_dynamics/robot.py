@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _aba, _crba, _rnea
-from . import model as _model
+from .kernels import _aba, _crba, _rnea
+from .model import model as _model
 
 _ND = np.ndarray
 
@@ -261,8 +261,8 @@ class Robot:
         return _rnea.torque_derivatives_qs(d, qs, out)
 
     def _closed_form(self, qs, pair, out, f_ext):
-        from .closed_form import torque_derivatives as cf
-        from ._data import _check_array
+        from .kernels.closed_form import torque_derivatives as cf
+        from .kernels._data import _check_array
         if self._fb or pair or f_ext is not None:
             raise ValueError("closed_form covers fixed-base robots without f_ext: use "
                              "method='recursive'")

@@ -15,7 +15,7 @@ def _keep_the_checkout_out():
     (``pip install -e``, ``colcon build --symlink-install``): then the checkout must not shadow
     the installed package, so it is taken off ``sys.path`` (as ``''`` or as a path)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    pkg = os.path.join(root, "mbs_dynamics")
+    pkg = os.path.join(root, "mbs_dynamics", "kernels")
     built = os.path.isdir(pkg) and any(f.startswith("_rnea.") and f.endswith((".so", ".pyd"))
                                        for f in os.listdir(pkg))
     if not built and "mbs_dynamics" not in sys.modules:

@@ -1,4 +1,4 @@
-"""Forward dynamics (articulated-body algorithm, mbs_dynamics._aba) against Pinocchio's ``aba``,
+"""Forward dynamics (articulated-body algorithm, mbs_dynamics.kernels._aba) against Pinocchio's ``aba``,
 against a Cholesky solve with the joint-space mass matrix, and against our own inverse dynamics
 (inverse of inverse)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tests of mbs_dynamics.actuators: SEA formulas, VSA Newton inversion and implicit derivatives,
+"""Tests of mbs_dynamics.control.actuators: SEA formulas, VSA Newton inversion and implicit derivatives,
 pluggable spring laws, configuration parsing and every error path.
 
 Oracles: the SEA formulas of shared/MATH.md written out, the closed-form inverse of the
@@ -8,7 +8,7 @@ exponential antagonistic law, and finite differences along smooth analytic τ(t)
 import numpy as np
 import pytest
 
-from mbs_dynamics.actuators import (
+from mbs_dynamics.control.actuators import (
     ACTUATOR_PARAMETERS,
     SEA,
     VSA,
@@ -364,7 +364,7 @@ def test_actuator_from_params_errors(params, match):
 def test_vsa_vectorised_newton_matches_closed_form_batch():
     """The NumPy batch kernel (no numba) against the closed-form inverse of the exponential law
     and its derivatives from the module docstring, for per-sample σ(t) over a (N, 3, n) batch."""
-    from mbs_dynamics import actuators
+    from mbs_dynamics.control import actuators
     rng = np.random.default_rng(11)
     Nb, n = 300, N
     qs = rng.normal(size=(Nb, 5, n))

@@ -176,7 +176,7 @@ def test_feedforward_vsa_and_progress(tmp_path, capsys):
 
 
 def test_feedforward_json_trajectory_in_other_joint_order(tmp_path):
-    from mbs_dynamics.trajectory import Trajectory
+    from mbs_dynamics.control.trajectory import Trajectory
     traj = Trajectory.load(TRAJ)
     rev = traj.reorder(JOINTS[::-1])
     path = tmp_path / "t.json"

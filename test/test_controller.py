@@ -1,4 +1,4 @@
-"""The ROS-free controller core (mbs_dynamics.controller): every decision and rejection.
+"""The ROS-free controller core (mbs_dynamics.control.controller): every decision and rejection.
 
 Oracles: Pinocchio (gravity, RNEA along the desired trajectory), central finite differences of
 Pinocchio's RNEA in time (τ′, τ″), and the SEA formulas of shared/MATH.md written out here.
@@ -17,8 +17,8 @@ import pytest
 from conftest import PANDA, erd_path, pin_model
 
 import mbs_dynamics as mbs
-from mbs_dynamics.controller import REJECTION_CAUSES, FeedforwardController
-from mbs_dynamics.trajectory import Trajectory
+from mbs_dynamics.control.controller import REJECTION_CAUSES, FeedforwardController
+from mbs_dynamics.control.trajectory import Trajectory
 
 try:  # the oracle; every test using it takes the `panda` fixture, which skips without it
     import pinocchio as pin
@@ -76,7 +76,7 @@ def js(ctl, robot, q=Q0, stamp=0.0, extra=True, shuffle=True):
 
 
 def test_module_does_not_import_rclpy():
-    code = ("import sys, mbs_dynamics.controller; "
+    code = ("import sys, mbs_dynamics.control.controller; "
             "sys.exit(1 if 'rclpy' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code],
                           cwd=tempfile.gettempdir()).returncode == 0
@@ -201,7 +201,7 @@ def test_cancel_holds_the_measured_pose(panda):
 def test_sea_hold_of_the_last_point_is_at_rest_at_q_final(panda):
     """SEA at rest: θ = q + K⁻¹ g(q), θ' = θ'' = 0, τ_m = g(q) (MATH.md, flatness feedforward)."""
     robot, pm = panda
-    from mbs_dynamics.actuators import actuator_from_params
+    from mbs_dynamics.control.actuators import actuator_from_params
     act = actuator_from_params({"actuator.type": "sea", "actuator.stiffness": K.tolist(),
                                 "actuator.motor_inertia": B.tolist()}, 7)
     ctl = FeedforwardController(robot, actuator=act)
@@ -387,7 +387,7 @@ def test_joint_subset_and_order(panda):
 
 def test_sea_motor_references(panda):
     robot, pm = panda
-    from mbs_dynamics.actuators import actuator_from_params
+    from mbs_dynamics.control.actuators import actuator_from_params
     act = actuator_from_params({"actuator.type": "sea", "actuator.stiffness": list(K),
                                 "actuator.motor_inertia": list(B)}, 7)
     ctl = FeedforwardController(robot, actuator=act)
@@ -415,7 +415,7 @@ def test_vsa_motor_position_inverts_the_spring_law(panda):
     """VSA (exponential antagonistic springs): the motor position θ must satisfy the spring law
     φ(θ − q, σ) = (k/a) exp(aσ) sinh(a(θ − q)) = τ, written out here as the oracle."""
     robot, pm = panda
-    from mbs_dynamics.actuators import actuator_from_params
+    from mbs_dynamics.control.actuators import actuator_from_params
     k, a, sigma = 800.0, 4.0, 0.1
     act = actuator_from_params({"actuator.type": "vsa", "actuator.vsa.k": k,
                                 "actuator.vsa.a": a, "actuator.vsa.sigma": sigma}, 7)
@@ -627,7 +627,7 @@ def test_constructor_errors(panda):
     with pytest.raises(ValueError, match="duplicates"):
         FeedforwardController(robot, joints=["panda_joint1", "panda_joint1"])
     with pytest.raises(ValueError, match="actuator"):
-        from mbs_dynamics.actuators import actuator_from_params
+        from mbs_dynamics.control.actuators import actuator_from_params
         FeedforwardController(robot, actuator=actuator_from_params(
             {"actuator.type": "sea"}, 3))
     with pytest.raises(ValueError):
@@ -739,7 +739,7 @@ def test_fuzz_malformed_inputs_never_escape_or_give_non_finite_output(panda):
     """10⁵ random malformed joint states, trajectories and times (seeded): no exception escapes,
     no published output is non-finite."""
     robot, _ = panda
-    from mbs_dynamics.actuators import actuator_from_params
+    from mbs_dynamics.control.actuators import actuator_from_params
     act = actuator_from_params({"actuator.type": "sea", "actuator.stiffness": 1000.0}, 7)
     nm = names(robot)
     rng = np.random.default_rng(20261121)
@@ -808,7 +808,7 @@ def _flatten(d, prefix=""):
 @pytest.mark.parametrize("name", ["rigid_arm.yaml", "sea_arm.yaml"])
 def test_config_files_are_valid_parameter_files(name):
     import yaml
-    from mbs_dynamics.actuators import actuator_from_params
+    from mbs_dynamics.control.actuators import actuator_from_params
     from mbs_dynamics.ros.parameters import check_config, parameter_table
     doc = yaml.safe_load((REPO / "config" / name).read_text())
     assert list(doc) == ["/**/feedforward_node"]
@@ -885,7 +885,7 @@ def test_effort_controller_example():
 def test_update_keeps_no_memory_per_cycle():
     """The 1 kHz path allocates nothing that survives a cycle (preallocated NumPy buffers)."""
     import tracemalloc
-    from mbs_dynamics.actuators import SEA
+    from mbs_dynamics.control.actuators import SEA
     robot = mbs.load_urdf(str(REPO / "mbs_dynamics" / "data" / "robots" / "arm7.urdf"))
     nm = list(robot.joint_names)
     ctl = FeedforwardController(robot, joints=nm[::-1], actuator=SEA(2000.0, 0.3, n=7),

@@ -17,7 +17,7 @@ from conftest import PANDA, UR5, erd_path
 
 import mbs_dynamics as mbs
 from mbs_dynamics import cli, demo
-from mbs_dynamics.trajectory import Trajectory
+from mbs_dynamics.control.trajectory import Trajectory
 
 REQUIRED_IMPROVEMENT = 10.0  # the acceptance threshold: here, not in the demo's output
 

@@ -1,4 +1,4 @@
-"""The ROS-free core of feedforward_proxy (mbs_dynamics.enrich): resampling, filling, rejection.
+"""The ROS-free core of feedforward_proxy (mbs_dynamics.control.enrich): resampling, filling, rejection.
 
 Oracles: Pinocchio's RNEA on the forwarded points (efforts to 1e-9 relative), central differences
 in time of Pinocchio's RNEA along the spline (τ′, τ″ for the SEA motor references, whose formulas
@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import mbs_dynamics as mbs
-from mbs_dynamics.enrich import (INVALID_GOAL, INVALID_JOINTS, EnrichmentError,
+from mbs_dynamics.control.enrich import (INVALID_GOAL, INVALID_JOINTS, EnrichmentError,
                                  TrajectoryEnricher, sample_times)
-from mbs_dynamics.trajectory import Trajectory
+from mbs_dynamics.control.trajectory import Trajectory
 
 ARM7 = Path(mbs.__file__).resolve().parent / "data" / "robots" / "arm7.urdf"
 NAMES = [f"arm7_joint{i}" for i in range(1, 8)]
@@ -121,7 +121,7 @@ def test_joint_order_of_the_goal_is_kept(robot, pm):
 
 
 def test_motor_output_is_the_sea_flatness_feedforward(robot, pm):
-    from mbs_dynamics.actuators import SEA
+    from mbs_dynamics.control.actuators import SEA
     msg = goal()
     act = SEA(K, B, DM, n=7)
     enr = TrajectoryEnricher(robot, output="motor", actuator=act, sample_period=0.02).enrich(msg)
@@ -245,7 +245,7 @@ def test_too_many_points_is_refused_before_sampling(robot):
 
 
 def test_vsa_spring_failure_is_an_invalid_goal_not_a_crash(robot):
-    from mbs_dynamics.actuators import actuator_from_params
+    from mbs_dynamics.control.actuators import actuator_from_params
     act = actuator_from_params({"actuator.type": "vsa", "actuator.vsa.k": 1e-6,
                                 "actuator.vsa.a": 0.1, "actuator.motor_inertia": 0.1,
                                 "actuator.vsa.max_iterations": 2}, 7)
@@ -273,6 +273,6 @@ def test_constructor_errors(robot, kwargs, match):
 def test_module_does_not_import_rclpy():
     import subprocess
     import sys
-    code = "import sys, mbs_dynamics.enrich; sys.exit(1 if 'rclpy' in sys.modules else 0)"
+    code = "import sys, mbs_dynamics.control.enrich; sys.exit(1 if 'rclpy' in sys.modules else 0)"
     assert subprocess.run([sys.executable, "-c", code],
                           cwd=tempfile.gettempdir()).returncode == 0

@@ -1,4 +1,4 @@
-"""API tests of mbs_dynamics.feedforward (the physics check is test_feedforward_mujoco.py).
+"""API tests of mbs_dynamics.control.feedforward (the physics check is test_feedforward_mujoco.py).
 
 Oracles: Pinocchio's RNEA for τ (and central differences of it along the trajectory for τ′),
 the SEA formulas of shared/MATH.md, the closed-form inverse of the exponential spring law.
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import mbs_dynamics as mbs
-from mbs_dynamics.actuators import LinearSpring
-from mbs_dynamics.feedforward import feedforward, sea_feedforward, vsa_feedforward
-from mbs_dynamics.trajectory import Trajectory
+from mbs_dynamics.control.actuators import LinearSpring
+from mbs_dynamics.control.feedforward import feedforward, sea_feedforward, vsa_feedforward
+from mbs_dynamics.control.trajectory import Trajectory
 
 URDF = Path(mbs.__file__).parent / "data" / "robots" / "arm7.urdf"
 TRAJ = Path(mbs.__file__).parent / "data" / "trajectories" / "arm7_example.yaml"
@@ -120,14 +120,14 @@ def test_vsa_feedforward_sigma_forms(setup):
     with pytest.raises(ValueError, match="spring must be a Spring"):
         vsa_feedforward(robot, qs, 0.0, 0.2, spring="linear")
     with pytest.raises(ValueError, match="sigmas is only meaningful"):
-        from mbs_dynamics.actuators import SEA
+        from mbs_dynamics.control.actuators import SEA
         feedforward(robot, qs, SEA(1000.0, 0.1), sigmas=sig)
 
 
 def test_vsa_and_vsa_feedforward_take_the_same_arguments(setup):
     """``VSA(**kw)`` and ``vsa_feedforward(robot, qs, **kw)`` accept the same keywords and agree;
     the result satisfies the spring law's closed-form inverse (independent of the Newton code)."""
-    from mbs_dynamics.actuators import VSA, ExponentialAntagonisticSpring
+    from mbs_dynamics.control.actuators import VSA, ExponentialAntagonisticSpring
     robot, _, _, qs = setup
     kw = dict(sigma=0.1, motor_inertia=0.2, motor_damping=0.05, k=800.0, a=6.0, tol=1e-12,
               max_iterations=30)
@@ -162,7 +162,7 @@ def test_floating_base_feedforward_uses_the_base_motion_and_contact_jets():
     wrench jet reported apart; a contact-wrench jet on a foot changes the joints' feedforward."""
     import mbs_dynamics as mbs
     from mbs_dynamics import data
-    from mbs_dynamics.feedforward import sea_feedforward
+    from mbs_dynamics.control.feedforward import sea_feedforward
     robot = mbs.load_urdf(data.robot("quad12"), floating_base=True)
     rng = np.random.default_rng(7)
     quat = rng.normal(size=4)

@@ -27,9 +27,9 @@ import numpy as np
 import pytest
 
 import mbs_dynamics as mbs
-from mbs_dynamics.actuators import ExponentialAntagonisticSpring
-from mbs_dynamics.feedforward import sea_feedforward, vsa_feedforward
-from mbs_dynamics.trajectory import Trajectory
+from mbs_dynamics.control.actuators import ExponentialAntagonisticSpring
+from mbs_dynamics.control.feedforward import sea_feedforward, vsa_feedforward
+from mbs_dynamics.control.trajectory import Trajectory
 
 # MuJoCo (the physics) and Pinocchio (to find example-robot-data) are optional: without them each
 # test skips on its own. A module-level importorskip would skip the whole collection under

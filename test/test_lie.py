@@ -1,4 +1,4 @@
-"""exp, log, dexp, dexp⁻¹ of SO(3) and SE(3) (mbs_dynamics.lie) against scipy.linalg.expm,
+"""exp, log, dexp, dexp⁻¹ of SO(3) and SE(3) (mbs_dynamics.kernels.lie) against scipy.linalg.expm,
 finite differences and the defining power series."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.linalg import expm
 
-from mbs_dynamics import lie
+from mbs_dynamics.kernels import lie
 
 RNG = np.random.default_rng(3)
 # angles across every branch: 0, tiny, the series/closed-form switch at 2 rad, near π

@@ -1,4 +1,4 @@
-"""RKMK integrators on SE(3) and SO(3)×R³ (mbs_dynamics.lie_integrators): convergence order
+"""RKMK integrators on SE(3) and SO(3)×R³ (mbs_dynamics.sim.lie_integrators): convergence order
 against a SciPy reference, exactness for constant twists, orthonormality over 10⁵ steps,
 momentum conservation of a free body, the R^m part as classical RK, input errors."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from mbs_dynamics import lie
-from mbs_dynamics.lie_integrators import INTEGRATORS, RKMK, get_integrator, xi_from_body_twist
+from mbs_dynamics.kernels import lie
+from mbs_dynamics.sim.lie_integrators import INTEGRATORS, RKMK, get_integrator, xi_from_body_twist
 
 NAMES = ["rkmk4-se3", "rkmk4-so3r3", "rkmk2-se3", "rkmk2-so3r3"]
 TH = np.array([0.5, 1.0, 1.6])            # principal inertia [kg m²], asymmetric
@@ -119,7 +119,7 @@ def test_rotation_stays_orthonormal_over_1e5_steps():
     own update (:func:`exp_parts`, then the product, exactly as in ``RKMK._move``) to the
     increments of a tumbling body computed in one vectorised call; the complete integrator runs
     2·10⁴ steps of the same body below with the same bound."""
-    from mbs_dynamics.lie_integrators import exp_parts
+    from mbs_dynamics.sim.lie_integrators import exp_parts
     n = 100_000
     t = np.arange(n) * 1e-3
     w = np.stack([1.5 * np.cos(3 * t), -2.0 + np.sin(t), 2.5 * np.cos(t) ** 2], axis=1)
@@ -252,8 +252,8 @@ def test_batched_bodies_match_single_body_path(name, exact):
 @pytest.mark.parametrize("n", [1, 5])
 def test_exp_parts_matches_the_reference_exponential(n):
     """The integrators' hot-path exp / dexp (scalar for one body, batched otherwise, closed form
-    or series on either side of 1e-2 rad) against mbs_dynamics.lie (itself tested vs expm)."""
-    from mbs_dynamics.lie_integrators import exp_parts
+    or series on either side of 1e-2 rad) against mbs_dynamics.kernels.lie (itself tested vs expm)."""
+    from mbs_dynamics.sim.lie_integrators import exp_parts
     rng = np.random.default_rng(11)
     for theta in [0.0, 1e-9, 5e-3, 1e-2 * (1 - 1e-12), 1e-2, 1.5e-2, 0.3, 2.0, 3.1]:
         axes = rng.normal(size=(n, 3))

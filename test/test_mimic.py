@@ -456,7 +456,7 @@ def test_controller_accepts_mimic_robot():
     """Drop-in: the feedforward controller (public API only) holds the measured pose with the
     gravity torques of the independent coordinates (Pinocchio's full model, projected)."""
     pytest.importorskip("pinocchio")
-    from mbs_dynamics.controller import FeedforwardController
+    from mbs_dynamics.control.controller import FeedforwardController
     r = mbs.load_urdf(CHAIN)
     o = Oracle(CHAIN)
     ctl = FeedforwardController(r)

@@ -13,7 +13,7 @@ def test_public_names_resolve():
 
 def test_core_import_does_not_load_rclpy_or_the_rest():
     code = ("import sys, mbs_dynamics; "
-            "print(any(m in sys.modules for m in ('rclpy', 'mbs_dynamics.trajectory', 'matplotlib')))")
+            "print(any(m in sys.modules for m in ('rclpy', 'mbs_dynamics.control.trajectory', 'matplotlib')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=tempfile.gettempdir())
     assert out.stdout.strip() == "False"

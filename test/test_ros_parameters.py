@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 import mbs_dynamics as mbs
-from mbs_dynamics.enrich import TrajectoryEnricher
+from mbs_dynamics.control.enrich import TrajectoryEnricher
 from mbs_dynamics.ros.parameters import (check_config, check_proxy_config, parse_locked_joints,
                                          proxy_parameter_table)
 

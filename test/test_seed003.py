@@ -106,7 +106,7 @@ def test_double_pendulum_ground_joint_exact_on_se3_only(ex):
     aligned along x, ω₁ = (10, 0, 0), ω₂ = (10π, 10π, 20π) rad/s."""
     _, fb = ex
     from rigid_mbs import SphericalMBS, cross
-    from mbs_dynamics.lie_integrators import INTEGRATORS
+    from mbs_dynamics.sim.lie_integrators import INTEGRATORS
     mbs = SphericalMBS([fb.MASS, fb.MASS], [fb.THETA, fb.THETA],
                        [(0, -fb.S1, None, np.zeros(3)), (0, fb.S1, 1, fb.S2)],
                        gravity=(0.0, 0.0, -9.81))

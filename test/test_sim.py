@@ -1,4 +1,4 @@
-"""The built-in simulator (mbs_dynamics.sim): energy conservation, RK4 order, analytic
+"""The built-in simulator (mbs_dynamics.sim.simulator): energy conservation, RK4 order, analytic
 solutions of rigid and elastic-joint plants, controller sampling."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from conftest import PANDA, UR5, erd_path, pin_model, pin_q
 
 import mbs_dynamics as mbs
-from mbs_dynamics.actuators import SEA, VSA, ExponentialAntagonisticSpring
-from mbs_dynamics.sim import SimResult, simulate
+from mbs_dynamics.control.actuators import SEA, VSA, ExponentialAntagonisticSpring
+from mbs_dynamics.sim.simulator import SimResult, simulate
 
 Q0 = np.array([0.1, -0.5, 0.2, -2.0, 0.3, 1.5, 0.7])
 QD0 = np.array([1.0, -1.0, 0.5, 1.0, -1.0, 2.0, 1.0])
@@ -269,7 +269,7 @@ def test_rigid_simulation_matches_mujoco_rk4():
 def test_a_robot_with_mimic_joints_is_simulated_and_conserves_energy():
     """A MimicRobot (independent coordinates) runs through its public forward dynamics: with
     τ = 0 the energy ½ q̇ᵀM q̇ − Σ m g·c of the full model stays to RK4's accuracy."""
-    from mbs_dynamics.sim import _potential
+    from mbs_dynamics.sim.simulator import _potential
     xml = """<robot name="mimic3"><link name="base"/>
       <joint name="a" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 1 0"/>
         <limit lower="-3" upper="3" effort="10" velocity="10"/></joint>

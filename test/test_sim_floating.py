@@ -123,7 +123,7 @@ def test_integrator_choice_is_checked():
 def test_quat_from_matrix_round_trip():
     from scipy.spatial.transform import Rotation
 
-    from mbs_dynamics.sim import quat_from_matrix
+    from mbs_dynamics.sim.simulator import quat_from_matrix
     for r in Rotation.random(50, random_state=1):
         q = quat_from_matrix(r.as_matrix())
         ref = r.as_quat()

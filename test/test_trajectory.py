@@ -1,4 +1,4 @@
-"""Tests of mbs_dynamics.trajectory: C⁴ interpolation, end conditions, I/O, every error path.
+"""Tests of mbs_dynamics.control.trajectory: C⁴ interpolation, end conditions, I/O, every error path.
 
 Oracles: analytic polynomials (the construction must reproduce quadratic motion exactly), the
 knot-state rules written out independently, finite differences.
@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from mbs_dynamics.trajectory import Trajectory
+from mbs_dynamics.control.trajectory import Trajectory
 
 NAMES = ["j1", "j2", "j3"]
 TIMES = [0.0, 0.4, 1.1, 1.5, 2.7, 3.0]
@@ -391,7 +391,7 @@ def _msg(**point_changes):
 
 
 def test_parse_joint_trajectory_fields():
-    from mbs_dynamics.trajectory import parse_joint_trajectory
+    from mbs_dynamics.control.trajectory import parse_joint_trajectory
     data = parse_joint_trajectory(_msg())
     assert data.joint_names == ("a", "b")
     np.testing.assert_array_equal(data.times, [0.0, 1.0, 2.5])
@@ -421,14 +421,14 @@ def test_parse_joint_trajectory_fields():
     (dict(velocities=3.0), "invalid"),
 ])
 def test_parse_joint_trajectory_causes(change, cause):
-    from mbs_dynamics.trajectory import TrajectoryError, parse_joint_trajectory
+    from mbs_dynamics.control.trajectory import TrajectoryError, parse_joint_trajectory
     with pytest.raises(TrajectoryError) as err:
         parse_joint_trajectory(_msg(**change))
     assert err.value.cause == cause, str(err.value)
 
 
 def test_parse_joint_trajectory_name_causes():
-    from mbs_dynamics.trajectory import TrajectoryError, parse_joint_trajectory
+    from mbs_dynamics.control.trajectory import TrajectoryError, parse_joint_trajectory
     for names, cause in ((["a", "a"], "duplicate_joint"), (["a", 3], "invalid"),
                          ("ab", "invalid"), ([], "wrong_size")):
         with pytest.raises(TrajectoryError) as err:

@@ -37,7 +37,7 @@ sys.path.append(os.path.dirname(os.path.dirname(HERE)))  # a checkout, after any
 from rigid_mbs import (SphericalMBS, box_inertia, cross, integrator_cost,  # noqa: E402
                        observed_order, plot_sweep, quat_rate,
                        quat_to_rot, rot_error, skew)
-from mbs_dynamics.lie_integrators import INTEGRATORS  # noqa: E402
+from mbs_dynamics.sim.lie_integrators import INTEGRATORS  # noqa: E402
 
 A, B, C = 0.2, 0.1, 0.05
 MASS = 2700.0 * A * B * C            # 2.7 kg

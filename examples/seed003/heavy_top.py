@@ -32,7 +32,7 @@ sys.path.append(os.path.dirname(os.path.dirname(HERE)))  # a checkout, after any
 from rigid_mbs import (SphericalMBS, box_inertia, cross, integrator_cost,  # noqa: E402
                        observed_order, plot_sweep, quat_rate,
                        quat_to_rot, rot_error)
-from mbs_dynamics.lie_integrators import INTEGRATORS  # noqa: E402
+from mbs_dynamics.sim.lie_integrators import INTEGRATORS  # noqa: E402
 
 MASS = 21.6
 THETA0 = box_inertia(MASS, 0.1, 0.2, 0.4)   # = diag(0.36, 0.306, 0.09)

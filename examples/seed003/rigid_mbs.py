@@ -19,7 +19,7 @@ in one of the two velocity representations of seed 003 §2:
 
 (σ = +1 for body a, −1 for body b.) For a joint to the ground the paper writes the constraint in
 the body frame (eq. 39), i.e. premultiplied by R_aᵀ; that changes neither the kernel of J nor V̇.
-The state for :mod:`mbs_dynamics.lie_integrators` is ``R (nb,3,3), p (nb,3), y = (V_1..V_nb)``;
+The state for :mod:`mbs_dynamics.sim.lie_integrators` is ``R (nb,3,3), p (nb,3), y = (V_1..V_nb)``;
 ``xi = V`` in both representations (the body-fixed twist for SE(3), the hybrid velocity for
 SO(3)×R³), which is exactly what each group's integrator expects.
 """
@@ -183,7 +183,7 @@ def integrator_cost(nb, order=4, n=1000, repeats=3):
     ``repeats`` taken, so that other processes on a shared machine bias the ratio less.
     """
     import time
-    from mbs_dynamics.lie_integrators import INTEGRATORS
+    from mbs_dynamics.sim.lie_integrators import INTEGRATORS
     xi = np.tile([0.3, -0.2, 0.5, 0.1, 0.2, 0.3], (nb, 1))
     yd = np.zeros(6 * nb)
 

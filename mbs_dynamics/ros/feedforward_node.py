@@ -70,8 +70,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from trajectory_msgs.msg import JointTrajectory
 
-from ..controller import FeedforwardController
-from ..trajectory import Trajectory
+from ..control.controller import FeedforwardController
+from ..control.trajectory import Trajectory
 from .conversions import derivatives_message, joint_trajectory_to_dict, stamp_to_sec
 from .parameters import (MAX_SUSTAINED_RATE, STRING_ARRAY_PARAMETERS, check_config,
                          check_runtime, parameter_table)
@@ -299,7 +299,7 @@ class FeedforwardNode(Node):
     # -- robot model --------------------------------------------------------------------------
     def _build(self, urdf):
         """URDF text → (robot, actuator); compiles/warms the kernels before it goes live."""
-        from .. import load_urdf
+        from ..loader import load_urdf
 
         cfg = self._config
         try:
@@ -680,7 +680,7 @@ def _warm_up(robot, joints, actuator):
 
 
 def _make_actuator(params, n):
-    from ..actuators import actuator_from_params
+    from ..control.actuators import actuator_from_params
 
     return actuator_from_params(dict(params), n)
 

@@ -50,7 +50,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
-from ..enrich import INVALID_GOAL, EnrichmentError, TrajectoryEnricher
+from ..control.enrich import INVALID_GOAL, EnrichmentError, TrajectoryEnricher
 from .conversions import enriched_to_joint_trajectory, joint_trajectory_to_dict
 from .parameters import STRING_ARRAY_PARAMETERS, check_proxy_config, proxy_parameter_table
 from .runner import run
@@ -185,8 +185,8 @@ class FeedforwardProxy(Node):
 
     def _build(self, urdf):
         """URDF text → a warmed-up TrajectoryEnricher (raises ValueError on a bad model)."""
-        from .. import load_urdf
-        from ..actuators import actuator_from_params
+        from ..loader import load_urdf
+        from ..control.actuators import actuator_from_params
 
         cfg = self._config
         try:

@@ -97,7 +97,7 @@ def proxy_parameter_table():
     Returns:
         dict: name → (default, description, read_only, (min, max) or None).
     """
-    from ..actuators import ACTUATOR_PARAMETERS
+    from ..control.actuators import ACTUATOR_PARAMETERS
 
     table = dict(PROXY_PARAMETERS)
     for name, (default, text) in ACTUATOR_PARAMETERS.items():
@@ -214,7 +214,7 @@ def parameter_table():
     Returns:
         dict: name → (default, description, read_only, (min, max) or None).
     """
-    from ..actuators import ACTUATOR_PARAMETERS
+    from ..control.actuators import ACTUATOR_PARAMETERS
 
     table = dict(NODE_PARAMETERS)
     for name, (default, text) in ACTUATOR_PARAMETERS.items():
@@ -248,7 +248,7 @@ def check_config(values):
     Raises:
         ValueError: naming the parameter and the problem.
     """
-    from ..actuators import actuator_from_params
+    from ..control.actuators import actuator_from_params
 
     table = parameter_table()
     get = _reader(values, table)

@@ -48,8 +48,8 @@ from rosgraph_msgs.msg import Clock as ClockMsg
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from ..actuators import ACTUATOR_PARAMETERS, actuator_from_params
-from ..sim import Plant
+from ..control.actuators import ACTUATOR_PARAMETERS, actuator_from_params
+from ..sim.simulator import Plant
 from .runner import run
 
 NODE_NAME = "sim_node"
@@ -98,9 +98,9 @@ class SimNode(Node):
         super().__init__(node_name, **kwargs)
         self._declare()
         cfg = self._config()
-        import mbs_dynamics as mbs
+        from ..loader import load_urdf
         try:
-            robot = mbs.load_urdf(cfg["urdf"], gravity=cfg["gravity"])
+            robot = load_urdf(cfg["urdf"], gravity=cfg["gravity"])
         except ValueError as exc:
             raise ConfigurationError(f"robot_description does not load: {exc}") from exc
         n = robot.n

@@ -32,7 +32,7 @@ try:  # ROS 2 is optional: without it every test here skips, one by one
 except ImportError as exc:
     _MISSING = str(exc)
 
-from mbs_dynamics.trajectory import Trajectory  # noqa: E402
+from mbs_dynamics.control.trajectory import Trajectory  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

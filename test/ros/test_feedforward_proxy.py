@@ -37,7 +37,7 @@ try:  # ROS 2 and control_msgs are optional: without them every test here skips,
 except ImportError as exc:
     _MISSING = str(exc)
 
-from mbs_dynamics.trajectory import Trajectory  # noqa: E402
+from mbs_dynamics.control.trajectory import Trajectory  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import lie
-from .model import Model
+
 
 
 class System:
     """The seed-004 system matrices of ``model`` at configuration ``q``."""
 
-    def __init__(self, model: Model, q):
+    def __init__(self, model, q):
         n = model.n
         self.n = n
         T = []  # Ad_{C_{i,λ(i)}}
@@ -60,7 +60,7 @@ class System:
         return out
 
 
-def torque_derivatives(model: Model, qs):
+def torque_derivatives(model, qs):
     """τ, τ′, τ″ (as many as ``qs`` allows, k ≤ 2) from seed 004 eq. 1, 28 and 38.
 
     Args:

@@ -22,10 +22,10 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 cimport openmp
 
-from mbs_dynamics._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, as_input, as_out,
+from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, as_input, as_out,
                                  check_finite, check_quat, fresh_if_alias, load_fx, out_vec,
                                  take_states, vec)
-from mbs_dynamics._spatial cimport (ad_V, ad_X, add_adT, add_to_parent, add_X, axpy6,
+from mbs_dynamics.kernels._spatial cimport (ad_V, ad_X, add_adT, add_to_parent, add_X, axpy6,
                                     base_gravity, copy6, inertia_times, joint_pose, load_jet,
                                     to_child, X_dot, zero6)
 

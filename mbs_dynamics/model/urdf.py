@@ -20,7 +20,7 @@ from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
-from . import lie
+from ..kernels import lie
 
 MOVABLE = ("revolute", "continuous", "prismatic")
 UNSUPPORTED = ("floating", "planar")

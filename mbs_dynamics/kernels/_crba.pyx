@@ -10,9 +10,9 @@ unit twists as its screws and reports its rows and columns in Pinocchio's order 
 import numpy as np
 cimport numpy as cnp
 
-from mbs_dynamics._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, check_finite,
+from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, check_finite,
                                  check_quat, out_mat, vec)
-from mbs_dynamics._spatial cimport (ad_X, add_adT, add_to_parent, axpy6, copy6, inertia_times,
+from mbs_dynamics.kernels._spatial cimport (ad_X, add_adT, add_to_parent, axpy6, copy6, inertia_times,
                                     joint_pose, load_jet, set_X, to_child, X_dot, zero6)
 
 cnp.import_array()

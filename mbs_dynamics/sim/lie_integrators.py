@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import lie
+from ..kernels import lie
 
 __all__ = ["RKMK", "INTEGRATORS", "get_integrator", "exp_parts", "xi_from_body_twist"]
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from . import lie
+from ..kernels import lie
 import warnings
 
 from .urdf import (MAX_LENGTH, MOVABLE, UNSUPPORTED, URDFError, URDFWarning, check_inertia,
@@ -88,7 +88,7 @@ class Model:
     def create_data(self, kmax=2):
         """A new :class:`~mbs_dynamics._data.Data` workspace for this model (derivative orders
         up to ``kmax`` preallocated; grown on demand)."""
-        from ._data import Data
+        from ..kernels._data import Data
         return Data(self, kmax)
 
     @property

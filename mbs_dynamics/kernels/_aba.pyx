@@ -22,9 +22,9 @@ import numpy as np
 cimport numpy as cnp
 from libc.math cimport isfinite, sqrt
 
-from mbs_dynamics._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, as_out,
+from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, as_out,
                                  fresh_if_alias, load_fx, out_vec, take_states)
-from mbs_dynamics._spatial cimport (ad_X, add_adT, add_to_parent, add_X, axpy6, base_gravity,
+from mbs_dynamics.kernels._spatial cimport (ad_X, add_adT, add_to_parent, add_X, axpy6, base_gravity,
                                     copy6, inertia_times, joint_pose, load_jet, quat_pose, to_child,
                                     zero6)
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _aba
+from ..kernels import _aba
 
 __all__ = ["simulate", "Plant", "FloatingPlant", "SimState", "SimResult", "quat_from_matrix"]
 
@@ -124,7 +124,7 @@ def _vec(x, n, name, default):
 def _kind(actuator):
     if actuator is None or actuator == "rigid":
         return "rigid"
-    from .actuators import SEA, VSA
+    from ..control.actuators import SEA, VSA
     if isinstance(actuator, SEA):
         return "sea"
     if isinstance(actuator, VSA):
@@ -189,7 +189,7 @@ class Plant:
         if getattr(robot, "floating_base", False):
             raise ValueError("this simulator integrates joint coordinates (RK4) of fixed-base "
                              "robots; the robot has a floating base")
-        from .robot import Robot
+        from ..robot import Robot
         # a plain Robot runs whole RK4 steps in compiled code; any other robot object (a
         # MimicRobot) through its public forward_dynamics
         self._data = robot.model.create_data(0) if type(robot) is Robot else None

@@ -7,7 +7,7 @@
 """
 from libc.math cimport cos, sin, sqrt
 
-from mbs_dynamics._data cimport FREE, PRISMATIC, REVOLUTE, KModel, KWork
+from mbs_dynamics.kernels._data cimport FREE, PRISMATIC, REVOLUTE, KModel, KWork
 
 
 cdef inline void joint_pose(const KModel* m, int i, double q, double* T) noexcept nogil:

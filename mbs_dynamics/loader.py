@@ -1,0 +1,41 @@
+"""``load_urdf``: a URDF becomes a :class:`~.robot.Robot` (or a :class:`~.model.mimic.MimicRobot`
+when it has mimic joints) — the one entry from a robot description to the public API."""
+from __future__ import annotations
+
+from .model.mimic import wrap
+from .model.model import build
+from .robot import Robot
+
+
+def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
+              gravity=(0.0, 0.0, -9.81), floating_base=False) -> Robot:
+    """Load a robot from URDF.
+
+    Args:
+        source: URDF XML text (str or bytes) or a path to a .urdf file.
+        base_link: link fixed to the world (default: the URDF root). Gravity is expressed in it.
+        tip_link: if given, keep only the chain base_link → tip_link (with the links rigidly
+            attached to it by fixed joints); movable branches off the chain are dropped.
+        locked_joints: dict joint name → position: those joints become rigid (their subtree's
+            mass stays), like Pinocchio's ``buildReducedModel``.
+        gravity: gravitational acceleration (3,) in the base frame (the world frame with a
+            floating base) [m/s²].
+        floating_base: the base link is a free body (legged robots, humanoids, free flyers):
+            q = (x, y, z, qx, qy, qz, qw, joints), v = (linear, angular velocity of the base in
+            its frame, joint rates) — Pinocchio's free-flyer layout.
+    Returns:
+        A :class:`Robot`; a :class:`~.mimic.MimicRobot` (same API, independent coordinates:
+        ``joint_names`` lists the independent joints, ``mimic_joints`` the mimic map) when the
+        URDF has mimic joints that are not locked. Locking a master locks its mimics too.
+    Raises:
+        URDFError (a ValueError) naming the joint or link at fault: malformed XML, floating or
+        planar joints, unknown links, a mimic of a missing joint or a mimic cycle, non-finite or
+        absurd values, an inertia that is not positive semi-definite, a movable joint that moves
+        no mass, a tip_link not below base_link, ... (README, "Physically valid models").
+    Warns:
+        URDFWarning naming the links: zero mass with a non-zero inertia, principal moments that
+        violate the triangle inequality (kept as given).
+    """
+    return wrap(Robot(build(source, base_link=base_link, tip_link=tip_link,
+                            locked_joints=locked_joints, gravity=gravity,
+                            floating_base=floating_base)))

@@ -1,0 +1,143 @@
+"""The house of layers (issue 23): the import graph drawn from the package's source — every
+``import`` and ``from … import`` and Cython ``cimport``, at module level or inside functions — has no
+cycle between modules nor between the layers (subpackages), nothing inside imports the package's
+``__init__``, and at most eight modules stay at the package top."""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "mbs_dynamics"
+PKG = "mbs_dynamics"
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(current: str, is_pkg: bool, level: int, module: str | None) -> str:
+    base = current.split(".") if is_pkg else current.split(".")[:-1]
+    if level:
+        base = base[:len(base) - (level - 1)]
+        return ".".join(base + ([module] if module else []))
+    return module or ""
+
+
+def _known(name: str, modules: set[str]) -> str | None:
+    """The longest known module that ``name`` names or lies in."""
+    while name:
+        if name in modules:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def import_graph():
+    files = [p for p in ROOT.rglob("*") if p.suffix in (".py", ".pyx", ".pxd")
+             and "__pycache__" not in p.parts]
+    if not files:
+        pytest.skip("the package source is not beside the tests")
+    modules = {_module_name(p) for p in files}
+    edges: dict[str, set[str]] = {m: set() for m in modules}
+    for p in files:
+        me = _module_name(p)
+        is_pkg = p.stem == "__init__"
+        text = p.read_text(encoding="utf-8")
+        targets = []
+        if p.suffix == ".py":
+            for node in ast.walk(ast.parse(text)):
+                if isinstance(node, ast.Import):
+                    targets += [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    base = _resolve(me, is_pkg, node.level, node.module)
+                    # `from pkg import sub` imports pkg.sub when sub is a module
+                    subs = [f"{base}.{a.name}" for a in node.names]
+                    targets += [s for s in subs if s in modules] or [base]
+        else:  # Cython: absolute (c)imports only, by this project's rule
+            targets += re.findall(r"^\s*from\s+([\w.]+)\s+c?import", text, re.M)
+            targets += re.findall(r"^\s*c?import\s+([\w.]+)", text, re.M)
+        for t in targets:
+            k = _known(t, modules) if t.startswith(PKG) else None
+            if k and k != me:
+                edges[me].add(k)
+    return modules, edges
+
+
+def _cycles(edges):
+    """Strongly connected components with more than one node (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in list(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _layer(m: str) -> str:
+    parts = m.split(".")
+    return ".".join(parts[:2])
+
+
+def test_no_module_imports_the_package_init():
+    _, edges = import_graph()
+    bad = sorted(m for m, ts in edges.items() if PKG in ts and m != PKG)
+    assert not bad, f"modules importing the package's __init__: {bad}"
+
+
+def test_no_import_cycle_between_modules():
+    _, edges = import_graph()
+    # a subpackage's __init__ importing its own children is not a cycle of the house
+    assert _cycles(edges) == []
+
+
+def test_no_import_cycle_between_layers():
+    _, edges = import_graph()
+    layers: dict[str, set[str]] = {}
+    for m, ts in edges.items():
+        if m == PKG:
+            continue
+        layers.setdefault(_layer(m), set()).update(_layer(t) for t in ts if _layer(t) != _layer(m))
+    assert _cycles(layers) == [], layers
+
+
+def test_at_most_eight_modules_at_the_top():
+    top = sorted(p.name for p in ROOT.iterdir() if p.suffix in (".py", ".pyx"))
+    assert len(top) <= 8, top
+
+
+def test_the_graph_sees_imports():
+    """The checker itself: it finds an edge that is known to exist, and a cycle when one is made."""
+    _, edges = import_graph()
+    assert "mbs_dynamics.kernels._data" in edges["mbs_dynamics.kernels._rnea"]
+    assert "mbs_dynamics.model.model" in edges["mbs_dynamics.loader"]
+    assert _cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b"]]
