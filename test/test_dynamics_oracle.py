@@ -81,6 +81,11 @@ def test_coriolis_and_gravity(pair):
         g = pin.computeGeneralizedGravity(pm, pd, pq)
         assert_rel(robot.gravity_torques(q), g)
         assert_rel(robot.coriolis_matrix(q, qd) @ qd, pin.nonLinearEffects(pm, pd, pq, qd) - g)
+        # the whole matrix: the same symmetric split of the gyroscopic terms as Pinocchio's
+        assert_rel(robot.coriolis_matrix(q, qd), pin.computeCoriolisMatrix(pm, pd, pq, qd).copy())
+        assert_rel(robot.mass_matrix_derivative(q, qd),
+                   pin.computeCoriolisMatrix(pm, pd, pq, qd).copy()
+                   + pin.computeCoriolisMatrix(pm, pd, pq, qd).copy().T)
 
 
 def test_structural_properties(pair):
