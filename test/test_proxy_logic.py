@@ -22,10 +22,7 @@ from mbs_dynamics.ros.proxy_logic import (JTC_EFFORT_REJECTION, DoneWaiter, Join
                                           jtc_coefficients, jtc_sample, lead_in, lead_in_grid,
                                           rejection_reason, strip_effort, takes_effort)
 
-try:   # the core is being moved into subpackages
-    from mbs_dynamics.control.enrich import TrajectoryEnricher
-except ImportError:
-    from mbs_dynamics.enrich import TrajectoryEnricher
+from mbs_dynamics.control.enrich import TrajectoryEnricher
 
 ARM7 = Path(mbs.__file__).resolve().parent / "data" / "robots" / "arm7.urdf"
 NAMES = [f"arm7_joint{i}" for i in range(1, 8)]
@@ -33,11 +30,7 @@ Q0 = np.array([0.1, -0.5, 0.2, -1.2, 0.1, 0.8, 0.3])
 
 
 def _load(path):
-    try:
-        from mbs_dynamics.loader import load_urdf
-    except ImportError:
-        from mbs_dynamics import load_urdf
-    return load_urdf(str(path))
+    return mbs.load_urdf(str(path))
 
 
 @pytest.fixture(scope="module")
