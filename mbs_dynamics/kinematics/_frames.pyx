@@ -31,7 +31,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.string cimport memset
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, as_input, as_out,
+from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, alias3, as_input, as_out,
                                          check_finite, check_quat, vec)
 from mbs_dynamics.kernels._spatial cimport joint_pose, quat_pose
 
@@ -451,13 +451,16 @@ def placement(FrameData fd, q, frame, out=None):
     cdef const KModel* m = &fd.d.m
     cdef Py_ssize_t N = q.shape[0] if batch else 1, s
     cdef double Cf[12]
-    res = out_of(out, batch, N, 4, 4)
+    out = res = out_of(out, batch, N, 4, 4)
+    res = alias3(out, q, None, None)
     cdef double* pq = <double*> cnp.PyArray_DATA(q)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
     for s in range(N):
         forward(fd, f, pq + s * m.nq, NULL, Cf, NULL, NULL)
         pose_out(Cf, po + 16 * s)
-    return res
+    if res is not out:
+        out[...] = res
+    return out
 
 
 def velocity(FrameData fd, q, qd, frame, representation, out=None):
@@ -471,14 +474,17 @@ def velocity(FrameData fd, q, qd, frame, representation, out=None):
     cdef double Cf[12]
     cdef double wf[3]
     cdef double pdf[3]
-    res = out_of(out, batch, N, 6, 0)
+    out = res = out_of(out, batch, N, 6, 0)
+    res = alias3(out, q, qd, None)
     cdef double* pq = <double*> cnp.PyArray_DATA(q)
     cdef double* pv = <double*> cnp.PyArray_DATA(qd)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
     for s in range(N):
         forward(fd, f, pq + s * m.nq, pv + s * m.nv, Cf, wf, pdf)
         twist(rep, Cf, wf, pdf, po + 6 * s)
-    return res
+    if res is not out:
+        out[...] = res
+    return out
 
 
 def jacobian(FrameData fd, q, frame, representation, out=None):
@@ -490,13 +496,16 @@ def jacobian(FrameData fd, q, frame, representation, out=None):
     cdef Py_ssize_t N = q.shape[0] if batch else 1, s
     cdef int L, nv = m.nv
     cdef double Cf[12]
-    res = out_of(out, batch, N, 6, nv)
+    out = res = out_of(out, batch, N, 6, nv)
+    res = alias3(out, q, None, None)
     cdef double* pq = <double*> cnp.PyArray_DATA(q)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
     for s in range(N):
         L = forward(fd, f, pq + s * m.nq, NULL, Cf, NULL, NULL)
         columns(fd, L, rep, Cf, NULL, NULL, po + 6 * nv * s, NULL)
-    return res
+    if res is not out:
+        out[...] = res
+    return out
 
 
 def jacobian_derivative(FrameData fd, q, qd, frame, representation, out=None):
@@ -511,14 +520,17 @@ def jacobian_derivative(FrameData fd, q, qd, frame, representation, out=None):
     cdef double Cf[12]
     cdef double wf[3]
     cdef double pdf[3]
-    res = out_of(out, batch, N, 6, nv)
+    out = res = out_of(out, batch, N, 6, nv)
+    res = alias3(out, q, qd, None)
     cdef double* pq = <double*> cnp.PyArray_DATA(q)
     cdef double* pv = <double*> cnp.PyArray_DATA(qd)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
     for s in range(N):
         L = forward(fd, f, pq + s * m.nq, pv + s * nv, Cf, wf, pdf)
         columns(fd, L, rep, Cf, wf, pdf, fd.Jb, po + 6 * nv * s)
-    return res
+    if res is not out:
+        out[...] = res
+    return out
 
 
 def acceleration(FrameData fd, q, qd, qdd, frame, representation, out=None):
@@ -535,7 +547,8 @@ def acceleration(FrameData fd, q, qd, qdd, frame, representation, out=None):
     cdef double wf[3]
     cdef double pdf[3]
     cdef double acc
-    res = out_of(out, batch, N, 6, 0)
+    out = res = out_of(out, batch, N, 6, 0)
+    res = alias3(out, q, qd, qdd)
     cdef double* pq = <double*> cnp.PyArray_DATA(q)
     cdef double* pv = <double*> cnp.PyArray_DATA(qd)
     cdef double* pa = <double*> cnp.PyArray_DATA(qdd)
@@ -559,4 +572,6 @@ def acceleration(FrameData fd, q, qd, qdd, frame, representation, out=None):
                 for c in range(c0, c1):
                     acc += fd.Jb[r * nv + c] * a[c] + fd.Jdb[r * nv + c] * v[c]
             po[6 * s + r] = acc
-    return res
+    if res is not out:
+        out[...] = res
+    return out
