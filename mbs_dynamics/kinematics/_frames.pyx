@@ -438,9 +438,20 @@ cdef object out_of(object out, bint batch, Py_ssize_t N, Py_ssize_t r, Py_ssize_
     if c > 0:
         dims[nd] = c
         nd += 1
+    cdef cnp.ndarray o
+    cdef int i
     if out is None:
         return cnp.PyArray_EMPTY(nd, dims, cnp.NPY_DOUBLE, 0)
-    return as_out(out, "out", tuple(dims[i] for i in range(nd)))
+    if cnp.PyArray_CheckExact(out):
+        o = <cnp.ndarray> out
+        if (cnp.PyArray_TYPE(o) == cnp.NPY_DOUBLE and cnp.PyArray_IS_C_CONTIGUOUS(o)
+                and cnp.PyArray_ISWRITEABLE(o) and cnp.PyArray_NDIM(o) == nd):
+            for i in range(nd):
+                if cnp.PyArray_DIM(o, i) != dims[i]:
+                    break
+            else:
+                return out
+    return as_out(out, "out", tuple([dims[i] for i in range(nd)]))
 
 
 def placement(FrameData fd, q, frame, out=None):
@@ -451,8 +462,10 @@ def placement(FrameData fd, q, frame, out=None):
     cdef const KModel* m = &fd.d.m
     cdef Py_ssize_t N = q.shape[0] if batch else 1, s
     cdef double Cf[12]
+    fresh = out is None
     out = res = out_of(out, batch, N, 4, 4)
-    res = alias3(out, q, None, None)
+    if not fresh:
+        res = alias3(out, q, None, None)
     cdef double* pq = <double*> cnp.PyArray_DATA(q)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
     for s in range(N):
@@ -474,8 +487,10 @@ def velocity(FrameData fd, q, qd, frame, representation, out=None):
     cdef double Cf[12]
     cdef double wf[3]
     cdef double pdf[3]
+    fresh = out is None
     out = res = out_of(out, batch, N, 6, 0)
-    res = alias3(out, q, qd, None)
+    if not fresh:
+        res = alias3(out, q, qd, None)
     cdef double* pq = <double*> cnp.PyArray_DATA(q)
     cdef double* pv = <double*> cnp.PyArray_DATA(qd)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
@@ -496,8 +511,10 @@ def jacobian(FrameData fd, q, frame, representation, out=None):
     cdef Py_ssize_t N = q.shape[0] if batch else 1, s
     cdef int L, nv = m.nv
     cdef double Cf[12]
+    fresh = out is None
     out = res = out_of(out, batch, N, 6, nv)
-    res = alias3(out, q, None, None)
+    if not fresh:
+        res = alias3(out, q, None, None)
     cdef double* pq = <double*> cnp.PyArray_DATA(q)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
     for s in range(N):
@@ -520,8 +537,10 @@ def jacobian_derivative(FrameData fd, q, qd, frame, representation, out=None):
     cdef double Cf[12]
     cdef double wf[3]
     cdef double pdf[3]
+    fresh = out is None
     out = res = out_of(out, batch, N, 6, nv)
-    res = alias3(out, q, qd, None)
+    if not fresh:
+        res = alias3(out, q, qd, None)
     cdef double* pq = <double*> cnp.PyArray_DATA(q)
     cdef double* pv = <double*> cnp.PyArray_DATA(qd)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
@@ -547,8 +566,10 @@ def acceleration(FrameData fd, q, qd, qdd, frame, representation, out=None):
     cdef double wf[3]
     cdef double pdf[3]
     cdef double acc
+    fresh = out is None
     out = res = out_of(out, batch, N, 6, 0)
-    res = alias3(out, q, qd, qdd)
+    if not fresh:
+        res = alias3(out, q, qd, qdd)
     cdef double* pq = <double*> cnp.PyArray_DATA(q)
     cdef double* pv = <double*> cnp.PyArray_DATA(qd)
     cdef double* pa = <double*> cnp.PyArray_DATA(qdd)
