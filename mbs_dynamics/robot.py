@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels import _aba, _crba, _rnea
+from .kernels import _aba, _crba, _rnea, _rnea_repr
 from .model import model as _model
 
 _ND = np.ndarray
@@ -125,7 +125,7 @@ class Robot:
         return Robot(_model.add_payload(self._model, link, mass, com, inertia), self._data.kmax)
 
     # ---------------------------------------------------------------- inverse dynamics
-    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None, representation="body"):
         """τ = M(q) q̈ + C(q, q̇) q̇ + Q_grav(q) − Q_ext (RNEA, seed 000 eq. 67–68).
 
         Args:
@@ -133,9 +133,14 @@ class Robot:
             f_ext: optional dict link name → wrench ``(m, f)`` (6,) in that link's frame, acting
                 on the link (as Pinocchio's ``fext``; not with a batch).
             out: optional (nv,) / (N, nv) array to fill.
+            representation: ``"body"`` (default, the fastest: eq. 67–68), ``"spatial"``
+                (eq. 69–72) or ``"hybrid"`` (eq. 73–77): the recursion that computes τ (the
+                result is the same at round-off; see :meth:`_inverse_dynamics_repr`).
         Returns:
             τ, shape (nv,) or (N, nv) [N m or N; a floating base's wrench in its frame].
         """
+        if representation != "body":
+            return self._inverse_dynamics_repr(q, qd, qdd, f_ext, out, representation)
         if f_ext is None and type(q) is _ND and q.ndim == 1:
             return _rnea.inverse_dynamics(self._data, q, qd, qdd, None, out)
         if np.ndim(q) == 2:
@@ -299,3 +304,21 @@ class Robot:
     def gravity_torques(self, q, out=None):
         """Generalized gravity forces Q_grav(q) = Jᵀ𝖬UG (seed 004 eq. 25–26). (nv,)."""
         return _rnea.gravity(self._data, q, out)
+
+    # ---- kinematics: derivatives, Christoffel symbols, RNEA representations (mbs_dynamics/kinematics/)
+    def _inverse_dynamics_repr(self, q, qd, qdd, f_ext, out, representation):
+        """:meth:`inverse_dynamics` by the spatial (seed 000 eq. 69–72) or the hybrid (eq. 73–77)
+        recursive Newton–Euler algorithm (:mod:`mbs_dynamics.kernels._rnea_repr`)."""
+        rep = _RNEA_REPS.get(representation) if isinstance(representation, str) else None
+        if rep is None:
+            raise ValueError(f"representation must be one of {sorted(_RNEA_REPS) + ['body']} "
+                             f"for inverse_dynamics, got {representation!r}")
+        if np.ndim(q) == 2:
+            if f_ext is not None:
+                raise ValueError("f_ext is not supported with batch inputs")
+            return _rnea_repr.inverse_dynamics_batch(self._data, rep, q, qd, qdd, out)
+        fx = None if f_ext is None else self._fext(f_ext, 1)[0]
+        return _rnea_repr.inverse_dynamics(self._data, rep, q, qd, qdd, fx, out)
+
+
+_RNEA_REPS = {"spatial": 1, "hybrid": 2}

@@ -302,20 +302,22 @@ class MimicRobot:
                 out.append(_in(x, name, ((m,),), f"({m},) (or a batch (N, {m}))"))
         return out, (out[0].shape[0] if batch else None)
 
-    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None, representation="body"):
         """τ = Gᵀ τ_full(G q + off, G q̇, G q̈, f_ext), shape (n,) or (N, n) for a batch.
-        Arguments as :meth:`Robot.inverse_dynamics` (``f_ext``: link name → wrench)."""
+        Arguments as :meth:`Robot.inverse_dynamics` (``f_ext``: link name → wrench;
+        ``representation``: the recursion, ``"body" | "spatial" | "hybrid"``)."""
         if np.ndim(q) == 1:
             q, qd, qdd = self._q1(q), self._v1(qd, "qd"), self._v1(qdd, "qdd")
             o = np.empty(self._shv) if out is None else _out(out, self._shv)
             t = self._full.inverse_dynamics(self._xq(q, self._bq), self._xv(qd, self._bv),
-                                            self._xv(qdd, self._ba), f_ext, out=self._bt)
+                                            self._xv(qdd, self._ba), f_ext, out=self._bt,
+                                            representation=representation)
             return np.dot(t, self._G, out=o)
         (q, qd, qdd), N = self._vecs(("q", "qd", "qdd"), (q, qd, qdd))
         o = _out(out, (N, self.nv))
         t = self._full.inverse_dynamics(q[:, self._iq] * self._kq + self._oq,
                                         qd[:, self._iv] * self._kv, qdd[:, self._iv] * self._kv,
-                                        f_ext)
+                                        f_ext, representation=representation)
         return np.matmul(t, self._G, out=o)
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None):
