@@ -26,8 +26,10 @@ _ND = np.ndarray
 class Robot:
     """Rigid-body dynamics of a robot loaded from URDF (see :func:`mbs_dynamics.load_urdf`).
 
-    Conventions: body-fixed twists ``(ω, v)``, wrenches ``(m, f)``, SI units, gravity in the base
-    (world) frame; ``q`` of revolute/continuous joints in rad, prismatic in m.
+    Conventions: every public 6-vector is ``(linear, angular)`` — twists ``(v, ω)``, wrenches
+    ``(f, m)`` (``f_ext``, the floating base's twist and wrench), as Pinocchio and
+    geometry_msgs; the kernels work angular-first inside. SI units, gravity in the base (world)
+    frame; ``q`` of revolute/continuous joints in rad, prismatic in m.
     """
 
     __slots__ = ("_model", "_data", "_n", "_nq", "_nv", "_fb")
@@ -130,8 +132,8 @@ class Robot:
 
         Args:
             q: (nq,) positions; qd, qdd: (nv,) velocities, accelerations; or (N, ·) batches.
-            f_ext: optional dict link name → wrench ``(m, f)`` (6,) in that link's frame, acting
-                on the link (as Pinocchio's ``fext``; not with a batch).
+            f_ext: optional dict link name → wrench ``(f, m)`` (6,) (force, then moment) in that
+                link's frame, acting on the link (as Pinocchio's ``fext``; not with a batch).
             out: optional (nv,) / (N, nv) array to fill.
             representation: ``"body"`` (default, the fastest: eq. 67–68), ``"spatial"``
                 (eq. 69–72) or ``"hybrid"`` (eq. 73–77): the recursion that computes τ (the
@@ -171,13 +173,13 @@ class Robot:
         return _aba.forward_dynamics(self._data, q, qd, tau, fx, out)
 
     def _fext(self, f_ext, rows):
-        """Link wrenches (link frame) → body wrenches (body frame), (rows, nb, 6):
-        m_b = R m + p × R f, f_b = R f. A value may be (6,) or a jet (r ≤ rows, 6) of rows
-        W, W′, W″, …"""
+        """Public link wrenches ``(f, m)`` (link frame) → the kernels' body wrenches ``(m, f)``
+        (body frame), (rows, nb, 6): m_b = R m + p × R f, f_b = R f. A value may be (6,) or a
+        jet (r ≤ rows, 6) of rows W, W′, W″, …"""
         fb = 1 if self._fb else 0
         W = np.zeros((rows, self._n + fb, 6))
         if not hasattr(f_ext, "items"):
-            raise ValueError("f_ext must be a dict link name → wrench (m, f)")
+            raise ValueError("f_ext must be a dict link name → wrench (f, m)")
         for link, w in f_ext.items():
             if link not in self._model.link_frames:
                 raise ValueError(f"f_ext: unknown link '{link}'")
@@ -198,9 +200,9 @@ class Robot:
             if body < 0 and not fb:
                 continue  # a wrench on the fixed base produces no joint torque
             R, p = S[:3, :3], S[:3, 3]
-            f = w[:, 3:] @ R.T
+            f = w[:, :3] @ R.T
             b = body + fb
-            W[:w.shape[0], b, :3] += w[:, :3] @ R.T + np.cross(p, f)
+            W[:w.shape[0], b, :3] += w[:, 3:] @ R.T + np.cross(p, f)
             W[:w.shape[0], b, 3:] += f
         return W
 
@@ -216,7 +218,7 @@ class Robot:
                 eq. 28 and 38, fixed base, k ≤ 2, no f_ext; dense, for cross-checks).
             out: optional (k+1, nv) / (N, k+1, nv) array to fill.
             f_ext: optional dict link name → external wrench jet: (6,) or (r ≤ k+1, 6) rows
-                W, W′, W″, … ``(m, f)`` in the link frame acting on the link (a legged robot's
+                W, W′, W″, … ``(f, m)`` (force, moment) in the link frame acting on the link (a legged robot's
                 contact forces and their rates); single samples only.
         Returns:
             (k+1, nv) rows τ, τ′, …, τ^(k) (or (N, k+1, nv)).
