@@ -322,5 +322,27 @@ class Robot:
         fx = None if f_ext is None else self._fext(f_ext, 1)[0]
         return _rnea_repr.inverse_dynamics(self._data, rep, q, qd, qdd, fx, out)
 
+    def _q_checked(self, q):
+        """q (nq,) as a finite float64 array with a unit base quaternion, else ValueError."""
+        from .kernels._data import _check_array
+        q = _check_array(q, "q", 1, (self._nq,))
+        if self._fb and not abs(float(q[3:7] @ q[3:7]) - 1.0) <= 1e-6:
+            raise ValueError(f"q: the base quaternion (qx, qy, qz, qw) = {tuple(q[3:7])} is not "
+                             "a unit quaternion")
+        return q
+
+    def christoffel(self, q):
+        """Christoffel symbols of the first kind Γ (nv, nv, nv) of M(q) (seed 000 eq. 86–87), in
+        closed form from Lie brackets of the joint screws (not by differencing):
+        ``Γ[i, j, k] = ½(∂M_ij/∂q_k + ∂M_ik/∂q_j − ∂M_jk/∂q_i)``, symmetric in (j, k), so that
+        ``C(q, q̇)[i, j] = Σ_k Γ[i, j, k] q̇_k`` and C q̇ is the Coriolis/centrifugal force.
+
+        Floating base: the derivatives are along ``q ⊕ ε e_k`` (the base moved by its body twist,
+        Pinocchio's ``integrate``); the Coriolis force then also has the Euler–Poincaré term of
+        the base, ``rnea(q, v, 0) − g = Σ Γ v v − [ad_νᵀ (M v)_base; 0]``
+        (:func:`mbs_dynamics.kinematics.christoffel.euler_poincare`)."""
+        from .kinematics.christoffel import christoffel
+        return christoffel(self._model, self._q_checked(q))
+
 
 _RNEA_REPS = {"spatial": 1, "hybrid": 2}

@@ -81,20 +81,10 @@ def test_external_wrenches(rep):
     for ln, w in fext.items():
         fr = pm.frames[pm.getFrameId(ln)]
         X = fr.placement
-        w6 = np.asarray(w)
-        f = _fext_pin(robot, w6)
+        f = np.asarray(w)  # (force, moment), as Pinocchio's
         pf[fr.parentJoint] += X.act(pin.Force(f[:3], f[3:]))
     ref = pin.rnea(pm, pd, _pinq(pm, q), v, a, pf)
     assert _rel(robot.inverse_dynamics(q, v, a, f_ext=fext, representation=rep), ref) <= TOL
-
-
-def _fext_pin(robot, w):
-    """The package's f_ext 6-vector → Pinocchio's (force, moment)."""
-    import inspect
-    doc = inspect.getdoc(robot.inverse_dynamics) or ""
-    if "(m, f)" in doc:  # the ordering before issue 18's change to (linear, angular)
-        return np.r_[w[3:], w[:3]]
-    return np.asarray(w)
 
 
 @pytest.mark.parametrize("case", ["panda", "random"])

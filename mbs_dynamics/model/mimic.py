@@ -413,6 +413,16 @@ class MimicRobot:
     def floating_base(self) -> bool:
         return bool(getattr(self._full, "floating_base", False))
 
+    # ---- kinematics: derivatives, Christoffel symbols (mbs_dynamics/kinematics/)
+    def christoffel(self, q):
+        """Γ (n, n, n) of the independent coordinates: Γ_abc = Σ G_ia G_jb G_kc Γ_full,ijk
+        (q_full = G q + off is affine, so M = Gᵀ M_full G differentiates term by term);
+        C(q, q̇)_ab = Σ_c Γ_abc q̇_c. See :meth:`Robot.christoffel`."""
+        q = self._q1(q)
+        Gf = self._full.christoffel(self._xq(q, self._bq))
+        G = self._G
+        return np.einsum("ijk,ia,jb,kc->abc", Gf, G, G, G, optimize=True)
+
 
 def wrap(robot):
     """``robot`` itself when its model has no mimic joints, else a :class:`MimicRobot`."""
