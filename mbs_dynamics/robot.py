@@ -344,5 +344,38 @@ class Robot:
         from .kinematics.christoffel import christoffel
         return christoffel(self._model, self._q_checked(q))
 
+    def frame_derivatives(self, qs, frame, representation="body", out=None):
+        """The twist of ``frame`` and every time derivative the input determines (seed 000 §2:
+        acceleration eq. 7/18/29, jerk eq. 14/22/32, and higher), O(n), in ``representation``
+        (``"body" | "spatial" | "hybrid" | "mixed"``, as :meth:`frame_velocity`); each row is the
+        time derivative of the previous one, ordered (linear, angular).
+
+        Args:
+            qs: (r, n) rows q, q′, …, q^(r−1) (fixed base; the (k+3)-row input of
+                :meth:`torque_derivatives` gives V … V^(k+1)); or a pair ``(q, vs)``, q (nq,) and
+                vs (r, nv) rows v, v′, … (floating base: the base body-twist jet); batches
+                (N, r, n) or (q (N, nq), vs (N, r, nv)).
+            frame: a name of :attr:`frame_names`.
+        Returns:
+            (r−1, 6) for ``qs``, (r, 6) for ``(q, vs)`` (or (N, ·, 6)).
+        """
+        from .kinematics.derivatives import frame_derivatives
+        return frame_derivatives(self._data, self._model, qs, frame, representation, out)
+
+    def kinematic_hessian(self, q, frame, representation="body"):
+        """H (6, nv, nv) with ``H[:, i, k] = ∂J[:, i]/∂q_k`` for J = :meth:`frame_jacobian` of
+        ``frame`` in ``representation``, in closed form from Lie brackets of the joint screws
+        (seed 000 eq. 3–6, 16, 26); rows (linear, angular). Floating base: the derivative along
+        a base coordinate is along ``q ⊕ ε e_k`` (Pinocchio's convention,
+        ``computeJointKinematicHessians``)."""
+        from .kinematics.derivatives import cached_table
+        from .kinematics.frames import frame_index, representation_index
+        from .kinematics.hessian import kinematic_hessian
+        table = cached_table(self._model)
+        f = frame_index(table, frame)
+        rep = representation_index(representation)
+        return kinematic_hessian(self._model, self._q_checked(q), int(table.body[f]),
+                                 table.pose[f], rep)
+
 
 _RNEA_REPS = {"spatial": 1, "hybrid": 2}

@@ -423,6 +423,38 @@ class MimicRobot:
         G = self._G
         return np.einsum("ijk,ia,jb,kc->abc", Gf, G, G, G, optimize=True)
 
+    def frame_derivatives(self, qs, frame, representation="body", out=None):
+        """The frame's twist jet along the expanded trajectory (positions G q + off, every
+        derivative G q^(r)); arguments and result as :meth:`Robot.frame_derivatives`."""
+        nq, nv = self.nq, self.nv
+        if isinstance(qs, tuple) and len(qs) == 2:
+            q, vs = qs
+            q = _in(q, "q", ((nq,), (None, nq)), f"({nq},) or (N, {nq})")
+            vs = _in(vs, "vs", ((None, nv),) if q.ndim == 1 else ((q.shape[0], None, nv),),
+                     f"(r, {nv})" if q.ndim == 1 else f"({q.shape[0]}, r, {nv})")
+            qf = np.matmul(q, self._Gq.T)
+            qf += self._oq
+            return self._full.frame_derivatives((qf, np.matmul(vs, self._GT)), frame,
+                                                representation, out)
+        if self._nbq != self._nbv:
+            raise ValueError(f"qs of a floating-base robot must be a pair (q, vs): q (nq,) = "
+                             f"({nq},), vs (r, nv) = (r, {nv})")
+        qs = _in(qs, "qs", ((None, nv), (None, None, nv)),
+                 f"(r, {nv}) or (N, r, {nv}) (rows q, q', ...)")
+        if qs.shape[-2] < 2:
+            raise ValueError(f"qs has shape {qs.shape}, expected (r, {nv}) with r >= 2 "
+                             "(rows q, q', ...)")
+        qf = np.matmul(qs, self._GT)
+        qf[..., 0, :] += self._oq
+        return self._full.frame_derivatives(qf, frame, representation, out)
+
+    def kinematic_hessian(self, q, frame, representation="body"):
+        """H (6, n, n) in the independent coordinates: H[:, a, c] = Σ_ik G_ia G_kc H_full[:, i, k]
+        (the Jacobian is J_full G and G is constant). See :meth:`Robot.kinematic_hessian`."""
+        q = self._q1(q)
+        H = self._full.kinematic_hessian(self._xq(q, self._bq), frame, representation)
+        return np.einsum("sik,ia,kc->sac", H, self._G, self._G, optimize=True)
+
 
 def wrap(robot):
     """``robot`` itself when its model has no mimic joints, else a :class:`MimicRobot`."""
