@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .kernels import _aba, _crba, _rnea, _rnea_repr
+from .kinematics import _frames
 from .model import model as _model
 
 _ND = np.ndarray
@@ -32,7 +33,7 @@ class Robot:
     frame; ``q`` of revolute/continuous joints in rad, prismatic in m.
     """
 
-    __slots__ = ("_model", "_data", "_n", "_nq", "_nv", "_fb")
+    __slots__ = ("_model", "_data", "_n", "_nq", "_nv", "_fb", "_fk")
 
     def __init__(self, model: _model.Model, kmax: int = 2):
         self._model = model
@@ -41,6 +42,7 @@ class Robot:
         self._nq = model.nq
         self._nv = model.nv
         self._fb = model.floating_base
+        self._fk = _frames.FrameData(self._data, model)  # frame table + scratch (kinematics/)
 
     # ---------------------------------------------------------------- description
     @property
@@ -306,6 +308,45 @@ class Robot:
     def gravity_torques(self, q, out=None):
         """Generalized gravity forces Q_grav(q) = Jᵀ𝖬UG (seed 004 eq. 25–26). (nv,)."""
         return _rnea.gravity(self._data, q, out)
+
+    # ---- kinematics (mbs_dynamics/kinematics/)
+    @property
+    def frame_names(self):
+        """Every URDF link of the model — including links merged into a body by fixed joints
+        (flanges, sensors, ``*_hand_tcp``) — base link first, then depth-first (children by
+        joint name); Pinocchio's ``FrameType.BODY`` frames (:mod:`mbs_dynamics.kinematics.frames`).
+        """
+        return self._fk.names
+
+    def frame_placement(self, q, frame, out=None):
+        """Pose (4, 4) of ``frame`` in the world — the base link frame for a fixed base, the
+        world for a floating base (seed 001 eq. 10, ``C_f = C_b S_f``); (N, 4, 4) for q (N, nq).
+        """
+        return _frames.placement(self._fk, q, frame, out)
+
+    def frame_velocity(self, q, qd, frame, representation="body", out=None):
+        """Twist (6,) = (linear, angular) of ``frame`` in ``representation`` (seed 001 §3):
+        ``"body"`` (Pinocchio LOCAL: origin velocity and ω in the frame), ``"spatial"`` (WORLD:
+        ω and the velocity of the frame's point at the world origin, in the world), ``"hybrid"``
+        (LOCAL_WORLD_ALIGNED: origin velocity ṗ and ω in the world) or ``"mixed"`` (§3.4: ṗ in
+        the world with ω in the frame). (N, 6) for batches."""
+        return _frames.velocity(self._fk, q, qd, frame, representation, out)
+
+    def frame_jacobian(self, q, frame, representation="body", out=None):
+        """J (6, nv), rows (linear, angular), with twist = J q̇ in ``representation`` (see
+        :meth:`frame_velocity`; seed 001 eq. 16, 22, 36, 46); (N, 6, nv) for q (N, nq)."""
+        return _frames.jacobian(self._fk, q, frame, representation, out)
+
+    def frame_jacobian_derivative(self, q, qd, frame, representation="body", out=None):
+        """J̇ (6, nv): the exact time derivative of :meth:`frame_jacobian` in that
+        representation along q̇ (Pinocchio's ``getFrameJacobianTimeVariation``); (N, 6, nv)."""
+        return _frames.jacobian_derivative(self._fk, q, qd, frame, representation, out)
+
+    def frame_acceleration(self, q, qd, qdd, frame, representation="body", out=None):
+        """d/dt of the frame's twist in ``representation`` = J q̈ + J̇ q̇, (6,) (linear,
+        angular); (N, 6) for batches. Hybrid: (p̈, ω̇) (Pinocchio's classical acceleration in
+        LOCAL_WORLD_ALIGNED); spatial: Pinocchio's WORLD acceleration."""
+        return _frames.acceleration(self._fk, q, qd, qdd, frame, representation, out)
 
     # ---- kinematics: derivatives, Christoffel symbols, RNEA representations (mbs_dynamics/kinematics/)
     def _inverse_dynamics_repr(self, q, qd, qdd, f_ext, out, representation):
