@@ -33,7 +33,7 @@ class Robot:
     frame; ``q`` of revolute/continuous joints in rad, prismatic in m.
     """
 
-    __slots__ = ("_model", "_data", "_n", "_nq", "_nv", "_fb", "_fk")
+    __slots__ = ("_model", "_data", "_n", "_nq", "_nv", "_fb", "_fk", "_jf")
 
     def __init__(self, model: _model.Model, kmax: int = 2):
         self._model = model
@@ -400,8 +400,12 @@ class Robot:
         Returns:
             (r−1, 6) for ``qs``, (r, 6) for ``(q, vs)`` (or (N, ·, 6)).
         """
-        from .kinematics.derivatives import frame_derivatives
-        return frame_derivatives(self._data, self._model, qs, frame, representation, out)
+        try:
+            jf = self._jf
+        except AttributeError:  # made on first use (the packed frame table of the jet kernel)
+            from .kinematics.derivatives import jet_frames
+            jf = self._jf = jet_frames(self._data, self._model)
+        return jf.derivatives(qs, frame, representation, out)
 
     def kinematic_hessian(self, q, frame, representation="body"):
         """H (6, nv, nv) with ``H[:, i, k] = ∂J[:, i]/∂q_k`` for J = :meth:`frame_jacobian` of

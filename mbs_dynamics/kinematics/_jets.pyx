@@ -21,7 +21,7 @@ cimport numpy as cnp
 from libc.stdlib cimport free, malloc
 
 from mbs_dynamics.kernels._data cimport (FREE, Data, KModel, KWork, as_input, as_out,
-                                         check_finite, check_quat)
+                                         check_finite, check_quat, fresh_if_alias)
 from mbs_dynamics.kernels._spatial cimport (ad_V, ad_X, add_X, axpy6, copy6, joint_pose,
                                             load_jet, quat_pose, to_child, zero6)
 
@@ -171,17 +171,97 @@ cdef void frame_jet(const KModel* m, KWork* w, int b, const double* S, int K, in
             out[6 * k + 3], out[6 * k + 4], out[6 * k + 5] = r[0], r[1], r[2]
 
 
-def frame_derivatives(Data d, int body, S, q, vs, int rep, out):
-    """(K+1, 6) twist jet of the frame on model body ``body`` (−1 the base link) at pose S (4, 4)
-    in it. ``vs`` None: q is a fixed-base qs (K+2, n) (rows q, q′, …); else q (nq,) and vs
-    (K+1, nv) rows v, v′, …. Batches: q (N, ·) and vs (N, K+1, nv) / qs (N, K+2, n)."""
+cdef dict REPS = {"body": 0, "spatial": 1, "hybrid": 2, "mixed": 3}
+
+
+cdef class JetFrames:
+    """The frame table of one model packed for :meth:`derivatives` (kernel body of each frame,
+    its pose S as R (9) p (3)) and the scratch of the jet (grown with the order)."""
+    cdef Data d
+    cdef dict index
+    cdef tuple names
+    cdef object _body
+    cdef object _S
+    cdef int* fbody
+    cdef double* fS
+    cdef int* path
+    cdef double* buf
+    cdef int nbuf
+
+    def __cinit__(self):
+        self.path = NULL
+        self.buf = NULL
+        self.nbuf = 0
+
+    def __init__(self, Data d, table):
+        """``table``: a :class:`~mbs_dynamics.kinematics.frames.FrameTable` of d's model."""
+        self.d = d
+        self.names = tuple(table.names)
+        self.index = dict(table.index)
+        fb = d.m.fb
+        body = np.asarray(table.body)
+        self._body = np.ascontiguousarray(np.where(body >= 0, body + fb, 0 if fb else -1),
+                                          dtype=np.intc)
+        P = np.asarray(table.pose, dtype=float)
+        self._S = np.ascontiguousarray(np.concatenate(
+            [P[:, :3, :3].reshape(-1, 9), P[:, :3, 3]], axis=1))
+        self.fbody = <int*> cnp.PyArray_DATA(self._body)
+        self.fS = <double*> cnp.PyArray_DATA(self._S)
+        self.path = <int*> malloc((d.m.nb + 1) * sizeof(int))
+        if self.path == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.path)
+        free(self.buf)
+
+    cdef double* scratch(self, int K) except NULL:
+        cdef int need = 12 + 6 * (K + 1) * (K + 3)
+        if need > self.nbuf:
+            free(self.buf)
+            self.buf = <double*> malloc(need * sizeof(double))
+            if self.buf == NULL:
+                self.nbuf = 0
+                raise MemoryError()
+            self.nbuf = need
+        return self.buf
+
+    def derivatives(self, qs, frame, representation, out):
+        """As :func:`frame_derivatives`, with the frame and representation by name; ``qs`` an
+        array (fixed base) or a pair (q, vs)."""
+        f = self.index.get(frame) if isinstance(frame, str) else None
+        if f is None:
+            from .frames import unknown_frame
+            raise unknown_frame(frame, self.names)
+        r = REPS.get(representation) if isinstance(representation, str) else None
+        if r is None:
+            from .frames import representation_index
+            representation_index(representation)   # raises, listing the four
+        cdef int fi = f
+        if type(qs) is tuple and len(qs) == 2:
+            return _derivatives(self, fi, qs[0], qs[1], r, out)
+        if isinstance(qs, tuple):
+            raise ValueError("qs must be an array (r, n) or a pair (q, vs)")
+        if self.d.m.fb:
+            raise ValueError(f"qs of a floating-base robot must be a pair (q, vs): q (nq,) = "
+                             f"({self.d.m.nq},), vs (r, nv) = (r, {self.d.m.nv})")
+        return _derivatives(self, fi, qs, None, r, out)
+
+
+cdef object _derivatives(JetFrames jf, int f, q, vs, int rep, out):
+    cdef Data d = jf.d
     cdef KModel* m = &d.m
     cdef bint packed = vs is None, batch
-    cdef int K, nb = m.nb
+    cdef int K
     cdef Py_ssize_t N, sq, sv, s
+    cdef tuple shp
     if packed:
-        batch = np.ndim(q) == 3
-        q = as_input(q, "qs", 3 if batch else 2, ((-1,) if batch else ()) + (-1, m.n))
+        batch = cnp.PyArray_NDIM(q) == 3 if cnp.PyArray_Check(q) else np.ndim(q) == 3
+        if batch:
+            shp = (-1, -1, m.n)
+        else:
+            shp = (-1, m.n)
+        q = as_input(q, "qs", 3 if batch else 2, shp)
         if q.shape[q.ndim - 2] < 2:
             raise ValueError(f"qs has shape {q.shape}, expected (r, {m.n}) with r >= 2 "
                              "(rows q, q', ...)")
@@ -191,10 +271,18 @@ def frame_derivatives(Data d, int body, S, q, vs, int rep, out):
         sq = (K + 2) * m.n
         sv = sq
     else:
-        batch = np.ndim(q) == 2
-        q = as_input(q, "q", 2 if batch else 1, ((-1,) if batch else ()) + (m.nq,))
+        batch = cnp.PyArray_NDIM(q) == 2 if cnp.PyArray_Check(q) else np.ndim(q) == 2
+        if batch:
+            shp = (-1, m.nq)
+        else:
+            shp = (m.nq,)
+        q = as_input(q, "q", 2 if batch else 1, shp)
         N = q.shape[0] if batch else 1
-        vs = as_input(vs, "vs", 3 if batch else 2, ((N,) if batch else ()) + (-1, m.nv))
+        if batch:
+            shp = (N, -1, m.nv)
+        else:
+            shp = (-1, m.nv)
+        vs = as_input(vs, "vs", 3 if batch else 2, shp)
         if vs.shape[vs.ndim - 2] < 1:
             raise ValueError(f"vs has shape {vs.shape}, expected (r, {m.nv}) with r >= 1 "
                              "(rows v, v', ...)")
@@ -204,36 +292,25 @@ def frame_derivatives(Data d, int body, S, q, vs, int rep, out):
         K = vs.shape[vs.ndim - 2] - 1
         sq = m.nq
         sv = (K + 1) * m.nv
-    shape = ((N,) if batch else ()) + (K + 1, 6)
-    out = as_out(out, "out", shape)
+    if batch:
+        shp = (N, K + 1, 6)
+    else:
+        shp = (K + 1, 6)
+    out = as_out(out, "out", shp)
     if K > d.kmax:
         d.grow(K)
-    Sa = np.ascontiguousarray(np.asarray(S, dtype=float)[:3])
-    cdef double Sp[12]
-    cdef int a
-    for a in range(9):
-        Sp[a] = Sa[a // 3, a % 3]
-    for a in range(3):
-        Sp[9 + a] = Sa[a, 3]
-    cdef int nbuf = 12 + 6 * (K + 1) * (K + 3)
-    cdef double* buf = <double*> malloc(nbuf * sizeof(double))
-    cdef int* path = <int*> malloc((nb + 1) * sizeof(int))
-    if buf == NULL or path == NULL:
-        free(buf)
-        free(path)
-        raise MemoryError()
-    res = np.empty(shape) if out is q or out is vs else out
+    cdef double* buf = jf.scratch(K)
+    res = fresh_if_alias(out, (q, vs) if vs is not None else (q,))
     cdef double* pq = <double*> cnp.PyArray_DATA(q)
     cdef double* pv = (pq + m.n) if packed else <double*> cnp.PyArray_DATA(vs)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
     cdef KWork* w = &d.w
-    cdef int bk = body + m.fb if body >= 0 else (0 if m.fb else -1)
+    cdef int bk = jf.fbody[f]
+    cdef const double* S = jf.fS + 12 * f
     with nogil:
         for s in range(N):
             load_jet(m, w, pq + s * sq, pv + s * sv, K + 1)
-            frame_jet(m, w, bk, Sp, K, rep, buf, path, po + s * 6 * (K + 1))
-    free(buf)
-    free(path)
+            frame_jet(m, w, bk, S, K, rep, buf, jf.path, po + s * 6 * (K + 1))
     if res is not out:
         out[...] = res
     return out

@@ -11,23 +11,17 @@ from __future__ import annotations
 from functools import lru_cache
 
 from . import _jets
-from .frames import frame_index, frame_table, representation_index
+from .frames import frame_table
 
 
 cached_table = lru_cache(maxsize=64)(frame_table)   # models are immutable, hashed by identity
 
 
+def jet_frames(data, model):
+    """The packed frame table the compiled jet reads (:class:`~._jets.JetFrames`)."""
+    return _jets.JetFrames(data, cached_table(model))
+
+
 def frame_derivatives(data, model, qs, frame, representation="body", out=None):
     """The frame's twist jet (module docstring); ``data`` the model's Data workspace."""
-    table = cached_table(model)
-    f = frame_index(table, frame)
-    rep = representation_index(representation)
-    body, S = int(table.body[f]), table.pose[f]
-    if isinstance(qs, tuple) and len(qs) == 2:
-        return _jets.frame_derivatives(data, body, S, qs[0], qs[1], rep, out)
-    if model.floating_base:
-        raise ValueError(f"qs of a floating-base robot must be a pair (q, vs): q (nq,) = "
-                         f"({model.nq},), vs (r, nv) = (r, {model.nv})")
-    if isinstance(qs, tuple):
-        raise ValueError("qs must be an array (r, n) or a pair (q, vs)")
-    return _jets.frame_derivatives(data, body, S, qs, None, rep, out)
+    return jet_frames(data, model).derivatives(qs, frame, representation, out)
