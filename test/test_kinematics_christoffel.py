@@ -64,9 +64,10 @@ def test_fixed_base(case):
     h = pin.rnea(pm, pd, pin_q(pm, q), v, np.zeros(n)) - pin.computeGeneralizedGravity(
         pm, pd, pin_q(pm, q))
     assert _rel(C @ v, h) <= 1e-12
-    # Ṁ = C + Cᵀ with this C
+    # Ṁ = C + Cᵀ with this C, and it is coriolis_matrix's C̄ (seed 004 eq. 54 / seed 000 eq. 85)
     Md = robot.mass_matrix_derivative(q, v)
     assert _rel(C + C.T, Md) <= 1e-12
+    assert _rel(C, robot.coriolis_matrix(q, v)) <= 1e-12
 
 
 @pytest.mark.parametrize("name", ["anymal", "random5"])
@@ -91,6 +92,11 @@ def test_floating_base(name):
     assert _rel(c, h) > 1e-3          # the Christoffel part alone is not the Coriolis force
     M = robot.mass_matrix(q)
     assert _rel(c + euler_poincare(robot.model, q, v, M), h) <= 1e-12
+    # Ṁ (along q ⊕ v t) = C + Cᵀ still; C̄ = C + E with E v the Euler–Poincaré term
+    C = np.einsum("ijk,k->ij", G, v)
+    assert _rel(C + C.T, robot.mass_matrix_derivative(q, v)) <= 1e-12
+    E = robot.coriolis_matrix(q, v) - C
+    assert _rel(E @ v, euler_poincare(robot.model, q, v, M)) <= 1e-12
     # the documented term by hand: −ad_νᵀ p (angular-first), p the base momentum
     nu = np.r_[v[3:6], v[:3]]
     p = M[:6] @ v
@@ -118,6 +124,7 @@ def test_mimic(case):
     assert _rel(G, _gamma_from(D)) <= TOL
     h = oracle.tau(q, v, np.zeros(n)) - oracle.g(q)
     assert _rel(np.einsum("ijk,j,k->i", G, v, v), h) <= 1e-12
+    assert _rel(np.einsum("ijk,k->ij", G, v), oracle.C(q, v)) <= 1e-12
 
 
 def test_bad_input():
