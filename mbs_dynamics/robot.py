@@ -364,16 +364,34 @@ class Robot:
         return _rnea_repr.inverse_dynamics(self._data, rep, q, qd, qdd, fx, out)
 
     def _q_checked(self, q):
-        """q (nq,) as a finite float64 array with a unit base quaternion, else ValueError."""
+        """q (nq,) or a batch (N, nq) as a finite float64 array with unit base quaternions,
+        else ValueError."""
         from .kernels._data import _check_array
-        q = _check_array(q, "q", 1, (self._nq,))
-        if self._fb and not abs(float(q[3:7] @ q[3:7]) - 1.0) <= 1e-6:
-            raise ValueError(f"q: the base quaternion (qx, qy, qz, qw) = {tuple(q[3:7])} is not "
-                             "a unit quaternion")
+        if np.ndim(q) == 2:
+            q = _check_array(q, "q", 2, (-1, self._nq))
+        else:
+            q = _check_array(q, "q", 1, (self._nq,))
+        if self._fb:
+            r = np.einsum("...i,...i->...", q[..., 3:7], q[..., 3:7])
+            bad = np.flatnonzero(~(np.abs(np.atleast_1d(r) - 1.0) <= 1e-6))
+            if bad.size:
+                x = np.atleast_2d(q)[bad[0], 3:7]
+                raise ValueError(f"q: the base quaternion (qx, qy, qz, qw) = {tuple(x)} is not "
+                                 "a unit quaternion")
         return q
 
+    def _each(self, fn, q, shape):
+        """fn(q) for q (nq,), or stacked over the rows of a batch (N, nq)."""
+        if q.ndim == 1:
+            return fn(q)
+        out = np.empty((len(q),) + shape)
+        for i, x in enumerate(q):
+            out[i] = fn(x)
+        return out
+
     def christoffel(self, q):
-        """Christoffel symbols of the first kind Γ (nv, nv, nv) of M(q) (seed 000 eq. 86–87), in
+        """Christoffel symbols of the first kind Γ (nv, nv, nv) of M(q) ((N, nv, nv, nv) for q
+        (N, nq)) (seed 000 eq. 86–87), in
         closed form from Lie brackets of the joint screws (not by differencing):
         ``Γ[i, j, k] = ½(∂M_ij/∂q_k + ∂M_ik/∂q_j − ∂M_jk/∂q_i)``, symmetric in (j, k), so that
         ``C(q, q̇)[i, j] = Σ_k Γ[i, j, k] q̇_k`` and C q̇ is the Coriolis/centrifugal force.
@@ -383,7 +401,8 @@ class Robot:
         the base, ``rnea(q, v, 0) − g = Σ Γ v v − [ad_νᵀ (M v)_base; 0]``
         (:func:`mbs_dynamics.kinematics.christoffel.euler_poincare`)."""
         from .kinematics.christoffel import christoffel
-        return christoffel(self._model, self._q_checked(q))
+        nv = self._nv
+        return self._each(lambda x: christoffel(self._model, x), self._q_checked(q), (nv, nv, nv))
 
     def frame_derivatives(self, qs, frame, representation="body", out=None):
         """The twist of ``frame`` and every time derivative the input determines (seed 000 §2:
@@ -409,7 +428,8 @@ class Robot:
 
     def kinematic_hessian(self, q, frame, representation="body"):
         """H (6, nv, nv) with ``H[:, i, k] = ∂J[:, i]/∂q_k`` for J = :meth:`frame_jacobian` of
-        ``frame`` in ``representation``, in closed form from Lie brackets of the joint screws
+        ``frame`` in ``representation`` ((N, 6, nv, nv) for q (N, nq)), in closed form from Lie
+        brackets of the joint screws
         (seed 000 eq. 3–6, 16, 26); rows (linear, angular). Floating base: the derivative along
         a base coordinate is along ``q ⊕ ε e_k`` (Pinocchio's convention,
         ``computeJointKinematicHessians``)."""
@@ -419,8 +439,9 @@ class Robot:
         table = cached_table(self._model)
         f = frame_index(table, frame)
         rep = representation_index(representation)
-        return kinematic_hessian(self._model, self._q_checked(q), int(table.body[f]),
-                                 table.pose[f], rep)
+        body, S, nv = int(table.body[f]), table.pose[f], self._nv
+        return self._each(lambda x: kinematic_hessian(self._model, x, body, S, rep),
+                          self._q_checked(q), (6, nv, nv))
 
 
 _RNEA_REPS = {"spatial": 1, "hybrid": 2}

@@ -137,3 +137,31 @@ def test_bad_input():
     q = np.zeros(fb.nq)
     with pytest.raises(ValueError, match="quaternion"):
         fb.christoffel(q)
+
+
+@pytest.mark.parametrize("case", ["fixed", "floating", "mimic"])
+def test_batches_equal_single_calls(case):
+    rng = np.random.default_rng(12)
+    if case == "fixed":
+        robot = _fixed("random")[0]
+        Q = rng.uniform(-2, 2, (3, robot.n))
+    elif case == "floating":
+        robot = _pair("random5")[0]
+        Q = np.stack([_random_state(rng, robot)[0] for _ in range(3)])
+    else:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", mbs.URDFWarning)
+            robot = mbs.load_urdf(_random_mimic(3))
+        Q = rng.uniform(-1, 1, (3, robot.n))
+    G = robot.christoffel(Q)
+    assert G.shape == (3,) + (robot.nv,) * 3
+    frame = robot.link_names[-1]
+    H = robot.kinematic_hessian(Q, frame, "hybrid")
+    assert H.shape == (3, 6, robot.nv, robot.nv)
+    for k in range(3):
+        assert np.array_equal(G[k], robot.christoffel(Q[k]))
+        assert np.array_equal(H[k], robot.kinematic_hessian(Q[k], frame, "hybrid"))
+    if case == "floating":
+        Q[1, 3:7] *= 2
+        with pytest.raises(ValueError, match="quaternion"):
+            robot.christoffel(Q)

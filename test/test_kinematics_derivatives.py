@@ -280,3 +280,63 @@ def test_kinematic_hessian_bad_input():
         robot.kinematic_hessian(np.zeros(robot.n + 2), "panda_hand")
     with pytest.raises(ValueError, match="NaN"):
         robot.kinematic_hessian(np.full(robot.n, np.nan), "panda_hand")
+
+
+def test_floating_base_with_mimic_joints_talos():
+    """Talos (full, floating, with mimic gripper joints) — a MimicRobot over a free flyer: jets,
+    Hessians, Christoffel symbols and the spatial/hybrid RNEA against Pinocchio's full model
+    projected with G (base block the identity)."""
+    pin = pytest.importorskip("pinocchio")
+    from test_mimic import oracle_map
+    path = erd_path("talos_data/robots/talos_full_v2.urdf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        robot = mbs.load_urdf(path, floating_base=True)
+    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+    pd = pm.createData()
+    ind, Gj, off = oracle_map(path, list(pm.names[2:]))
+    assert list(robot.joint_names) == ind and Gj.shape[0] > Gj.shape[1]
+    nv = robot.nv
+    G = np.zeros((pm.nv, nv))
+    G[:6, :6] = np.eye(6)
+    G[6:, 6:] = Gj
+    rng = np.random.default_rng(0)
+    quat = rng.normal(size=4)
+    q = np.r_[rng.normal(size=3), quat / np.linalg.norm(quat), rng.uniform(-0.5, 0.5, robot.n)]
+    P = np.empty(pm.nq)
+    P[:7] = q[:7]
+    for j, xj in zip(pm.joints[2:], Gj @ q[7:] + off):
+        if j.nq == 2:
+            P[j.idx_q:j.idx_q + 2] = (np.cos(xj), np.sin(xj))
+        else:
+            P[j.idx_q] = xj
+    vs = rng.normal(size=(2, nv))
+    frame = "gripper_left_fingertip_1_link"
+    fid = pm.getFrameId(frame)
+    pin.forwardKinematics(pm, pd, P, G @ vs[0], G @ vs[1])
+    pin.updateFramePlacements(pm, pd)
+    for rep, rf in (("body", pin.LOCAL), ("spatial", pin.WORLD), ("hybrid", pin.LOCAL_WORLD_ALIGNED)):
+        V = robot.frame_derivatives((q, vs), frame, rep)
+        acc = (pin.getFrameClassicalAcceleration if rf == pin.LOCAL_WORLD_ALIGNED
+               else pin.getFrameAcceleration)(pm, pd, fid, rf).vector
+        assert _rel(V[0], pin.getFrameVelocity(pm, pd, fid, rf).vector) <= 1e-12
+        assert _rel(V[1], acc) <= 1e-12
+        tau = G.T @ pin.rnea(pm, pd, P, G @ vs[0], G @ vs[1])
+        assert _rel(robot.inverse_dynamics(q, vs[0], vs[1], representation=rep if rep != "body"
+                                           else "spatial"), tau) <= 1e-12
+    H = robot.kinematic_hessian(q, frame, "body")
+    ref = np.empty_like(H)
+    for k in range(nv):
+        ref[:, :, k] = d1(lambda s: pin.computeFrameJacobian(
+            pm, pd, pin.integrate(pm, P, s * G[:, k]), fid, pin.LOCAL) @ G, 0.0, 0.01)
+    assert np.abs(H - ref).max() <= 1e-11 * np.abs(ref).max()
+
+    def M(x):
+        m = pin.crba(pm, pd, x)
+        return G.T @ (np.triu(m) + np.triu(m, 1).T) @ G
+    Gam = robot.christoffel(q)
+    D = np.empty((nv, nv, nv))
+    for k in range(nv):
+        D[:, :, k] = d1(lambda s: M(pin.integrate(pm, P, s * G[:, k])), 0.0, 0.01)
+    ref = 0.5 * (D + D.transpose(0, 2, 1) - D.transpose(2, 0, 1))
+    assert np.abs(Gam - ref).max() <= 1e-10 * np.abs(ref).max()

@@ -57,8 +57,10 @@ def mass_matrix_partials(model, q):
     mb = t.col_body[m]
     on = t.canc[idx[:, None, None], m] & t.canc[idx[None, :, None], m] \
         & t.canc[idx[None, None, :], m]
-    # Y[i, j, k] = I_d J_j with d = the deepest of (i, j, k): (nv, nv, nv, 6)
-    Y = np.einsum("ijkab,bj->ijka", Ic[mb], J)
+    # Y[i, j, k] = I_d J_j with d = the deepest of (i, j, k): (nv, nv, nv, 6), gathered from
+    # P[d, :, j] = I_d J_j (nb, 6, nv)
+    P = Ic @ J
+    Y = P[mb, :, idx[None, :, None]]
     T = np.einsum("aik,ijka->ijk", B, Y) * t.strict[:, None, :]                 # [i≺k] term
     T *= on
     return T + T.transpose(1, 0, 2)

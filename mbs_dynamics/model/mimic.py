@@ -463,10 +463,10 @@ class MimicRobot:
         """Γ (n, n, n) of the independent coordinates: Γ_abc = Σ G_ia G_jb G_kc Γ_full,ijk
         (q_full = G q + off is affine, so M = Gᵀ M_full G differentiates term by term);
         C(q, q̇)_ab = Σ_c Γ_abc q̇_c. See :meth:`Robot.christoffel`."""
-        q = self._q1(q)
-        Gf = self._full.christoffel(self._xq(q, self._bq))
+        q = _in(q, "q", ((self.nq,), (None, self.nq)), f"({self.nq},) or (N, {self.nq})")
+        Gf = self._full.christoffel(self._fq(q))
         G = self._G
-        return np.einsum("ijk,ia,jb,kc->abc", Gf, G, G, G, optimize=True)
+        return np.einsum("...ijk,ia,jb,kc->...abc", Gf, G, G, G, optimize=True)
 
     def frame_derivatives(self, qs, frame, representation="body", out=None):
         """The frame's twist jet along the expanded trajectory (positions G q + off, every
@@ -496,9 +496,9 @@ class MimicRobot:
     def kinematic_hessian(self, q, frame, representation="body"):
         """H (6, n, n) in the independent coordinates: H[:, a, c] = Σ_ik G_ia G_kc H_full[:, i, k]
         (the Jacobian is J_full G and G is constant). See :meth:`Robot.kinematic_hessian`."""
-        q = self._q1(q)
-        H = self._full.kinematic_hessian(self._xq(q, self._bq), frame, representation)
-        return np.einsum("sik,ia,kc->sac", H, self._G, self._G, optimize=True)
+        q = _in(q, "q", ((self.nq,), (None, self.nq)), f"({self.nq},) or (N, {self.nq})")
+        H = self._full.kinematic_hessian(self._fq(q), frame, representation)
+        return np.einsum("...sik,ia,kc->...sac", H, self._G, self._G, optimize=True)
 
 
 def wrap(robot):
