@@ -57,6 +57,17 @@ def _load(case):
         if case == "panda_locked":
             src = erd_path(PANDA[0])
             return mbs.load_urdf(src, locked_joints=PANDA[1]), _Locked(src, PANDA[1])
+        if case == "panda_locked_pose":  # locked joints away from zero: frames behind them
+            locked = {"panda_joint7": 0.5, "panda_finger_joint1": 0.03,
+                      "panda_finger_joint2": 0.01}
+            src = erd_path(PANDA[0])
+            return mbs.load_urdf(src, locked_joints=locked), _Locked(src, locked)
+        if case == "random_floating":
+            src = random_urdf(5, n_movable=12, massless_prob=0.0)[0].replace(
+                '<link name="base"/>', '<link name="base"><inertial><origin xyz="0.01 0.02 '
+                '-0.03" rpy="0.1 0.2 0.3"/><mass value="4"/><inertia ixx="0.2" ixy="0.01" '
+                'ixz="0" iyy="0.3" iyz="0" izz="0.25"/></inertial></link>')
+            return mbs.load_urdf(src, floating_base=True), OracleFB(src)
         if case in FIXED:
             src = erd_path(FIXED[case])
             return mbs.load_urdf(src), Oracle(src)
@@ -79,8 +90,9 @@ def _load(case):
     raise KeyError(case)
 
 
-CASES = ["panda_locked", "ur5", "kinova", "random", "panda_mimic", "chain_mimic", "solo12",
-         "anymal", "talos", "talos_full_mimic", "chain_mimic_floating"]
+CASES = ["panda_locked", "panda_locked_pose", "ur5", "kinova", "random", "panda_mimic",
+         "chain_mimic", "solo12", "anymal", "talos", "random_floating", "talos_full_mimic",
+         "chain_mimic_floating"]
 
 
 @pytest.fixture(scope="module", params=CASES)
@@ -273,3 +285,18 @@ def test_f_ext_is_force_then_moment_and_maps_through_the_body_jacobian():
         d = robot.inverse_dynamics(q, z, z, f_ext={frame: W}) - robot.inverse_dynamics(q, z, z)
         J = robot.frame_jacobian(q, frame, "body")
         assert _rel(d, -J.T @ W) <= TOL
+
+
+@pytest.mark.parametrize("case", ["panda_locked", "panda_mimic"])
+def test_simulator_fext_body_is_force_then_moment(case):
+    """The simulator's constant body wrenches follow f_ext's (f, m) order (compiled path for a
+    Robot, the public forward_dynamics for a MimicRobot)."""
+    from mbs_dynamics.sim.simulator import Plant
+    robot, _ = _load(case)
+    rng = np.random.default_rng(6)
+    W = rng.normal(size=(robot.n, 6))
+    q, qd = rng.uniform(-1, 1, (2, robot.n))
+    u = rng.normal(size=robot.n)
+    plant = Plant(robot, None, 1e-3, 1, q, qd, fext_body=W)
+    expect = robot.forward_dynamics(q, qd, u, f_ext=dict(zip(robot.link_names, W)))
+    np.testing.assert_allclose(plant.evaluate(u), expect, rtol=1e-12, atol=1e-12)
