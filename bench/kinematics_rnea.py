@@ -190,7 +190,8 @@ def main(argv=None):
             jet_in, fd_in = qs, qs[:4]
         tout = np.empty((3, robot.nv))
         fout = np.empty((3, 6))
-        rows = [("torque_derivatives (τ, τ′, τ″)", lambda: robot.torque_derivatives(jet_in, out=tout))]
+        rows = [("torque_derivatives (τ, τ′, τ″)",
+                 lambda: robot.torque_derivatives(jet_in, out=tout))]
         for r in ("body", "spatial", "hybrid", "mixed"):
             rows.append((f"frame_derivatives order 2, {r}",
                          lambda r=r: robot.frame_derivatives(fd_in, frame, r, out=fout)))

@@ -348,7 +348,7 @@ class Robot:
         LOCAL_WORLD_ALIGNED); spatial: Pinocchio's WORLD acceleration."""
         return _frames.acceleration(self._fk, q, qd, qdd, frame, representation, out)
 
-    # ---- kinematics: derivatives, Christoffel symbols, RNEA representations (mbs_dynamics/kinematics/)
+    # ---- kinematics: derivatives, Christoffel, RNEA representations (mbs_dynamics/kinematics/)
     def _inverse_dynamics_repr(self, q, qd, qdd, f_ext, out, representation):
         """:meth:`inverse_dynamics` by the spatial (seed 000 eq. 69–72) or the hybrid (eq. 73–77)
         recursive Newton–Euler algorithm (:mod:`mbs_dynamics.kernels._rnea_repr`)."""

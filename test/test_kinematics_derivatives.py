@@ -315,7 +315,8 @@ def test_floating_base_with_mimic_joints_talos():
     fid = pm.getFrameId(frame)
     pin.forwardKinematics(pm, pd, P, G @ vs[0], G @ vs[1])
     pin.updateFramePlacements(pm, pd)
-    for rep, rf in (("body", pin.LOCAL), ("spatial", pin.WORLD), ("hybrid", pin.LOCAL_WORLD_ALIGNED)):
+    for rep, rf in (("body", pin.LOCAL), ("spatial", pin.WORLD),
+                    ("hybrid", pin.LOCAL_WORLD_ALIGNED)):
         V = robot.frame_derivatives((q, vs), frame, rep)
         acc = (pin.getFrameClassicalAcceleration if rf == pin.LOCAL_WORLD_ALIGNED
                else pin.getFrameAcceleration)(pm, pd, fid, rf).vector

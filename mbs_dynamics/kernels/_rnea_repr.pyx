@@ -5,9 +5,10 @@ beside the body-fixed one of :mod:`mbs_dynamics.kernels._rnea` (§4.1). All thre
 
 Spatial (eq. 69–72): every quantity at the world origin, resolved in the world frame.
     C_i = C_λ B_i exp(X_i q_i),  J_i^s = Ad_{C_i} X_i                                   (71a–b)
-    V_i^s = V_λ^s + J_i^s q̇_i,   V̇_i^s = V̇_λ^s + J_i^s q̈_i + ad_{V_λ^s} V_i^s             (71c–d)
+    V_i^s = V_λ^s + J_i^s q̇_i,   V̇_i^s = V̇_λ^s + J_i^s q̈_i + ad_{V_λ^s} V_i^s        (71c–d)
     M_i^s = Ad_{C_i}^{−T} M_i^b Ad_{C_i}^{−1}                                           (72a)
-    W_i^s = Σ_children W^s + M_i^s V̇_i^s − ad_{V_i^s}ᵀ M_i^s V_i^s − W_i^{s,app},  Q_i = J_i^{sT} W_i^s
+    W_i^s = Σ_children W^s + M_i^s V̇_i^s − ad_{V_i^s}ᵀ M_i^s V_i^s − W_i^{s,app}      (72b)
+    Q_i = J_i^{sT} W_i^s                                                              (72c)
 No twist or wrench is transformed between bodies; the inertia is transformed instead (72a), as
 (m, h^s = m p + R h, Θ_O = R Θ Rᵀ − m p̃p̃ − p̃h̃ − h̃p̃) with h̃ of R h.
 
@@ -96,7 +97,8 @@ cdef inline void world_inertia(const KModel* m, int i, const double* C, bint at_
             RT[3 * r + c] = R[3 * r] * Th[c] + R[3 * r + 1] * Th[3 + c] + R[3 * r + 2] * Th[6 + c]
     for r in range(3):
         for c in range(r, 3):
-            I[3 * r + c] = RT[3 * r] * R[3 * c] + RT[3 * r + 1] * R[3 * c + 1] + RT[3 * r + 2] * R[3 * c + 2]
+            I[3 * r + c] = (RT[3 * r] * R[3 * c] + RT[3 * r + 1] * R[3 * c + 1]
+                            + RT[3 * r + 2] * R[3 * c + 2])
             I[3 * c + r] = I[3 * r + c]
     rot(R, m.h + 3 * i, hr)
     if not at_origin:
@@ -116,7 +118,8 @@ cdef inline void world_inertia(const KModel* m, int i, const double* C, bint at_
     I[11] = ms * p2 + hr[2]
 
 
-cdef inline void inertia_apply(double ms, const double* I, const double* s, double* d) noexcept nogil:
+cdef inline void inertia_apply(double ms, const double* I, const double* s,
+                               double* d) noexcept nogil:
     """d = M s, M = [[Θ, h̃], [−h̃, m I]] with I = (Θ, h)."""
     cdef double w0 = s[0], w1 = s[1], w2 = s[2], v0 = s[3], v1 = s[4], v2 = s[5]
     cdef double h0 = I[9], h1 = I[10], h2 = I[11]
@@ -150,7 +153,8 @@ cdef inline void joint_screw(const KModel* m, int i, const double* C, bint spati
         J[3], J[4], J[5] = a[0], a[1], a[2]
 
 
-cdef inline void base_twist(const double* C, const double* nu, bint spatial, double* V) noexcept nogil:
+cdef inline void base_twist(const double* C, const double* nu, bint spatial,
+                            double* V) noexcept nogil:
     """V = Ad_{C} ν (spatial) or Ad_{R} ν (hybrid)."""
     rot(C, nu, V)
     rot(C, nu + 3, V + 3)
