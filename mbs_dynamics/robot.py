@@ -390,9 +390,9 @@ class Robot:
         return out
 
     def christoffel(self, q):
-        """Christoffel symbols of the first kind Γ (nv, nv, nv) of M(q) ((N, nv, nv, nv) for q
-        (N, nq)) (seed 000 eq. 86–87), in
-        closed form from Lie brackets of the joint screws (not by differencing):
+        """Christoffel symbols of the first kind Γ (nv, nv, nv) of M(q) — (N, nv, nv, nv) for q
+        (N, nq) — in closed form from Lie brackets of the joint screws (seed 000 eq. 86–87; not
+        by differencing):
         ``Γ[i, j, k] = ½(∂M_ij/∂q_k + ∂M_ik/∂q_j − ∂M_jk/∂q_i)``, symmetric in (j, k), so that
         ``C(q, q̇)[i, j] = Σ_k Γ[i, j, k] q̇_k`` and C q̇ is the Coriolis/centrifugal force.
 
@@ -429,10 +429,9 @@ class Robot:
     def kinematic_hessian(self, q, frame, representation="body"):
         """H (6, nv, nv) with ``H[:, i, k] = ∂J[:, i]/∂q_k`` for J = :meth:`frame_jacobian` of
         ``frame`` in ``representation`` ((N, 6, nv, nv) for q (N, nq)), in closed form from Lie
-        brackets of the joint screws
-        (seed 000 eq. 3–6, 16, 26); rows (linear, angular). Floating base: the derivative along
-        a base coordinate is along ``q ⊕ ε e_k`` (Pinocchio's convention,
-        ``computeJointKinematicHessians``)."""
+        brackets of the joint screws (seed 000 eq. 3–6, 16, 26); rows (linear, angular).
+        Floating base: the derivative along a base coordinate is along ``q ⊕ ε e_k``
+        (Pinocchio's convention, ``computeJointKinematicHessians``)."""
         from .kinematics.derivatives import cached_table
         from .kinematics.frames import frame_index, representation_index
         from .kinematics.hessian import kinematic_hessian
