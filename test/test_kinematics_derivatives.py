@@ -341,3 +341,78 @@ def test_floating_base_with_mimic_joints_talos():
         D[:, :, k] = d1(lambda s: M(pin.integrate(pm, P, s * G[:, k])), 0.0, 0.01)
     ref = 0.5 * (D + D.transpose(0, 2, 1) - D.transpose(2, 0, 1))
     assert np.abs(Gam - ref).max() <= 1e-10 * np.abs(ref).max()
+
+
+# ---------------------------------------------------------------- input layouts
+LAYOUTS = ("list", "readonly", "strided", "fortran", "float32", "int")
+
+
+def _relayout(x, how):
+    if how == "list":
+        return x.tolist()
+    if how == "readonly":
+        y = x.copy()
+        y.setflags(write=False)
+        return y
+    if how == "strided":
+        big = np.zeros(x.shape[:-1] + (2 * x.shape[-1],))
+        big[..., ::2] = x
+        return big[..., ::2]
+    if how == "fortran":
+        return np.asfortranarray(x)
+    if how == "float32":
+        return x.astype(np.float32)
+    return np.round(x * 3).astype(np.int64)
+
+
+def _same_numbers(x, how):
+    return np.ascontiguousarray(np.asarray(_relayout(x, how), dtype=np.float64))
+
+
+@pytest.mark.parametrize("how", LAYOUTS)
+def test_any_layout_gives_the_float64_result(how):
+    robot = Case("random").robot
+    rng = np.random.default_rng(1)
+    qs = rng.uniform(-1, 1, (4, robot.n))
+    Q = rng.uniform(-1, 1, (2, 4, robot.n))
+    for x in (qs, Q):
+        ref = robot.frame_derivatives(_same_numbers(x, how), "l17", "mixed")
+        got = robot.frame_derivatives(_relayout(x, how), "l17", "mixed")
+        assert got.dtype == np.float64 and got.flags.c_contiguous
+        assert np.array_equal(got, ref)
+    q = qs[0]
+    for fn in (lambda x: robot.christoffel(x), lambda x: robot.kinematic_hessian(x, "l5"),
+               lambda x: robot.inverse_dynamics(x, x, x, representation="hybrid"),
+               lambda x: robot.inverse_dynamics(x, x, x, representation="spatial")):
+        assert np.array_equal(fn(_relayout(q, how)), fn(_same_numbers(q, how)))
+        assert np.array_equal(fn(_relayout(qs, how)), fn(_same_numbers(qs, how)))
+
+
+def test_complex_out_and_aliasing():
+    robot = Case("random").robot
+    rng = np.random.default_rng(2)
+    qs = rng.uniform(-1, 1, (4, robot.n))
+    for fn in (lambda x: robot.frame_derivatives(x, "l17"), lambda x: robot.christoffel(x[0]),
+               lambda x: robot.kinematic_hessian(x[0], "l17"),
+               lambda x: robot.inverse_dynamics(x[0], x[1], x[2], representation="spatial")):
+        with pytest.raises(TypeError):
+            fn(qs.astype(complex))
+    with pytest.raises(ValueError, match="out"):
+        robot.frame_derivatives(qs, "l17", out=np.empty((4, 6)))
+    with pytest.raises(ValueError, match="out"):
+        robot.frame_derivatives(qs, "l17", out=np.empty((3, 6), dtype=np.float32))
+    with pytest.raises(ValueError, match="out"):
+        robot.inverse_dynamics(qs[0], qs[1], qs[2], out=np.empty(robot.n + 1),
+                               representation="hybrid")
+    # out sharing memory with the input: the same result
+    buf = np.zeros(4 * robot.n + 18)
+    x = buf[:4 * robot.n].reshape(4, robot.n)
+    x[...] = qs
+    ref = robot.frame_derivatives(qs, "l17", "spatial")
+    out = buf[:18].reshape(3, 6)
+    assert robot.frame_derivatives(x, "l17", "spatial", out=out) is out
+    assert np.array_equal(out, ref)
+    v = qs[1].copy()
+    ref = robot.inverse_dynamics(qs[0], v, qs[2], representation="hybrid")
+    assert np.array_equal(robot.inverse_dynamics(qs[0], v, qs[2], out=v,
+                                                 representation="hybrid"), ref)
