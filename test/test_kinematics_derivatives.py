@@ -416,3 +416,37 @@ def test_complex_out_and_aliasing():
     ref = robot.inverse_dynamics(qs[0], v, qs[2], representation="hybrid")
     assert np.array_equal(robot.inverse_dynamics(qs[0], v, qs[2], out=v,
                                                  representation="hybrid"), ref)
+
+
+def test_single_free_body():
+    """n = 0: a free body with a welded frame — jets, Hessian, Christoffel (zero: M is constant
+    along q ⊕ ε e_k) and the spatial/hybrid RNEA against Pinocchio's free flyer."""
+    pin = pytest.importorskip("pinocchio")
+    xml = ('<robot name="box"><link name="b"><inertial><origin xyz="0.1 0.02 0"/>'
+           '<mass value="2"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.2" iyz="0" izz="0.3"/>'
+           '</inertial></link><link name="c"/><joint name="f" type="fixed"><parent link="b"/>'
+           '<child link="c"/><origin xyz="0.3 0 0.1" rpy="0.2 0 0"/></joint></robot>')
+    robot = mbs.load_urdf(xml, floating_base=True)
+    pm = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer())
+    pd = pm.createData()
+    rng = np.random.default_rng(0)
+    quat = rng.normal(size=4)
+    q = np.r_[rng.normal(size=3), quat / np.linalg.norm(quat)]
+    v, a = rng.normal(size=(2, 6))
+    for rep in ("spatial", "hybrid"):
+        assert _rel(robot.inverse_dynamics(q, v, a, representation=rep),
+                    pin.rnea(pm, pd, q, v, a)) <= 1e-12
+    assert not np.any(robot.christoffel(q))
+    fid = pm.getFrameId("c")
+    pin.forwardKinematics(pm, pd, q, v, a)
+    pin.updateFramePlacements(pm, pd)
+    V = robot.frame_derivatives((q, np.stack([v, a])), "c", "hybrid")
+    assert _rel(V[0], pin.getFrameVelocity(pm, pd, fid, pin.LOCAL_WORLD_ALIGNED).vector) <= 1e-12
+    assert _rel(V[1], pin.getFrameClassicalAcceleration(
+        pm, pd, fid, pin.LOCAL_WORLD_ALIGNED).vector) <= 1e-12
+    H = robot.kinematic_hessian(q, "c", "spatial")
+    ref = np.empty_like(H)
+    for k in range(6):
+        ref[:, :, k] = d1(lambda s: pin.computeFrameJacobian(
+            pm, pd, pin.integrate(pm, q, s * np.eye(6)[k]), fid, pin.WORLD), 0.0, 0.01)
+    assert np.abs(H - ref).max() <= 1e-12 * max(1.0, np.abs(ref).max())

@@ -50,9 +50,10 @@ class Tree:
         self.col_body = np.r_[np.full(6 * fb, n), np.arange(n)].astype(np.intp)
         self.canc = anc[self.col_body][:, self.col_body]
         self.strict = self.canc & ~self.canc.T
-        self.X = np.concatenate([_E.T[:6 * fb], np.asarray(model.X)]) if fb else np.asarray(model.X)
+        X = np.asarray(model.X, dtype=float).reshape(-1, 6)
+        self.X = np.concatenate([_E.T[:6 * fb], X]) if fb else X
         ine = np.zeros((n + 1, 6, 6))
-        ine[:n] = model.inertias
+        ine[:n] = np.asarray(model.inertias, dtype=float).reshape(-1, 6, 6)
         if fb:
             ine[n] = model.base_inertia
         self.inertia = ine
