@@ -115,20 +115,24 @@ def timed(fns, repeats, target):
 
 
 def _cases(quick):
+    """(title, robot, frame, Pinocchio model, the frame's joint link)."""
     import warnings
-    from conftest import PANDA, erd_path
+
+    import pinocchio as pin
+    from conftest import PANDA, erd_path, pin_model
     out = []
     p = erd_path(PANDA[0])
     out.append(("Panda (n = 7, fingers locked)", mbs.load_urdf(p, locked_joints=PANDA[1]),
-                "panda_hand_tcp"))
+                "panda_hand_tcp", pin_model(p, PANDA[1]), "panda_link7"))
     p = erd_path("ur_description/urdf/ur5_robot.urdf")
-    out.append(("UR5 (n = 6)", mbs.load_urdf(p), "tool0"))
+    out.append(("UR5 (n = 6)", mbs.load_urdf(p), "tool0", pin_model(p), "wrist_3_link"))
     if not quick:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             p = erd_path("talos_data/robots/talos_reduced.urdf")
             out.append(("Talos reduced (floating, n = 32)",
-                        mbs.load_urdf(p, floating_base=True), "gripper_left_base_link"))
+                        mbs.load_urdf(p, floating_base=True), "gripper_left_base_link",
+                        pin.buildModelFromUrdf(p, pin.JointModelFreeFlyer()), "arm_left_7_link"))
     return out
 
 
@@ -152,7 +156,8 @@ def main(argv=None):
         print(f"| {k} | n = 7: {pc[k]} | {f['forward'][0]} + {f['forward'][1]} | "
               f"{f['backward'][0]} + {f['backward'][1]} | {tot} |")
     print()
-    for title, robot, frame in _cases(args.quick):
+    import pinocchio as pin
+    for title, robot, frame, pm, link in _cases(args.quick):
         q = rng.uniform(-1, 1, robot.nq)
         if robot.floating_base:
             q[3:7] /= np.linalg.norm(q[3:7])
@@ -203,6 +208,30 @@ def main(argv=None):
             verdict = "" if i == 0 else (" **holds**" if frat[i][0] <= 1.0 else " **misses**")
             print(f"| {name} | {fbest[i] * 1e6:.3f} | {frat[i][0]:.2f} "
                   f"[{frat[i][1]:.2f}–{frat[i][2]:.2f}]{verdict} |")
+        # kinematic Hessian of a joint's link vs Pinocchio's joint Hessian (both from Python);
+        # Christoffel symbols (no Pinocchio peer) against one mass_matrix call
+        pd = pm.createData()
+        jid = pm.frames[pm.getFrameId(link)].parentJoint
+        pq = q.copy()   # no continuous joints in these models: the same configuration vector
+
+        def pin_hess():
+            pin.computeJointJacobians(pm, pd, pq)
+            pin.computeJointKinematicHessians(pm, pd, pq)
+            return pin.getJointKinematicHessian(pm, pd, jid, pin.LOCAL)
+        ref = np.asarray(pin_hess()).reshape(-1).reshape((6, robot.nv, robot.nv), order="F")
+        diff = np.abs(robot.kinematic_hessian(q, link) - ref).max()
+        hbest, hrat = timed([pin_hess, lambda: robot.kinematic_hessian(q, link)], repeats, target)
+        cbest, crat = timed([lambda: robot.mass_matrix(q), lambda: robot.christoffel(q)],
+                            repeats, target)
+        print(f"\n| call | µs per call | ratio to the peer, median [min–max] | peer |")
+        print("|---|---|---|---|")
+        print(f"| `kinematic_hessian(q, \"{link}\")` | {hbest[1] * 1e6:.3f} | {hrat[1][0]:.2f} "
+              f"[{hrat[1][1]:.2f}–{hrat[1][2]:.2f}] (max abs diff {diff:.1e}) | "
+              f"`computeJointJacobians` + `computeJointKinematicHessians` + "
+              f"`getJointKinematicHessian`: {hbest[0] * 1e6:.3f} µs |")
+        print(f"| `christoffel(q)` (nv = {robot.nv}) | {cbest[1] * 1e6:.3f} | {crat[1][0]:.1f} "
+              f"[{crat[1][1]:.1f}–{crat[1][2]:.1f}] | `mass_matrix(q)`: {cbest[0] * 1e6:.3f} µs "
+              "(Pinocchio has no Christoffel symbols) |")
         print()
 
 

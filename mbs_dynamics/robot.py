@@ -400,9 +400,11 @@ class Robot:
         Pinocchio's ``integrate``); the Coriolis force then also has the Euler–Poincaré term of
         the base, ``rnea(q, v, 0) − g = Σ Γ v v − [ad_νᵀ (M v)_base; 0]``
         (:func:`mbs_dynamics.kinematics.christoffel.euler_poincare`)."""
-        from .kinematics.christoffel import christoffel
+        if np.ndim(q) == 1:
+            return _closed.christoffel(self._data, q, None)
         nv = self._nv
-        return self._each(lambda x: christoffel(self._model, x), self._q_checked(q), (nv, nv, nv))
+        return self._each(lambda x: _closed.christoffel(self._data, x, None), self._q_checked(q),
+                          (nv, nv, nv))
 
     def frame_derivatives(self, qs, frame, representation="body", out=None):
         """The twist of ``frame`` and every time derivative the input determines (seed 000 §2:
@@ -422,8 +424,7 @@ class Robot:
         try:
             jf = self._jf
         except AttributeError:  # made on first use (the packed frame table of the jet kernel)
-            from .kinematics.derivatives import jet_frames
-            jf = self._jf = jet_frames(self._data, self._model)
+            jf = self._jf = _derivatives.jet_frames(self._data, self._model)
         return jf.derivatives(qs, frame, representation, out)
 
     def kinematic_hessian(self, q, frame, representation="body"):
@@ -432,15 +433,23 @@ class Robot:
         brackets of the joint screws (seed 000 eq. 3–6, 16, 26); rows (linear, angular).
         Floating base: the derivative along a base coordinate is along ``q ⊕ ε e_k``
         (Pinocchio's convention, ``computeJointKinematicHessians``)."""
-        from .kinematics.derivatives import cached_table
-        from .kinematics.frames import frame_index, representation_index
-        from .kinematics.hessian import kinematic_hessian
-        table = cached_table(self._model)
-        f = frame_index(table, frame)
-        rep = representation_index(representation)
-        body, S, nv = int(table.body[f]), table.pose[f], self._nv
-        return self._each(lambda x: kinematic_hessian(self._model, x, body, S, rep),
+        index, kb, S12, names = _derivatives.packed_table(self._model)
+        f = index.get(frame) if isinstance(frame, str) else None
+        if f is None:
+            raise _kframes.unknown_frame(frame, names)
+        rep = _REPS4.get(representation) if isinstance(representation, str) else None
+        if rep is None:
+            _kframes.representation_index(representation)   # raises, listing the four
+        if np.ndim(q) == 1:
+            return _closed.kinematic_hessian(self._data, kb, S12, f, q, rep, None)
+        nv = self._nv
+        return self._each(lambda x: _closed.kinematic_hessian(self._data, kb, S12, f, x, rep,
+                                                              None),
                           self._q_checked(q), (6, nv, nv))
 
 
 _RNEA_REPS = {"spatial": 1, "hybrid": 2}
+_REPS4 = {"body": 0, "spatial": 1, "hybrid": 2, "mixed": 3}
+
+# the kinematics capability (imported here, not in the header, to keep this block contiguous)
+from .kinematics import _closed, derivatives as _derivatives, frames as _kframes  # noqa: E402

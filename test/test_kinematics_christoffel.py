@@ -165,3 +165,27 @@ def test_batches_equal_single_calls(case):
         Q[1, 3:7] *= 2
         with pytest.raises(ValueError, match="quaternion"):
             robot.christoffel(Q)
+
+
+@pytest.mark.parametrize("case", ["fixed", "floating"])
+def test_numpy_reference_equals_the_compiled_kernels(case):
+    """kinematics/christoffel.py and kinematics/hessian.py (the NumPy statements of the closed
+    forms) against the compiled kinematics/_closed.pyx the Robot calls."""
+    from mbs_dynamics.kinematics.christoffel import christoffel
+    from mbs_dynamics.kinematics.derivatives import cached_table
+    from mbs_dynamics.kinematics.hessian import kinematic_hessian
+    rng = np.random.default_rng(5)
+    if case == "fixed":
+        robot = _fixed("random")[0]
+        q = rng.uniform(-2, 2, robot.n)
+    else:
+        robot = _pair("random5")[0]
+        q = _random_state(rng, robot)[0]
+    G = robot.christoffel(q)
+    assert np.abs(G - christoffel(robot.model, q)).max() <= 1e-14 * np.abs(G).max()
+    t = cached_table(robot.model)
+    for f, name in enumerate(t.names):
+        for rep, rname in enumerate(("body", "spatial", "hybrid", "mixed")):
+            H = robot.kinematic_hessian(q, name, rname)
+            ref = kinematic_hessian(robot.model, q, int(t.body[f]), t.pose[f], rep)
+            assert np.abs(H - ref).max() <= 1e-14 * max(1.0, np.abs(ref).max()), (name, rname)

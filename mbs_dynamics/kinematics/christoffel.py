@@ -24,6 +24,10 @@ equations add, on the base rows only, the Euler–Poincaré term −ad_νᵀ p w
 and p = (M v)_base its momentum (angular-first; README "Christoffel symbols"):
 
     rnea(q, v, 0) − g(q) = Σ_jk Γ_ijk v_j v_k − [ad_νᵀ (M v)_base ; 0].
+
+This module is the NumPy statement of the formulas (O(nv²)/O(nv³) arrays, kept as the
+reference); ``Robot`` calls the compiled ``kinematics/_closed.pyx``, which follows it line by
+line and is tested equal to it.
 """
 from __future__ import annotations
 

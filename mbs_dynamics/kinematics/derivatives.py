@@ -10,11 +10,27 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
+
 from . import _jets
 from .frames import frame_table
 
 
 cached_table = lru_cache(maxsize=64)(frame_table)   # models are immutable, hashed by identity
+
+
+@lru_cache(maxsize=64)
+def packed_table(model):
+    """(index name → row, kernel body of each frame (intc; −1 the fixed base, 0 a floating
+    base), poses (nf, 12) as R row-major and p, names) for the compiled closed forms."""
+    t = cached_table(model)
+    fb = int(bool(model.floating_base))
+    kb = np.ascontiguousarray(np.where(t.body >= 0, t.body + fb, 0 if fb else -1), dtype=np.intc)
+    S12 = np.ascontiguousarray(np.concatenate([t.pose[:, :3, :3].reshape(-1, 9),
+                                               t.pose[:, :3, 3]], axis=1))
+    kb.setflags(write=False)
+    S12.setflags(write=False)
+    return t.index, kb, S12, t.names
 
 
 def jet_frames(data, model):

@@ -11,6 +11,10 @@ for coordinates i, k that both move the frame (zero otherwise). "⪯": the same 
 ancestor; a floating base's six coordinates are one joint preceding all others, and the
 derivative along one of them is taken along q ⊕ ε e_k (Pinocchio's convention).
 Rows of the result are (linear, angular) like every public 6-vector.
+
+This module is the NumPy statement of the formulas (O(nv²)/O(nv³) arrays, kept as the
+reference); ``Robot`` calls the compiled ``kinematics/_closed.pyx``, which follows it line by
+line and is tested equal to it.
 """
 from __future__ import annotations
 
