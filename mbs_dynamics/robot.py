@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .identification import _regressor
+from .identification import _derivatives, _regressor
 from .identification import parameters as _params
 from .kernels import _aba, _crba, _rnea
 from .model import model as _model
@@ -333,3 +333,16 @@ class Robot:
             raise ValueError("qs of a floating-base robot must be a pair (q, vs): q (nq,) = "
                              f"({self._nq},), vs (k+2, nv) = (k+2, {self._nv})")
         return _regressor.regressor_derivatives(self._data, qs, None, out)
+
+    def inverse_dynamics_derivatives(self, q, qd, qdd, out=None):
+        """Analytic partial derivatives of :meth:`inverse_dynamics` (seed 000 §6.1):
+        ``(∂τ/∂q, ∂τ/∂q̇, M)``, each (nv, nv), M full (symmetric). A floating base's
+        configuration is perturbed as Pinocchio's ``computeRNEADerivatives`` does (q ⊕ δ =
+        C exp(δ), δ = (linear, angular) in the base frame). ``out``: an optional (3, nv, nv)
+        array whose three slices are returned."""
+        return _derivatives.inverse_dynamics_derivatives(self._data, q, qd, qdd, out)
+
+    def forward_dynamics_derivatives(self, q, qd, tau):
+        """``(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹)`` of :meth:`forward_dynamics`, each (nv, nv): with q̈ = FD(q, q̇, τ),
+        ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈) (Pinocchio's ``computeABADerivatives``)."""
+        return _derivatives.forward_dynamics_derivatives(self._data, q, qd, tau)
