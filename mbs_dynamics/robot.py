@@ -339,7 +339,8 @@ class Robot:
         ``(∂τ/∂q, ∂τ/∂q̇, M)``, each (nv, nv), M full (symmetric). A floating base's
         configuration is perturbed as Pinocchio's ``computeRNEADerivatives`` does (q ⊕ δ =
         C exp(δ), δ = (linear, angular) in the base frame). ``out``: an optional (3, nv, nv)
-        array whose three slices are returned."""
+        array whose three slices are returned. Batches: (N, ·) inputs give three (N, nv, nv)
+        arrays (``out`` (3, N, nv, nv))."""
         return _derivatives.inverse_dynamics_derivatives(self._data, q, qd, qdd, out)
 
     def forward_dynamics_derivatives(self, q, qd, tau):

@@ -125,3 +125,15 @@ def test_bad_input():
     q[3] = 2.0  # not a unit quaternion
     with pytest.raises(ValueError, match="quaternion"):
         fb.inverse_dynamics_derivatives(q, np.zeros(fb.nv), np.zeros(fb.nv))
+
+
+def test_batches_equal_single_calls():
+    case = Case("solo12")
+    r = case.robot
+    rng = np.random.default_rng(9)
+    Q, V, A = (np.array(x) for x in zip(*[case.state(rng) for _ in range(3)]))
+    got = r.inverse_dynamics_derivatives(Q, V, A)
+    assert all(g.shape == (3, r.nv, r.nv) for g in got)
+    for k in range(3):
+        for g, w in zip(got, _pin_rnea_derivatives(case, Q[k], V[k], A[k])):
+            assert rel(g[k], w) <= TOL

@@ -316,25 +316,34 @@ cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double*
 
 
 def inverse_dynamics_derivatives(Data d, q, qd, qdd, out=None):
-    """(∂τ/∂q, ∂τ/∂q̇, M), each (nv, nv), views of one (3, nv, nv) array (``out`` if given)."""
+    """(∂τ/∂q, ∂τ/∂q̇, M), each (nv, nv), views of one (3, nv, nv) array (``out`` if given); for
+    (N, ·) batches each (N, nv, nv), views of one (3, N, nv, nv) array."""
     cdef KModel* m = &d.m
-    q, qd, qdd = take_states(m, q, qd, qdd, "qd", "qdd", False)
-    cdef int nv = m.nv
+    cdef bint batch = not (type(q) is np.ndarray and (<cnp.ndarray> q).ndim == 1) \
+        and np.ndim(q) == 2
+    q, qd, qdd = take_states(m, q, qd, qdd, "qd", "qdd", batch)
+    cdef Py_ssize_t nv = m.nv, N = <Py_ssize_t> q.shape[0] if batch else 1, s, nn = nv * nv
+    cdef tuple shape = (3, N, nv, nv)
+    if not batch:
+        shape = (3, nv, nv)
     if out is None:
-        out = np.zeros((3, nv, nv))
+        out = np.zeros(shape)
     elif not (type(out) is np.ndarray and out.dtype == np.float64 and out.flags.c_contiguous
-              and out.flags.writeable and out.shape == (3, nv, nv)):
-        raise ValueError(f"out must be a writable float64 C-contiguous array of shape "
-                         f"(3, {nv}, {nv})")
+              and out.flags.writeable and out.shape == shape):
+        raise ValueError(f"out must be a writable float64 C-contiguous array of shape {shape}")
     else:
         out[...] = 0.0
     cdef KWork* w = &d.w
-    load_jet(m, w, <double*> cnp.PyArray_DATA(q), <double*> cnp.PyArray_DATA(qd), 1)
-    load_acc(m, w, <double*> cnp.PyArray_DATA(qdd))
+    cdef double* pq = <double*> cnp.PyArray_DATA(q)
+    cdef double* pv = <double*> cnp.PyArray_DATA(qd)
+    cdef double* pa = <double*> cnp.PyArray_DATA(qdd)
     cdef double* po = <double*> cnp.PyArray_DATA(out)
-    derivatives(m, w, po, po + nv * nv, po + 2 * nv * nv)
+    with nogil:
+        for s in range(N):
+            load_jet(m, w, pq + s * m.nq, pv + s * nv, 1)
+            load_acc(m, w, pa + s * nv)
+            derivatives(m, w, po + s * nn, po + (N + s) * nn, po + (2 * N + s) * nn)
     return out[0], out[1], out[2]
-
 
 
 cdef void load_acc(const KModel* m, KWork* w, const double* pa) noexcept nogil:

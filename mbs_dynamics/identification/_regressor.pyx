@@ -341,7 +341,13 @@ def regressor_derivatives(Data d, q, vs, out=None):
     cdef Py_ssize_t N, sq, sv, s
     if packed:
         batch = np.ndim(q) == 3
-        q = as_input(q, "qs", 3 if batch else 2, ((-1,) if batch else ()) + (-1, m.n))
+        try:
+            q = as_input(q, "qs", 3 if batch else 2, ((-1,) if batch else ()) + (-1, m.n))
+        except ValueError as e:
+            if "must be an array" in str(e):
+                raise ValueError(f"qs must be an array of numbers of shape (k+3, {m.n}) (rows q, "
+                                 f"q', q'', ...) or (N, k+3, {m.n})") from None
+            raise
         N = q.shape[0] if batch else 1
         K = q.shape[q.ndim - 2] - 3
         if K < 0:
