@@ -68,7 +68,7 @@ class Case:
                 self.to_pin = lambda q: _pinq(self.pm, q)
                 self.fb = True
             else:  # mimic robots: Pinocchio's full model, projected with the URDF's G
-                src = CHAIN if name == "mimic_chain" else erd_path(MIMIC_ERD["panda"])
+                src = CHAIN if name == "mimic_chain" else erd_path(MIMIC_ERD[name[6:]])
                 self.robot = mbs.load_urdf(src)
                 self.oracle = Oracle(src)
                 self.pm = self.oracle.pm
@@ -329,3 +329,20 @@ def test_random_trees_prismatic_fixed_links(seed):
     assert rel(Ys, ref.regressor_jet(r.model, d["V"], d["T"], d["qj"], 5)) <= 1e-13
     assert rel(Ys @ r.inertial_parameters().ravel(), r.torque_derivatives(qs)) <= 1e-11
     assert rel(ref.regressor(r, q, v, a), Yp) <= TOL
+
+
+@pytest.mark.parametrize("name", ["mimic_baxter", "mimic_pr2", "mimic_tiago_pro",
+                                  "mimic_talos_full"])
+def test_more_mimic_robots(name):
+    """Y = Gᵀ Y_full and the inverse-dynamics partials Gᵀ (·) G on the other mimic robots of
+    example-robot-data (columns: every body of the full model)."""
+    case = Case(name)
+    r = case.robot
+    rng = np.random.default_rng(13)
+    q, v, a = case.state(rng)
+    assert rel(r.regressor(q, v, a), case.Y(q, v, a)) <= TOL
+    dq, dv, M = (x.copy() for x in case.pin.computeRNEADerivatives(
+        case.pm, case.pd, case.to_pin(q), case.v(v), case.v(a)))
+    G = case.G
+    for got, want in zip(r.inverse_dynamics_derivatives(q, v, a), (dq, dv, sym(M))):
+        assert rel(got, G.T @ want @ G) <= 1e-10

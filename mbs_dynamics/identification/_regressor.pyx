@@ -34,6 +34,8 @@ from mbs_dynamics.kernels._spatial cimport (ad_V, ad_X, add_adT, add_to_parent, 
 
 cnp.import_array()
 
+# as in kernels/_rnea.pyx: a batch goes parallel only when each thread gets milliseconds of work
+# (waking OpenMP workers costs milliseconds on a loaded machine)
 cdef enum:
     PARALLEL_WORK = 20000
 
@@ -220,7 +222,7 @@ def regressor(Data d, q, qd, qdd, out=None):
     res = fresh_if_alias(out, (q, qd, qdd))
     po = <double*> cnp.PyArray_DATA(res)
     so = m.nv * cols
-    T = _threads(N, m.nb * m.nb * 4)
+    T = _threads(N, 4 * m.nb)  # a sample costs ≈ 3–4 RNEAs: split only batches of ms per thread
     cdef KWork* ws = &d.w if T == 1 else d.thread_works(T)
     if T == 1:
         for s in range(N):
