@@ -3,7 +3,9 @@
 compiled, O(n) 6×6 work plus O(n·depth) dot products.
 
 Derived for this project in the world frame (spatial twists, angular first), in the spirit of
-Carpentier & Mansard (RSS 2018). Per body k: world twist v_k, acceleration a_k (gravity as the
+Carpentier & Mansard (RSS 2018), from the screw-product partials of the spatial Jacobian, seed
+000 eq. (16) ``∂S_i/∂q_j = [S_j, S_i]`` (j before i), (17) ``Ṡ_i = [V_i, S_i]`` and the spatial
+acceleration (18). Per body k: world twist v_k, acceleration a_k (gravity as the
 world's acceleration a_0 = (0, −g)), inertia I_k, momentum h_k = I_k v_k, force
 f_k = I_k a_k + v_k ×* h_k; per velocity coordinate j (body b(j), parent body λ): its world screw
 S_j, Ψ̇_j = v_λ × S_j, Ψ̈_j = a_λ × S_j + v_λ × Ψ̇_j. Moving coordinate j moves the subtree of b(j)
