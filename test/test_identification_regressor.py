@@ -346,3 +346,32 @@ def test_more_mimic_robots(name):
     G = case.G
     for got, want in zip(r.inverse_dynamics_derivatives(q, v, a), (dq, dv, sym(M))):
         assert rel(got, G.T @ want @ G) <= 1e-10
+
+
+def test_out_arrays_and_aliasing():
+    case = Case("ur5")
+    r = case.robot
+    rng = np.random.default_rng(14)
+    q, v, a = case.state(rng)
+    want = case.Y(q, v, a)
+    out = np.full((r.nv, 60), np.nan)
+    assert r.regressor(q, v, a, out=out) is out and rel(out, want) <= TOL
+    with pytest.raises(ValueError, match="out"):
+        r.regressor(q, v, a, out=np.zeros((r.nv, 59)))
+    with pytest.raises(ValueError, match="out"):
+        r.regressor(q, v, a, out=np.zeros((r.nv, 60), np.float32))
+    qs = rng.normal(size=(4, r.n))
+    Ys = r.regressor_derivatives(qs)
+    o = np.empty_like(Ys)
+    assert r.regressor_derivatives(qs, out=o) is o and np.array_equal(o, Ys)
+    with pytest.raises(ValueError, match="out"):
+        r.regressor_derivatives(qs, out=np.empty((3, r.nv, 61)))
+    # a batch whose out shares memory with its (strided) q input still gives the right result
+    Q, V, A = rng.normal(size=(3, 2, r.n))
+    buf = np.zeros((2, r.nv, 60))
+    buf[0, 0, :6], buf[1, 0, :6] = Q
+    Qv = buf[:, 0, :6]
+    Yb = r.regressor(np.ascontiguousarray(Qv), V, A)
+    assert rel(r.regressor(Qv, V, A, out=buf), Yb) == 0
+    for k in range(2):
+        assert rel(Yb[k], case.Y(Q[k], V[k], A[k])) <= TOL
