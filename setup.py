@@ -39,7 +39,8 @@ def extensions():
         for name in ("kernels._data", "kernels._rnea", "kernels._crba", "kernels._aba",
                      "control._spline", "control._actuators",
                      "kernels._rnea_repr", "kinematics._jets", "kinematics._closed",
-                     "kinematics._frames")
+                     "kinematics._frames", "identification._regressor",
+                     "identification._derivatives")
     ]
     return cythonize(exts, compiler_directives={"language_level": 3}, quiet=True)
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .identification import _derivatives, _regressor
+from .identification import parameters as _params
 from .kernels import _aba, _crba, _rnea, _rnea_repr
 from .kinematics import _frames
 from .model import model as _model
@@ -424,7 +426,7 @@ class Robot:
         try:
             jf = self._jf
         except AttributeError:  # made on first use (the packed frame table of the jet kernel)
-            jf = self._jf = _derivatives.jet_frames(self._data, self._model)
+            jf = self._jf = _kderivs.jet_frames(self._data, self._model)
         return jf.derivatives(qs, frame, representation, out)
 
     def kinematic_hessian(self, q, frame, representation="body"):
@@ -433,7 +435,7 @@ class Robot:
         brackets of the joint screws (seed 000 eq. 3–6, 16, 26); rows (linear, angular).
         Floating base: the derivative along a base coordinate is along ``q ⊕ ε e_k``
         (Pinocchio's convention, ``computeJointKinematicHessians``)."""
-        index, kb, S12, names = _derivatives.packed_table(self._model)
+        index, kb, S12, names = _kderivs.packed_table(self._model)
         f = index.get(frame) if isinstance(frame, str) else None
         if f is None:
             raise _kframes.unknown_frame(frame, names)
@@ -447,9 +449,55 @@ class Robot:
                                                               None),
                           self._q_checked(q), (6, nv, nv))
 
+    # ---- identification (mbs_dynamics/identification/)
+    def inertial_parameters(self) -> np.ndarray:
+        """(nb, 10) inertial parameters, one row per moving body in Pinocchio's order (a floating
+        base first, then the bodies of ``joint_names``): ``(m, m c_x, m c_y, m c_z, I_xx, I_xy,
+        I_yy, I_xz, I_yz, I_zz)`` about the body (joint) frame, fixed links merged — Pinocchio's
+        ``Inertia.toDynamicParameters()``. ``τ = regressor(q, q̇, q̈) @ π.ravel()``."""
+        return _params.inertial_parameters(self._model)
+
+    def with_inertial_parameters(self, pi) -> "Robot":
+        """A new Robot whose bodies have the parameters ``pi`` ((nb, 10) or (10·nb,)), validated as
+        ``load_urdf`` validates a URDF: ValueError naming the body (link) whose mass is negative,
+        whose inertia about its COM is not positive semi-definite, …, or the joint that moves no
+        mass."""
+        return Robot(_params.model_with_parameters(self._model, pi), self._data.kmax)
+
+    def regressor(self, q, qd, qdd, out=None):
+        """Joint-torque regressor Y (nv, 10·nb) with ``τ = Y π`` (π = ``inertial_parameters()``
+        flattened; seed 000 §6), columns in blocks of 10 per body; batches (N, ·) → (N, nv, 10·nb).
+        Pinocchio's ``computeJointTorqueRegressor``; ``out`` as in :meth:`inverse_dynamics`."""
+        return _regressor.regressor(self._data, q, qd, qdd, out)
+
+    def regressor_derivatives(self, qs, out=None):
+        """Y, Y′, …, Y^(k) (k+1, nv, 10·nb) with ``τ^(r) = Y^(r) π`` along a trajectory, from the
+        inputs of :meth:`torque_derivatives`: qs (k+3, n), or a pair ``(q, vs)`` (floating base),
+        batches (N, …) → (N, k+1, nv, 10·nb). O(depth) per column block (MATH.md recursion)."""
+        if isinstance(qs, tuple) and len(qs) == 2:
+            return _regressor.regressor_derivatives(self._data, qs[0], qs[1], out)
+        if self._fb:
+            raise ValueError("qs of a floating-base robot must be a pair (q, vs): q (nq,) = "
+                             f"({self._nq},), vs (k+2, nv) = (k+2, {self._nv})")
+        return _regressor.regressor_derivatives(self._data, qs, None, out)
+
+    def inverse_dynamics_derivatives(self, q, qd, qdd, out=None):
+        """Analytic partial derivatives of :meth:`inverse_dynamics` (seed 000 §6.1):
+        ``(∂τ/∂q, ∂τ/∂q̇, M)``, each (nv, nv), M full (symmetric). A floating base's
+        configuration is perturbed as Pinocchio's ``computeRNEADerivatives`` does (q ⊕ δ =
+        C exp(δ), δ = (linear, angular) in the base frame). ``out``: an optional (3, nv, nv)
+        array whose three slices are returned. Batches: (N, ·) inputs give three (N, nv, nv)
+        arrays (``out`` (3, N, nv, nv))."""
+        return _derivatives.inverse_dynamics_derivatives(self._data, q, qd, qdd, out)
+
+    def forward_dynamics_derivatives(self, q, qd, tau):
+        """``(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹)`` of :meth:`forward_dynamics`, each (nv, nv): with q̈ = FD(q, q̇, τ),
+        ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈) (Pinocchio's ``computeABADerivatives``)."""
+        return _derivatives.forward_dynamics_derivatives(self._data, q, qd, tau)
+
 
 _RNEA_REPS = {"spatial": 1, "hybrid": 2}
 _REPS4 = {"body": 0, "spatial": 1, "hybrid": 2, "mixed": 3}
 
 # the kinematics capability (imported here, not in the header, to keep this block contiguous)
-from .kinematics import _closed, derivatives as _derivatives, frames as _kframes  # noqa: E402
+from .kinematics import _closed, derivatives as _kderivs, frames as _kframes  # noqa: E402

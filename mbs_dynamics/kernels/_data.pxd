@@ -62,6 +62,8 @@ cdef struct KWork:
     double* Sdw      # (nv, 6) their time derivatives
     double* Icw      # (nb, 36) world-frame subtree composite inertias
     double* Bc       # (nb, 36) world-frame subtree composites of the C̄/Ṁ body terms
+    double* dX       # (nb, 96) world-frame body quantities of the RNEA derivatives
+    double* dC       # (nb + 5, 36) per velocity coordinate quantities of the RNEA derivatives
 
 
 cdef class Data:

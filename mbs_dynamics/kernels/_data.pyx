@@ -51,6 +51,10 @@ LAYOUT = (
     ("Icw", lambda nb, k: (nb, 36), "subtree composite inertia in the world frame (row-major 6×6)"),
     ("Bc", lambda nb, k: (nb, 36), "subtree composite of the C̄ / Ṁ body terms B_i (world frame)"),
     ("S", lambda nb, k: (8, 36), "scratch"),
+    ("dX", lambda nb, k: (nb, 96), "world-frame body quantities of the RNEA derivatives "
+                                   "(identification/_derivatives.pyx: pose, v, a, composites)"),
+    ("dC", lambda nb, k: (nb + 5, 36), "per velocity coordinate: S, Ψ̇, D, Ψ̈, α, β of the RNEA "
+                                       "derivatives (identification/_derivatives.pyx)"),
 )
 
 cdef inline double* _ptr(object a):
@@ -159,6 +163,7 @@ cdef class Data:
         w.D, w.u, w.A, w.S = _ptr(a["D"]), _ptr(a["u"]), _ptr(a["A"]), _ptr(a["S"])
         w.Cw, w.Vs, w.Sw, w.Sdw = _ptr(a["Cw"]), _ptr(a["Vs"]), _ptr(a["Sw"]), _ptr(a["Sdw"])
         w.Icw, w.Bc = _ptr(a["Icw"]), _ptr(a["Bc"])
+        w.dX, w.dC = _ptr(a["dX"]), _ptr(a["dC"])
         return 0
 
     cdef KWork* thread_works(self, int T) except NULL:

@@ -501,6 +501,82 @@ class MimicRobot:
         return np.einsum("...sik,ia,kc->...sac", H, self._G, self._G, optimize=True)
 
 
+    # ---- identification (mbs_dynamics/identification/)
+    def inertial_parameters(self) -> np.ndarray:
+        """(nb, 10) parameters of every body of the full model (all ``full_joint_names`` bodies,
+        a floating base first): see :meth:`Robot.inertial_parameters`."""
+        return self._full.inertial_parameters()
+
+    def with_inertial_parameters(self, pi) -> "MimicRobot":
+        """A new MimicRobot with the bodies' parameters ``pi`` (nb, 10) (validated as
+        :meth:`Robot.with_inertial_parameters`, and every independent joint must move mass)."""
+        return MimicRobot(self._full.with_inertial_parameters(pi), check=True)
+
+    def regressor(self, q, qd, qdd, out=None):
+        """Y = Gᵀ Y_full(G q + off, G q̇, G q̈): (nv, 10·nb) (columns: every full body), or
+        (N, nv, 10·nb) for a batch; τ = Y π with π = ``inertial_parameters()``."""
+        (q, qd, qdd), N = self._vecs(("q", "qd", "qdd"), (q, qd, qdd))
+        if N is None:
+            Y = self._full.regressor(self._xq(q, self._bq), self._xv(qd, self._bv),
+                                     self._xv(qdd, self._ba))
+        else:
+            Y = self._full.regressor(q[:, self._iq] * self._kq + self._oq,
+                                     qd[:, self._iv] * self._kv, qdd[:, self._iv] * self._kv)
+        return np.matmul(self._GT, Y, out=_out(out, Y.shape[:-2] + (self.nv, Y.shape[-1])))
+
+    def regressor_derivatives(self, qs, out=None):
+        """Y^(r) = Gᵀ Y_full^(r) along the expanded jet (inputs as :meth:`torque_derivatives`):
+        (k+1, nv, 10·nb) or (N, k+1, nv, 10·nb)."""
+        Y = self._full.regressor_derivatives(self._expand_jet(qs))
+        return np.matmul(self._GT, Y, out=_out(out, Y.shape[:-2] + (self.nv, Y.shape[-1])))
+
+    def _expand_jet(self, qs):
+        """The full-coordinate form of a torque_derivatives input (validated)."""
+        nq, nv = self.nq, self.nv
+        if isinstance(qs, tuple) and len(qs) == 2:
+            q, vs = qs
+            q = _in(q, "q", ((nq,), (None, nq)), f"({nq},) or (N, {nq})")
+            vs = _in(vs, "vs", ((None, nv),) if q.ndim == 1 else ((q.shape[0], None, nv),),
+                     f"(k+2, {nv})" if q.ndim == 1 else f"({q.shape[0]}, k+2, {nv})")
+            if vs.shape[-2] < 2:
+                raise ValueError(f"vs has shape {vs.shape}, expected (k+2, {nv}) with k >= 0 "
+                                 "(rows v, v', ...)")
+            qf = np.matmul(q, self._Gq.T)
+            qf += self._oq
+            return qf, np.matmul(vs, self._GT)
+        if self._nbq != self._nbv:
+            raise ValueError(f"qs of a floating-base robot must be a pair (q, vs): q (nq,) = "
+                             f"({nq},), vs (k+2, nv) = (k+2, {nv})")
+        qs = _in(qs, "qs", ((None, nv), (None, None, nv)),
+                 f"(k+3, {nv}) or (N, k+3, {nv}) (rows q, q', q'', ...)")
+        if qs.shape[-2] < 3:
+            raise ValueError(f"qs has shape {qs.shape}, expected (k+3, {nv}) with k >= 0 "
+                             f"(rows q, q', q'', ...) or (N, k+3, {nv})")
+        qf = np.matmul(qs, self._GT)
+        qf[..., 0, :] += self._oq
+        return qf
+
+
+    def inverse_dynamics_derivatives(self, q, qd, qdd, out=None):
+        """(∂τ/∂q, ∂τ/∂q̇, M) = Gᵀ (·)_full G at the expanded state (G is constant), each (nv, nv)
+        (views of ``out`` (3, nv, nv) if given)."""
+        q, qd, qdd = self._q1(q), self._v1(qd, "qd"), self._v1(qdd, "qdd")
+        d = self._full.inverse_dynamics_derivatives(self._xq(q, self._bq), self._xv(qd, self._bv),
+                                                    self._xv(qdd, self._ba))
+        o = _out(out, (3, self.nv, self.nv))
+        for k in range(3):
+            self._project(d[k], out=o[k])
+        return o[0], o[1], o[2]
+
+    def forward_dynamics_derivatives(self, q, qd, tau):
+        """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹) in the independent coordinates: −M⁻¹ ∂τ/∂x at q̈ = FD(q, q̇, τ)."""
+        qdd = self.forward_dynamics(q, qd, tau)
+        dq, dv, M = self.inverse_dynamics_derivatives(q, qd, qdd)
+        Minv = np.linalg.inv(M)
+        Minv = 0.5 * (Minv + Minv.T)
+        return -(Minv @ dq), -(Minv @ dv), Minv
+
+
 def wrap(robot):
     """``robot`` itself when its model has no mimic joints, else a :class:`MimicRobot`."""
     return MimicRobot(robot) if robot.model.mimic else robot
