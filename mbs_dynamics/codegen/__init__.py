@@ -7,12 +7,10 @@ Robot-like object calling it (:mod:`.compile`).
 """
 from .generate import FUNCTIONS, generate  # noqa: F401
 from .tree import CodegenError  # noqa: F401
+# the function shadows its submodule's name on purpose: ``mbs.codegen.compile(robot)``
+from .compile import CodegenWarning, CompiledRobot, CompileError, cache_dir  # noqa: F401,E402
+from .compile import compile_robot as compile  # noqa: F401,E402,A001
 
 
-def compile(robot, cflags=None, **kw):  # noqa: A001 (the issue's name)
-    """See :func:`mbs_dynamics.codegen.compile.compile_robot`."""
-    from .compile import compile_robot
-    return compile_robot(robot, cflags=cflags, **kw)
-
-
-__all__ = ["FUNCTIONS", "CodegenError", "compile", "generate"]
+__all__ = ["FUNCTIONS", "CodegenError", "CodegenWarning", "CompileError", "CompiledRobot",
+           "cache_dir", "compile", "generate"]
