@@ -407,3 +407,22 @@ def test_object_code_references_no_allocator(tmp_path):
                                                      "_Znw", "_Zna", "alloca"))}
     assert not bad, bad
     assert names <= {"sin", "cos", "sincos", "sqrt"}, names  # libm only
+
+
+# ------------------------------------------------------------------------ command line
+def test_cli_codegen(tmp_path, capsys):
+    from mbs_dynamics import cli, data
+    out = tmp_path / "gen"
+    assert cli.main(["codegen", data.robot("arm7"), "-o", str(out), "--frames", "arm7_link6",
+                     "arm7_link3", "--prefix", "arm7"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["arm7.c", "arm7.h"]
+    h = (out / "arm7.h").read_text()
+    assert "arm7_frame_jacobian_arm7_link6" in h and "#define arm7_NV 7" in h
+    robot = mbs.load_urdf(data.robot("arm7"))
+    assert (out / "arm7.c").read_text() == codegen.generate(
+        robot, frames=["arm7_link6", "arm7_link3"], prefix="arm7")["arm7.c"]
+    capsys.readouterr()
+    assert cli.main(["codegen", data.robot("arm7"), "-o", str(out), "--frames", "nope"]) == 2
+    assert "unknown frame 'nope'" in capsys.readouterr().err
+    assert cli.main(["codegen", data.robot("arm7"), "-o", str(out), "--prefix", "1x"]) == 2
+    assert "not a C identifier" in capsys.readouterr().err
