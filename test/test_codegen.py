@@ -413,7 +413,7 @@ def test_object_code_references_no_allocator(tmp_path):
 def test_cli_codegen(tmp_path, capsys):
     from mbs_dynamics import cli, data
     out = tmp_path / "gen"
-    assert cli.main(["codegen", data.robot("arm7"), "-o", str(out), "--frames", "arm7_link6",
+    assert cli.main(["codegen", str(data.robot("arm7")), "-o", str(out), "--frames", "arm7_link6",
                      "arm7_link3", "--prefix", "arm7"]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["arm7.c", "arm7.h"]
     h = (out / "arm7.h").read_text()
@@ -422,7 +422,7 @@ def test_cli_codegen(tmp_path, capsys):
     assert (out / "arm7.c").read_text() == codegen.generate(
         robot, frames=["arm7_link6", "arm7_link3"], prefix="arm7")["arm7.c"]
     capsys.readouterr()
-    assert cli.main(["codegen", data.robot("arm7"), "-o", str(out), "--frames", "nope"]) == 2
+    assert cli.main(["codegen", str(data.robot("arm7")), "-o", str(out), "--frames", "nope"]) == 2
     assert "unknown frame 'nope'" in capsys.readouterr().err
-    assert cli.main(["codegen", data.robot("arm7"), "-o", str(out), "--prefix", "1x"]) == 2
+    assert cli.main(["codegen", str(data.robot("arm7")), "-o", str(out), "--prefix", "1x"]) == 2
     assert "not a C identifier" in capsys.readouterr().err
