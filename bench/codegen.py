@@ -183,7 +183,8 @@ def robot_for(name):
         if name == "ur5":
             return mbs.load_urdf(erd_path(UR5[0]))
         if name == "arm7":
-            return mbs.load_urdf(mbs.data.robot("arm7"))
+            from mbs_dynamics import data
+            return mbs.load_urdf(data.robot("arm7"))
         if name.startswith("chain"):
             from conftest import random_urdf
             n = int(name[5:])
