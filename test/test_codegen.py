@@ -426,3 +426,26 @@ def test_cli_codegen(tmp_path, capsys):
     assert "unknown frame 'nope'" in capsys.readouterr().err
     assert cli.main(["codegen", str(data.robot("arm7")), "-o", str(out), "--prefix", "1x"]) == 2
     assert "not a C identifier" in capsys.readouterr().err
+
+
+@needs_cc
+def test_floating_base_with_mimic_joints():
+    """A floating base and mimic joints together, against the kernels (which test_mimic checks
+    against Pinocchio's projected free-flyer model)."""
+    from test_mimic import CHAIN
+    xml = CHAIN.replace('<link name="base"/>', '<link name="base"><inertial><origin xyz="0.01 '
+                        '0.02 -0.03" rpy="0.1 0.2 0.3"/><mass value="4"/><inertia ixx="0.2" '
+                        'ixy="0.01" ixz="0" iyy="0.3" iyz="0" izz="0.25"/></inertial></link>')
+    r = _load(xml, None, floating_base=True)
+    assert isinstance(r, mbs.MimicRobot) and r.nq == r.n + 7
+    c = codegen.compile(r, cflags="-O1")
+    rng = np.random.default_rng(0)
+    quat = rng.normal(size=4)
+    q = np.r_[rng.normal(size=3), quat / np.linalg.norm(quat), rng.normal(size=r.n)]
+    v, a = rng.normal(size=(2, r.nv))
+    vs = rng.normal(size=(4, r.nv))
+    assert rel(c.inverse_dynamics(q, v, a), r.inverse_dynamics(q, v, a)) <= TOL
+    assert rel(c.mass_matrix(q), r.mass_matrix(q)) <= TOL
+    assert rel(c.gravity_torques(q), r.gravity_torques(q)) <= TOL
+    assert rel(c.forward_dynamics(q, v, a), r.forward_dynamics(q, v, a)) <= 1e-11
+    assert rel(c.torque_derivatives((q, vs)), r.torque_derivatives((q, vs))) <= TOL

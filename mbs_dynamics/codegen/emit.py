@@ -216,12 +216,13 @@ def _reachable(roots):
     return seen
 
 
-def emit_function(g, signature, outputs, prefix, name, chunk=CHUNK):
+def emit_function(g, signature, outputs, prefix, name, chunk=None):
     """C text of ``signature`` (``"void P_f(const double *q, ..., P_workspace *w)"``) computing
     ``outputs`` [(C lvalue such as ``"tau[3]"``, Expr)].
 
     Returns ``(text, slots)``: ``slots`` is the number of doubles of ``w->s`` the parts use to
     pass values (0 for a function emitted in one piece)."""
+    chunk = chunk or CHUNK
     ids = sorted(_reachable([e for _, e in outputs]))
     nodes = g.nodes
     parts = [ids[i:i + chunk] for i in range(0, len(ids), chunk)] or [[]]
