@@ -163,62 +163,131 @@ def compile_robot(robot, cflags=None, functions=FUNCTIONS, frames=(), prefix="ro
         CompileError: the compiler failed; the message is its output.
     """
     flags = _check_flags(cflags)
-    files = generate(robot, functions=functions, frames=frames, prefix=prefix)
+    if isinstance(functions, str):
+        functions = (functions,)
+    if isinstance(frames, str):
+        frames = (frames,)
+    functions, frames = tuple(functions), tuple(frames)
     tr = Tree(robot)
     cc, ident, why = _compiler()
     if ident is None:
+        generate(robot, functions=functions, frames=frames, prefix=prefix)  # its errors first
         warnings.warn(f"mbs_dynamics.codegen.compile: no working C compiler ({why}); "
                       "using the compiled kernels instead", CodegenWarning, stacklevel=3)
         return robot
     inc = _python_headers() if python_api else None
-    kind = "ext" if inc else "lib"
-    h = hashlib.sha256()
-    for part in (files[f"{prefix}.h"], files[f"{prefix}.c"], " ".join(flags), ident, kind,
-                 _WRAPPER_VERSION, sysconfig.get_config_var("EXT_SUFFIX") or "",
-                 sys.version if kind == "ext" else "", np.__version__ if kind == "ext" else ""):
-        h.update(part.encode() + b"\0")
-    key = h.hexdigest()[:24]
-    modname = f"_mbs_cg_{key}"
-    suffix = (sysconfig.get_config_var("EXT_SUFFIX") or ".so") if kind == "ext" else ".so"
-    cdir = cache_dir()
-    final = cdir / f"{modname}{suffix}"
     fn_list = [f for f in functions if f != "frame_jacobian"]
     frame_list = list(dict.fromkeys(frames)) if "frame_jacobian" in functions else []
-    if not final.exists():
-        cdir.mkdir(parents=True, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=".build-", dir=cdir)
-        try:
-            for nm, text in files.items():
-                Path(tmp, nm).write_text(text)
-            out = Path(tmp, final.name)
-            if kind == "ext":
-                Path(tmp, "wrapper.c").write_text(
-                    _wrapper_source(fn_list, tr, prefix, modname, frame_list))
-                src = ["wrapper.c"]
-                incs = [f"-I{d}" for d in inc]
-            else:
-                src, incs = [f"{prefix}.c"], []
-            cmd = cc + flags + ["-fPIC", "-shared", *incs, *src, "-o", out.name, "-lm"]
-            rc, msg = _build(cmd, tmp)
-            if rc != 0:
-                Path(tmp, "probe.c").write_text("int mbs_probe(void) { return 0; }\n")
-                prc, pmsg = _build(cc + ["-c", "probe.c", "-o", "probe.o"], tmp)
-                if prc != 0:
+    files = None
+    kinds = ["ext", "lib"] if inc else ["lib"]
+    ext_error = None
+    for kind in kinds:
+        final, modname = _cache_path(tr, functions, frames, prefix, flags, ident, kind)
+        if not final.exists():
+            if files is None:
+                files = generate(robot, functions=functions, frames=frames, prefix=prefix)
+            ok, msg, cmd = _build_into(final, kind, files, tr, prefix, modname, fn_list,
+                                       frame_list, cc, flags, inc)
+            if not ok:
+                why = _probe(cc)
+                if why is not None:
                     warnings.warn(f"mbs_dynamics.codegen.compile: the C compiler "
-                                  f"'{' '.join(cc)}' does not work ({pmsg.splitlines()[-1] if pmsg else 'no output'}); "
-                                  "using the compiled kernels instead", CodegenWarning,
-                                  stacklevel=3)
+                                  f"'{' '.join(cc)}' does not work ({why}); using the "
+                                  "compiled kernels instead", CodegenWarning, stacklevel=3)
                     return robot
+                if kind == "ext":  # the generated code alone may still build: ctypes
+                    ext_error = msg.strip().splitlines()[-1] if msg.strip() else "no output"
+                    continue
                 raise CompileError(f"{' '.join(cmd)} failed:\n{msg}")
-            os.replace(out, final)  # atomic: the cache holds whole libraries only
+        if ext_error is not None:
+            warnings.warn(f"mbs_dynamics.codegen.compile: the Python wrapper did not build "
+                          f"({ext_error}); calling the library through ctypes", CodegenWarning,
+                          stacklevel=3)
+        if kind == "ext":
+            lib = _load_extension(final, modname)
+            slots = 1
+        else:
+            if files is None:
+                files = generate(robot, functions=functions, frames=frames, prefix=prefix)
+            lib = ctypes.CDLL(str(final))
+            slots = int(re.search(r"double s\[(\d+)\];", files[f"{prefix}.h"]).group(1))
+        return CompiledRobot(robot, lib, kind, tr, prefix, fn_list, frame_list, str(final),
+                             slots)
+    raise AssertionError("unreachable")
+
+
+def _source_digest():
+    """SHA-256 of the generator's own source: a changed generator never reuses a library."""
+    global _SOURCE_DIGEST
+    if _SOURCE_DIGEST is None:
+        h = hashlib.sha256()
+        here = Path(__file__).parent
+        for p in sorted(here.glob("*.py")) + sorted(here.glob("*.c.in")):
+            h.update(p.name.encode() + p.read_bytes())
+        _SOURCE_DIGEST = h.hexdigest()
+    return _SOURCE_DIGEST
+
+
+_SOURCE_DIGEST = None
+
+
+def _cache_path(tr, functions, frames, prefix, flags, ident, kind):
+    """(library path, module name) in the cache, keyed by the model hash, what is generated,
+    the flags, the compiler, the generator's source and (for the wrapper) the Python ABI."""
+    h = hashlib.sha256()
+    ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    for part in (tr.hash, repr(functions), repr(frames), prefix, " ".join(flags), ident, kind,
+                 _WRAPPER_VERSION, _source_digest(), ext,
+                 sys.version if kind == "ext" else "", np.__version__ if kind == "ext" else ""):
+        h.update(str(part).encode() + b"\0")
+    modname = f"_mbs_cg_{h.hexdigest()[:24]}"
+    return cache_dir() / f"{modname}{ext if kind == 'ext' else '.so'}", modname
+
+
+def _probe(cc):
+    """None if ``cc`` compiles a trivial file, else why not (cached per process)."""
+    key = ("probe",) + tuple(cc)
+    if key not in _compilers:
+        d = tempfile.mkdtemp(prefix="mbs_cg_probe_")
+        try:
+            Path(d, "probe.c").write_text("int mbs_probe(void) { return 0; }\n")
+            rc, msg = _build(cc + ["-c", "probe.c", "-o", "probe.o"], d)
+            _compilers[key] = None if rc == 0 else (msg.splitlines()[-1] if msg else
+                                                    f"exit status {rc}")
+        except OSError as e:
+            _compilers[key] = str(e)
         finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    if kind == "ext":
-        lib = _load_extension(final, modname)
-    else:
-        lib = ctypes.CDLL(str(final))
-    slots = int(re.search(r"double s\[(\d+)\];", files[f"{prefix}.h"]).group(1))
-    return CompiledRobot(robot, lib, kind, tr, prefix, fn_list, frame_list, str(final), slots)
+            shutil.rmtree(d, ignore_errors=True)
+    return _compilers[key]
+
+
+def _build_into(final, kind, files, tr, prefix, modname, fn_list, frame_list, cc, flags, inc):
+    """Build in a private directory beside the cache, then move into place atomically.
+    Returns (ok, compiler output, command)."""
+    cdir = final.parent
+    cdir.mkdir(parents=True, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".build-", dir=cdir)
+    try:
+        for nm, text in files.items():
+            Path(tmp, nm).write_text(text)
+        out = Path(tmp, final.name)
+        if kind == "ext":
+            Path(tmp, "wrapper.c").write_text(
+                _wrapper_source(fn_list, tr, prefix, modname, frame_list))
+            src, incs = ["wrapper.c"], [f"-I{d}" for d in inc]
+        else:
+            src, incs = [f"{prefix}.c"], []
+        cmd = cc + flags + ["-fPIC", "-shared", *incs, *src, "-o", out.name, "-lm"]
+        try:
+            rc, msg = _build(cmd, tmp)
+        except OSError as e:
+            return False, str(e), cmd
+        if rc != 0:
+            return False, msg, cmd
+        os.replace(out, final)  # atomic: the cache holds whole libraries only
+        return True, msg, cmd
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------
