@@ -399,7 +399,8 @@ def test_object_code_references_no_allocator(tmp_path):
     xml, _ = random_urdf(4, n_movable=12)
     robot = _load(xml, None)
     codegen.generate(robot, frames=["l3"], prefix="rt", out_dir=tmp_path)
-    subprocess.run([CC, "-std=c99", "-O2", "-c", "rt.c", "-o", "rt.o"], cwd=tmp_path, check=True)
+    subprocess.run([CC, "-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-O2", "-c", "rt.c",
+                    "-o", "rt.o"], cwd=tmp_path, check=True)
     undefined = subprocess.run([nm, "-u", "rt.o"], cwd=tmp_path, capture_output=True,
                                text=True, check=True).stdout.split()
     names = {u for u in undefined if u not in ("U", "w", "W")}

@@ -58,7 +58,7 @@ def _frame_for(e):
 
 def model_of(robot):
     """(Model, mimic map) of a Robot or MimicRobot; CodegenError naming what is missing."""
-    if getattr(robot, "loop_closures", None) or getattr(robot, "constraints", None):
+    if any(getattr(robot, k, None) for k in ("loop_closures", "closures", "loops", "constraints")):
         raise CodegenError("closed kinematic loops are not supported by the code generator "
                            "(it generates tree dynamics)")
     model = getattr(robot, "model", None)
