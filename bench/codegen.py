@@ -174,21 +174,29 @@ def build_casadi(model, d, flags):
     return sz_w, sz_iw
 
 
+_SOURCE = {}
+
+
 def robot_for(name):
     from conftest import PANDA, UR5, erd_path
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if name == "panda":
+            _SOURCE[name] = (erd_path(PANDA[0]), PANDA[1])
             return mbs.load_urdf(erd_path(PANDA[0]), locked_joints=PANDA[1])
         if name == "ur5":
+            _SOURCE[name] = (erd_path(UR5[0]), {})
             return mbs.load_urdf(erd_path(UR5[0]))
         if name == "arm7":
             from mbs_dynamics import data
+            _SOURCE[name] = (str(data.robot("arm7")), {})
             return mbs.load_urdf(data.robot("arm7"))
         if name.startswith("chain"):
             from conftest import random_urdf
             n = int(name[5:])
-            return mbs.load_urdf(random_urdf(11, n_movable=n, branch_prob=0.0)[0])
+            xml = random_urdf(11, n_movable=n, branch_prob=0.0)[0]
+            _SOURCE[name] = (xml, {})
+            return mbs.load_urdf(xml)
     raise SystemExit(f"unknown robot {name}")
 
 
@@ -239,6 +247,27 @@ def run(robot_name, flags, reps, inner):
             "kernel_jet": min(timeit.repeat(lambda: robot.torque_derivatives(pair), **tm))
             / 20000,
         }
+        # batches, N = 10⁴, process CPU time: the compiled object vs a Python loop over pin.rnea
+        N = 10000
+        Q, V, A = rng.normal(size=(3, N, robot.nv))
+        VS = rng.normal(size=(N, 4, robot.nv))
+        tb = dict(timer=time.process_time, number=3, repeat=5)
+        py["batch_tau"] = min(timeit.repeat(lambda: c.inverse_dynamics(Q, V, A), **tb)) / 3
+        py["batch_jet"] = min(timeit.repeat(lambda: c.torque_derivatives((Q, VS)), **tb)) / 3
+        try:
+            import pinocchio as pin
+            from conftest import pin_model, pin_q
+            pm = pin_model(_SOURCE[robot_name][0], _SOURCE[robot_name][1])
+            pd = pm.createData()
+            PQ = np.array([pin_q(pm, x) for x in Q])
+
+            def loop():
+                for k in range(N):
+                    pin.rnea(pm, pd, PQ[k], V[k], A[k])
+            py["pin_loop"] = min(timeit.repeat(loop, timer=time.process_time, number=1,
+                                               repeat=3))
+        except (ImportError, KeyError):
+            py["pin_loop"] = float("nan")
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     us = 1e6
@@ -254,6 +283,10 @@ def run(robot_name, flags, reps, inner):
     print(f"  Python jet: {py['jet'] * us:.3f} µs (+{(py['jet'] - ours_jet) * us:.3f}), "
           f"out=: {py['jet_out'] * us:.3f} µs (+{(py['jet_out'] - ours_jet) * us:.3f}); "
           f"kernels {py['kernel_jet'] * us:.3f} µs")
+    print(f"  batch N = 10⁴ (process CPU): τ {py['batch_tau'] * 1e3:.2f} ms, τ/τ′/τ″ "
+          f"{py['batch_jet'] * 1e3:.2f} ms; a Python loop over pin.rnea {py['pin_loop'] * 1e3:.1f} ms"
+          f" → τ {py['pin_loop'] / py['batch_tau']:.1f}×, jet {py['pin_loop'] / py['batch_jet']:.1f}×"
+          " the loop's τ alone")
     print(f"  generate τ + jet: {t_gen:.2f} s; generate + compile all six functions from an "
           f"empty cache: {t_compile:.2f} s (wall)")
 

@@ -268,6 +268,9 @@ def test_compiled_object_inputs_like_robot(panda, cpanda):
     x = a.copy()
     c.inverse_dynamics(q, v, x, out=x)
     assert rel(x, ref) <= TOL
+    # keywords by the Robot's names
+    assert rel(c.inverse_dynamics(q=q, qd=v, qdd=a), ref) <= TOL
+    assert rel(c.forward_dynamics(q, qd=v, tau=ref), a) <= 1e-10
     # batches (also aliased)
     Q, V, A = rng.normal(size=(3, 50, 7))
     refb = r.inverse_dynamics(Q, V, A)

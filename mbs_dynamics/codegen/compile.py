@@ -409,7 +409,7 @@ class CompiledRobot:
 
     def _slow(self, name, args, kw):
         from ..kernels._data import _check_array
-        fn = {"inverse_dynamics": _sig3, "forward_dynamics": _sig3, "mass_matrix": _sig1,
+        fn = {"inverse_dynamics": _sig_id, "forward_dynamics": _sig_fd, "mass_matrix": _sig1,
               "gravity_torques": _sig1, "torque_derivatives": _sigjet}.get(
                   name, _sig1 if name.startswith("frame_jacobian_") else None)
         a = fn(*args, **kw)  # TypeError for wrong arguments, as a Python function gives
@@ -476,8 +476,12 @@ def _check_quat(q, nq):
                          f"{c[2]:g}, {c[3]:g}) is not a unit quaternion")
 
 
-def _sig3(q, qd, x, f_ext=None, out=None):
-    return q, qd, x, f_ext, out
+def _sig_id(q, qd, qdd, f_ext=None, out=None):
+    return q, qd, qdd, f_ext, out
+
+
+def _sig_fd(q, qd, tau, f_ext=None, out=None):
+    return q, qd, tau, f_ext, out
 
 
 def _sig1(q, out=None):
