@@ -453,3 +453,14 @@ def test_floating_base_with_mimic_joints():
     assert rel(c.gravity_torques(q), r.gravity_torques(q)) <= TOL
     assert rel(c.forward_dynamics(q, v, a), r.forward_dynamics(q, v, a)) <= 1e-11
     assert rel(c.torque_derivatives((q, vs)), r.torque_derivatives((q, vs))) <= TOL
+
+
+def test_cache_dir_order(monkeypatch, tmp_path):
+    monkeypatch.setenv("MBS_DYNAMICS_CACHE", str(tmp_path / "a"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert codegen.cache_dir() == tmp_path / "a"
+    monkeypatch.delenv("MBS_DYNAMICS_CACHE")
+    assert codegen.cache_dir() == tmp_path / "x" / "mbs_dynamics"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "h"))
+    assert codegen.cache_dir() == tmp_path / "h" / ".cache" / "mbs_dynamics"

@@ -55,7 +55,7 @@ class CodegenWarning(UserWarning):
 
 def cache_dir() -> Path:
     """The per-user cache directory of compiled robots (created on use)."""
-    d = os.environ.get("MBS_DYNAMICS_CACHE")
+    d = os.path.expanduser(os.environ.get("MBS_DYNAMICS_CACHE") or "")
     if not d:
         xdg = os.environ.get("XDG_CACHE_HOME")
         d = os.path.join(xdg, "mbs_dynamics") if xdg else os.path.join(
@@ -265,7 +265,7 @@ def _build_into(final, kind, files, tr, prefix, modname, fn_list, frame_list, cc
     """Build in a private directory beside the cache, then move into place atomically.
     Returns (ok, compiler output, command)."""
     cdir = final.parent
-    cdir.mkdir(parents=True, exist_ok=True)
+    cdir.mkdir(mode=0o700, parents=True, exist_ok=True)  # per user: others cannot plant code
     tmp = tempfile.mkdtemp(prefix=".build-", dir=cdir)
     try:
         for nm, text in files.items():
