@@ -464,3 +464,21 @@ def test_cache_dir_order(monkeypatch, tmp_path):
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "h"))
     assert codegen.cache_dir() == tmp_path / "h" / ".cache" / "mbs_dynamics"
+
+
+@needs_cc
+def test_threads_share_one_compiled_object(panda, cpanda):
+    from concurrent.futures import ThreadPoolExecutor
+    rng = np.random.default_rng(9)
+    Q, V, A = rng.normal(size=(3, 4, 2000, 7))
+    ref = [panda.inverse_dynamics(Q[k], V[k], A[k]) for k in range(4)]
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(lambda k: cpanda.inverse_dynamics(Q[k], V[k], A[k]), range(4)))
+    for g, r in zip(got, ref):
+        assert rel(g, r) <= TOL
+    # the slow path (lists: converted) from threads at once
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(lambda k: cpanda.inverse_dynamics(Q[k, :9].tolist(), V[k, :9],
+                                                            A[k, :9]), range(4)))
+    for g, r in zip(got, ref):
+        assert rel(g, r[:9]) <= TOL

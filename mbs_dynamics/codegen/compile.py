@@ -30,6 +30,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 
@@ -304,8 +305,11 @@ class CompiledRobot:
     ``torque_derivatives`` (τ, τ′, τ″: ``qs`` (5, n) or ``(q, vs (4, nv))``, batches (N, …)),
     plus ``frame_jacobian(frame, q)`` (6, nv) for the compiled frames (LOCAL, rows (linear,
     angular)). What the generated code does not cover (``f_ext``, other derivative orders,
-    ``method="closed_form"``, every other attribute) is answered by the wrapped robot. Like a
-    Robot it is not thread-safe.
+    ``method="closed_form"``, every other attribute) is answered by the wrapped robot. The
+    compiled calls are re-entrant (their workspace lives on the C stack) and batches of 256
+    samples or more release the GIL, so threads may share one object; what falls back to the
+    wrapped robot (a copy of it, kept) from these methods is serialised by a lock; other
+    attributes are the wrapped robot's own.
 
     Attributes:
         robot: the wrapped Robot or MimicRobot. library: the shared library's path.
@@ -321,6 +325,8 @@ class CompiledRobot:
         self._nq, self._nv, self._nj, self._fb = tr.nq, tr.nv, tr.nind, bool(tr.fb)
         self._functions = tuple(functions)
         self._jac = {}
+        self._lock = threading.Lock()
+        self._guard = threading.local()
         if kind == "ext":
             lib._set_fallback(self._slow)
             for fn in functions:
@@ -360,7 +366,7 @@ class CompiledRobot:
         return self._nv
 
     def copy(self):
-        """Itself: the generated functions keep no state between calls."""
+        """Itself: compiled calls are re-entrant and the slow path takes a lock."""
         return self
 
     def frame_jacobian(self, frame, q, out=None):
@@ -408,6 +414,16 @@ class CompiledRobot:
         return res
 
     def _slow(self, name, args, kw):
+        if getattr(self._guard, "active", False):  # the fast path refused validated arrays
+            raise RuntimeError(f"{name}: the compiled fast path refused checked inputs")
+        with self._lock:
+            self._guard.active = True
+            try:
+                return self._slow_checked(name, args, kw)
+            finally:
+                self._guard.active = False
+
+    def _slow_checked(self, name, args, kw):
         from ..kernels._data import _check_array
         fn = {"inverse_dynamics": _sig_id, "forward_dynamics": _sig_fd, "mass_matrix": _sig1,
               "gravity_torques": _sig1, "torque_derivatives": _sigjet}.get(
