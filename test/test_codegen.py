@@ -350,6 +350,11 @@ def test_cache_hit_and_atomic(panda, cache):
     # other flags: another library
     c3 = codegen.compile(panda, functions=["gravity_torques"], cflags="-O2")
     assert c3.library != c1.library
+    # another prefix: another library, the same numbers
+    c4 = codegen.compile(panda, functions=["gravity_torques"], prefix="pnd")
+    assert c4.library != c1.library
+    q = np.linspace(-1, 1, 7)
+    assert rel(c4.gravity_torques(q), panda.gravity_torques(q)) <= TOL
 
 
 @needs_cc

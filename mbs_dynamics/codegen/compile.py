@@ -388,10 +388,7 @@ class CompiledRobot:
     def _raw(self, name, ins, shape):
         """The generated function on validated inputs, into a fresh array of ``shape``."""
         if self._kind == "ext":
-            if name.startswith("frame_jacobian_"):
-                f = getattr(self._lib, name)
-            else:
-                f = getattr(self._lib, name)
+            f = getattr(self._lib, name)
             if name == "torque_derivatives":
                 return f(tuple(ins) if len(ins) == 2 else ins[0])
             return f(*ins)
