@@ -283,9 +283,10 @@ def run(robot_name, flags, reps, inner):
     print(f"  Python jet: {py['jet'] * us:.3f} µs (+{(py['jet'] - ours_jet) * us:.3f}), "
           f"out=: {py['jet_out'] * us:.3f} µs (+{(py['jet_out'] - ours_jet) * us:.3f}); "
           f"kernels {py['kernel_jet'] * us:.3f} µs")
+    loop = py["pin_loop"]
     print(f"  batch N = 10⁴ (process CPU): τ {py['batch_tau'] * 1e3:.2f} ms, τ/τ′/τ″ "
-          f"{py['batch_jet'] * 1e3:.2f} ms; a Python loop over pin.rnea {py['pin_loop'] * 1e3:.1f} ms"
-          f" → τ {py['pin_loop'] / py['batch_tau']:.1f}×, jet {py['pin_loop'] / py['batch_jet']:.1f}×"
+          f"{py['batch_jet'] * 1e3:.2f} ms; a Python loop over pin.rnea {loop * 1e3:.1f} ms"
+          f" → τ {loop / py['batch_tau']:.1f}×, jet {loop / py['batch_jet']:.1f}×"
           " the loop's τ alone")
     print(f"  generate τ + jet: {t_gen:.2f} s; generate + compile all six functions from an "
           f"empty cache: {t_compile:.2f} s (wall)")

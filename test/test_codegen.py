@@ -487,3 +487,29 @@ def test_threads_share_one_compiled_object(panda, cpanda):
                                                             A[k, :9]), range(4)))
     for g, r in zip(got, ref):
         assert rel(g, r[:9]) <= TOL
+
+
+@needs_cc
+def test_functions_split_into_parts(panda, monkeypatch, tmp_path):
+    """A large function is emitted as parts passing values through the workspace: the same
+    results (forced here on the Panda with tiny parts)."""
+    from mbs_dynamics.codegen import emit
+    monkeypatch.setattr(emit, "CHUNK", 150)
+    monkeypatch.setenv("MBS_DYNAMICS_CACHE", str(tmp_path))
+    files = codegen.generate(panda, frames=["panda_hand"])
+    assert "robot_torque_derivatives_part3" in files["robot.c"] and "w->s[" in files["robot.c"]
+    c = codegen.compile(panda, frames=["panda_hand"], cflags="-O1")
+    rng = np.random.default_rng(2)
+    q, v, a = rng.normal(size=(3, 7))
+    vs = rng.normal(size=(4, 7))
+    assert rel(c.inverse_dynamics(q, v, a), panda.inverse_dynamics(q, v, a)) <= TOL
+    assert rel(c.torque_derivatives((q, vs)), panda.torque_derivatives((q, vs))) <= TOL
+    assert rel(c.mass_matrix(q), panda.mass_matrix(q)) <= TOL
+    assert rel(c.forward_dynamics(q, v, a), panda.forward_dynamics(q, v, a)) <= 1e-10
+    pin = _pin()
+    pm = pin_model(erd_path(PANDA[0]), PANDA[1])
+    pd = pm.createData()
+    pin.computeJointJacobians(pm, pd, q)
+    pin.updateFramePlacements(pm, pd)
+    J = pin.getFrameJacobian(pm, pd, pm.getFrameId("panda_hand"), pin.LOCAL)
+    assert rel(c.frame_jacobian("panda_hand", q), J) <= TOL

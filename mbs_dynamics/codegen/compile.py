@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from .generate import FUNCTIONS, c_name, generate
-from .tree import CodegenError, Tree
+from .tree import Tree
 
 DEFAULT_CFLAGS = ("-O3", "-march=native")
 _FORBIDDEN = ("-ffast-math", "-Ofast", "-funsafe-math-optimizations", "-ffinite-math-only")

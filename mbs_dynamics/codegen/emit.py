@@ -272,21 +272,14 @@ def emit_function(g, signature, outputs, prefix, name, chunk=None):
     text = []
     for k, p in enumerate(parts[:-1]):
         text.append(f"static void {prefix}_{name}_part{k}({params})\n{{")
-        text.extend(_unused(params, p, nodes, outputs=False))
+        text.extend(_void_unused(params, _inputs_of(p, nodes), True))
         text.extend(body(k, p))
         text.append("}\n")
     text.append(f"{signature}\n{{")
     for k in range(last):
         text.append(f"  {prefix}_{name}_part{k}({args});")
     body_last = body(last, parts[last])
-    used = set()
-    for i in parts[last]:
-        for a in nodes[i].args:
-            if a.op == "in":
-                used.add(a.val[0])
-    for _, e in outputs:
-        if e.op == "in":
-            used.add(e.val[0])
+    used = _inputs_of(parts[last], nodes) | {e.val[0] for _, e in outputs if e.op == "in"}
     text.extend(_void_unused(params, used, last > 0 or bool(slot)))
     text.extend(body_last)
     for lhs, e in outputs:
@@ -299,13 +292,9 @@ def _names(params):
     return [p.strip().split("*")[-1].strip() for p in params.split(",")]
 
 
-def _unused(params, part, nodes, outputs):
-    used = set()
-    for i in part:
-        for a in nodes[i].args:
-            if a.op == "in":
-                used.add(a.val[0])
-    return _void_unused(params, used, True)
+def _inputs_of(part, nodes):
+    """The argument arrays a part reads."""
+    return {a.val[0] for i in part for a in nodes[i].args if a.op == "in"}
 
 
 def _void_unused(params, used, uses_w):

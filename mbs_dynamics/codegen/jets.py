@@ -48,7 +48,8 @@ def _phi(g, kind, c, us, k, transpose):
 
 
 def base_pose_R(g, q):
-    """Rotation of the floating base from (qx, qy, qz, qw) = q[3:7], normalised as the kernels do."""
+    """Rotation of the floating base from (qx, qy, qz, qw) = q[3:7], normalised as the kernels
+    do."""
     qx, qy, qz, qw = (g.input("q", k) for k in (3, 4, 5, 6))
     s = g.div(1.0, g.fn("sqrt", g.add(g.add(g.mul(qx, qx), g.mul(qy, qy)),
                                      g.add(g.mul(qz, qz), g.mul(qw, qw)))))
