@@ -513,3 +513,32 @@ def test_functions_split_into_parts(panda, monkeypatch, tmp_path):
     pin.updateFramePlacements(pm, pd)
     J = pin.getFrameJacobian(pm, pd, pm.getFrameId("panda_hand"), pin.LOCAL)
     assert rel(c.frame_jacobian("panda_hand", q), J) <= TOL
+
+
+def test_emitter_folds_and_shares():
+    from mbs_dynamics.codegen.emit import Graph, emit_function
+    g = Graph()
+    x, y = g.input("q", 0), g.input("q", 1)
+    assert g.mul(x, 0.0) is g.zero and g.mul(x, 1.0) is x and g.add(x, 0.0) is x
+    assert g.sub(x, x) is g.zero and g.neg(g.neg(x)) is x and g.mul(-1.0, x) is g.neg(x)
+    assert g.mul(x, y) is g.mul(y, x) and g.add(x, y) is g.add(y, x)  # one node: shared
+    assert g.add(x, g.neg(y)) is g.sub(x, y) and g.mul(2.0, 3.0).val == 6.0
+    assert g.fn("cos", 0.0).val == 1.0
+    e = g.add(g.mul(x, y), g.fn("sin", g.mul(y, x)))
+    text, slots = emit_function(g, "void f(const double *q, double *out, ws *w)",
+                                [("out[0]", e), ("out[1]", g.mul(x, y))], "p", "f")
+    assert text.count("q[0] * q[1]") == 1 and slots == 0 and "(void)w;" in text
+    with pytest.raises(ZeroDivisionError):
+        g.div(x, 0.0)
+
+
+def test_generated_code_skips_zeros_and_ones(panda):
+    import re
+    c = codegen.generate(panda)["robot.c"]
+    assert not re.search(r"[*+-] (\(-?)?0\.0\b|\* 1\.0\b|\b0\.0 \*|\b1\.0 \*", c)
+    # each joint's sin and cos once per function (shared by every use)
+    for fn in codegen.FUNCTIONS[:-1]:
+        one = codegen.generate(panda, functions=[fn])["robot.c"]
+        for k in range(7):
+            assert one.count(f"sin(q[{k}])") <= 1 and one.count(f"cos(q[{k}])") <= 1
+    assert codegen.generate(panda, functions=["inverse_dynamics"])["robot.c"].count("sin(") == 7
