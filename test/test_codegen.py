@@ -392,6 +392,10 @@ def test_no_compiler_warns_and_uses_the_kernels(panda, monkeypatch):
     with pytest.warns(codegen.CodegenWarning, match="not found"):
         got = codegen.compile(panda, functions=["gravity_torques"])
     assert got is panda
+    if shutil.which("false"):  # found, runs, but compiles nothing
+        monkeypatch.setenv("CC", "false")
+        with pytest.warns(codegen.CodegenWarning, match="'false' does not work"):
+            assert codegen.compile(panda, functions=["gravity_torques"]) is panda
 
 
 def test_fast_math_refused(panda):
