@@ -2,8 +2,15 @@
 
 ``generate(robot, ...)`` writes straight-line C for one robot (the model's numbers folded in,
 the tree unrolled, zeros and ones of screws, poses and inertias skipped, common subexpressions
-shared: :mod:`.emit`); ``compile(robot)`` builds it into a cached shared library and returns a
-Robot-like object calling it (:mod:`.compile`).
+shared); ``compile(robot)`` builds it into a cached shared library and returns a Robot-like
+object calling it. The rooms:
+
+- :mod:`.emit` — the scalar expression DAG (hash-consed, exact folds) and the C emitter;
+- :mod:`.tree` — the robot in generator frames (one-entry screws), symbolic spatial algebra;
+- :mod:`.jets` — RNEA and its jets τ^(k) (MATH.md recursion; K = 0 is τ, v = a = 0 is g);
+- :mod:`.crba`, :mod:`.ldl` — M(q) and forward dynamics (CRBA + unrolled LᵀDL);
+- :mod:`.jacobian` — LOCAL frame Jacobians; :mod:`.generate` — the files;
+- :mod:`.compile` — the cache, the compiler, the CPython wrapper (``_wrapper.c.in``) or ctypes.
 """
 from .generate import FUNCTIONS, generate  # noqa: F401
 from .tree import CodegenError  # noqa: F401
