@@ -8,6 +8,8 @@ Subcommands:
   feedforward URDF TRAJECTORY    τ, τ', τ'' (and θ, θ', θ'', τ_m with --sea CONFIG) sampled along a
                                  C⁴ trajectory, written to CSV (and a plot with matplotlib)
   demo                           closed-loop tracking demo in the built-in simulator
+  codegen URDF -o DIR            C99 source and header of the robot's dynamics (τ, τ', τ'', M,
+                                 g, forward dynamics, frame Jacobians) for C/C++ control loops
 
 Bad input files or options give a one-line error and exit code 2, before any long computation.
 """
@@ -44,7 +46,7 @@ CHUNK = 2000  # samples per batch call (and per progress-bar step)
 
 # ------------------------------------------------------------------------------------ parser
 def get_argument_parser():
-    """The ``mbs-dynamics`` argument parser (subcommands info, feedforward, demo)."""
+    """The ``mbs-dynamics`` argument parser (subcommands info, feedforward, codegen, demo)."""
     parser = ArgumentParser(prog=PROG, description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -104,6 +106,24 @@ def get_argument_parser():
                         "deflection θ − q, τ_m) per joint; any matplotlib format (.png, .pdf, "
                         ".svg, ...); needs matplotlib (pip install 'mbs_dynamics[plot]')")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    _add_model_options(p)
+
+    p = sub.add_parser(
+        "codegen", help="C99 source and header of the robot's dynamics for C/C++ loops",
+        description="Write P.h and P.c: straight-line C99 for this robot (libm only, no "
+                    "allocation, re-entrant): P_inverse_dynamics, P_torque_derivatives (τ, τ', "
+                    "τ''), P_mass_matrix, P_gravity_torques, P_forward_dynamics and "
+                    "P_frame_jacobian_<frame> (LOCAL, rows linear, angular) for each --frames.")
+    p.add_argument("urdf", type=robot_file, metavar="ROBOT",
+                   help="URDF file, or the name of a bundled robot (e.g. arm7, quad12)")
+    p.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
+                   help="directory to write P.h and P.c into (created if missing)")
+    p.add_argument("--frames", nargs="+", default=[], metavar="F",
+                   help="URDF links whose Jacobians to generate")
+    p.add_argument("--prefix", default="robot", metavar="P",
+                   help="C identifier prefix of every generated name (default robot)")
+    p.add_argument("--floating-base", action="store_true",
+                   help="the base link is a free body: q = (x, y, z, qx, qy, qz, qw, joints)")
     _add_model_options(p)
 
     for name, (_, text) in LAZY.items():
@@ -449,6 +469,23 @@ def _indent(a):
     return "\n".join("  " + line for line in np.array2string(np.asarray(a)).splitlines())
 
 
+def cmd_codegen(args):
+    from .codegen import generate
+    robot = _load_robot(args)
+    if args.output.exists() and not args.output.is_dir():
+        raise InputError(f"-o {args.output}: exists and is not a directory")
+    try:
+        files = generate(robot, frames=args.frames, prefix=args.prefix)
+    except ValueError as exc:
+        raise InputError(" ".join(str(exc).split())) from None
+    args.output.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (args.output / name).write_text(text)
+    print(f"wrote {', '.join(str(args.output / n) for n in files)} "
+          f"({robot.nv} velocities, {len(args.frames)} frame Jacobians)")
+    return 0
+
+
 def cmd_lazy(name, rest):
     """Run ``demo`` from its own module (imported only now)."""
     import importlib
@@ -473,7 +510,7 @@ def main(argv=None) -> int:
             return cmd_lazy(argv[0], argv[1:])
         args = get_argument_parser().parse_args(argv)
         return {"info": cmd_info, "feedforward": cmd_feedforward,
-                "kinematics": cmd_kinematics}[args.command](args)
+                "kinematics": cmd_kinematics, "codegen": cmd_codegen}[args.command](args)
     except InputError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
