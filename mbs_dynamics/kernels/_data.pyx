@@ -47,6 +47,15 @@ LAYOUT = (
     ("S", lambda nb, k: (8, 36), "scratch"),
 )
 
+#: The message of the RuntimeError a call raises when another thread is using the same Data.
+BUSY_MESSAGE = ("Robot is in use by another thread: its workspace (Data) serves one call at a "
+                "time; give each thread its own robot.copy()")
+
+
+cdef int busy_error(Data d) except -1:
+    raise RuntimeError(BUSY_MESSAGE)
+
+
 cdef inline double* _ptr(object a):
     return <double*> cnp.PyArray_DATA(a)
 
@@ -74,6 +83,8 @@ cdef class Data:
     def __cinit__(self):
         self._tw = NULL
         self._ntw = 0
+        self.busy = 0
+        self.owner = 0
 
     def __init__(self, model, int kmax=2):
         if kmax < 0:
@@ -170,11 +181,42 @@ cdef class Data:
 
     def grow(self, int kmax):
         """Resize the jet arrays for derivative orders up to ``kmax`` (no-op if large enough)."""
-        if kmax > self.kmax:
-            self.kmax = kmax
-            self.arrays = self._allocate()
-            self._bind(self.arrays, &self.w)
-            self._ntw = 0
+        claim(self)
+        try:
+            if kmax > self.kmax:
+                self.kmax = kmax
+                self.arrays = self._allocate()
+                self._bind(self.arrays, &self.w)
+                self._ntw = 0
+        finally:
+            unclaim(self)
+
+    # ---- the owner flag: one thread at a time (see BUSY_MESSAGE)
+    def acquire(self):
+        """Take this workspace for the calling thread before a sequence of kernel calls that
+        must not interleave with another thread's (re-entrant: the kernels called in between
+        by the same thread pass). Raises RuntimeError (:data:`BUSY_MESSAGE`) if another thread
+        holds it. Pair every acquire with :meth:`release` (or use ``with data:``)."""
+        claim(self)
+
+    def release(self):
+        """Give back one :meth:`acquire` of the calling thread."""
+        if self.busy and self.owner != PyThread_get_thread_ident():
+            raise RuntimeError("Data.release() from a thread that does not hold it")
+        unclaim(self)
+
+    def __enter__(self):
+        claim(self)
+        return self
+
+    def __exit__(self, *exc):
+        unclaim(self)
+        return False
+
+    @property
+    def in_use(self):
+        """True while a thread is inside a kernel call (or between acquire and release)."""
+        return self.busy > 0
 
     @property
     def n(self):
