@@ -24,6 +24,8 @@ are passed through unchanged.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .urdf import URDFError
@@ -38,17 +40,48 @@ def _ro(a):
 
 
 def _in(x, name, sizes, desc):
-    """``x`` as a float64 C-contiguous array whose shape is in ``sizes`` (tuple of shapes, where
-    None in a shape means any size), else ValueError naming ``name``."""
+    """``x`` as a finite float64 C-contiguous array whose shape is in ``sizes`` (tuple of shapes,
+    where None in a shape means any size), else ValueError naming ``name`` — the checks of
+    :class:`~.robot.Robot`'s entries: complex input is a TypeError, NaN or inf a ValueError."""
     if type(x) is not np.ndarray or x.dtype != _F64 or not x.flags.c_contiguous:
         try:
-            x = np.ascontiguousarray(x, dtype=np.float64)
+            a = np.asarray(x)
         except (TypeError, ValueError):
+            raise ValueError(f"{name} must be an array of numbers of shape {desc}") from None
+        if a.dtype.kind == "c":
+            raise TypeError(f"{name} must be real, got a complex array")
+        if a.dtype.kind not in "fiub":
+            raise ValueError(f"{name} must be an array of numbers of shape {desc}")
+        try:
+            x = np.ascontiguousarray(a, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
             raise ValueError(f"{name} must be an array of numbers of shape {desc}") from None
     for s in sizes:
         if len(s) == x.ndim and all(a is None or a == b for a, b in zip(s, x.shape)):
+            _finite(x, name)
             return x
     raise ValueError(f"{name} has shape {x.shape}, expected {desc}")
+
+
+def _finite(x, name):
+    if not np.isfinite(x).all():
+        raise ValueError(f"{name} contains NaN or inf")
+    return x
+
+
+def _exclusive(method):
+    """Run a method that chains several kernel calls and the shared buffers with the wrapped
+    Robot's workspace held (``Data.acquire``): another thread gets the kernels' RuntimeError
+    "in use by another thread" instead of interleaving with the sequence."""
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        d = self._full.data
+        d.acquire()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            d.release()
+    return run
 
 
 def _out(out, shape):
@@ -68,8 +101,9 @@ class MimicRobot:
 
     The public API is :class:`~.robot.Robot`'s: every joint vector follows ``joint_names`` (the
     independent joints); ``mimic_joints``, ``full_joint_names``, ``G``, ``offset``, ``expand``
-    and ``full_robot`` describe the map to the full model. Like a Robot it is not thread-safe:
-    give each thread ``robot.copy()``.
+    and ``full_robot`` describe the map to the full model. Like a Robot it serves one thread at
+    a time: a call while another thread is inside one raises RuntimeError ("in use by another
+    thread"); give each thread ``robot.copy()``.
 
     Args:
         full_robot: a Robot whose ``model.mimic`` maps mimic joint → (master, multiplier, offset).
@@ -280,12 +314,12 @@ class MimicRobot:
     # ---------------------------------------------------------------- dynamics
     def _q1(self, x, name="q"):
         if type(x) is np.ndarray and x.dtype == _F64 and x.shape == self._shq:
-            return x
+            return _finite(x, name)
         return _in(x, name, (self._shq,), f"({self.nq},)")
 
     def _v1(self, x, name):
         if type(x) is np.ndarray and x.dtype == _F64 and x.shape == self._shv:
-            return x
+            return _finite(x, name)
         return _in(x, name, (self._shv,), f"({self.nv},)")
 
     def _vecs(self, names, xs):
@@ -302,6 +336,7 @@ class MimicRobot:
                 out.append(_in(x, name, ((m,),), f"({m},) (or a batch (N, {m}))"))
         return out, (out[0].shape[0] if batch else None)
 
+    @_exclusive
     def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
         """τ = Gᵀ τ_full(G q + off, G q̇, G q̈, f_ext), shape (n,) or (N, n) for a batch.
         Arguments as :meth:`Robot.inverse_dynamics` (``f_ext``: link name → wrench)."""
@@ -318,6 +353,7 @@ class MimicRobot:
                                         f_ext)
         return np.matmul(t, self._G, out=o)
 
+    @_exclusive
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None):
         """q̈ solving (Gᵀ M_full G) q̈ = τ − Gᵀ h_full(q, q̇, f_ext); (n,) or (N, n)."""
         (q, qd, tau), N = self._vecs(("q", "qd", "tau"), (q, qd, tau))
@@ -344,12 +380,14 @@ class MimicRobot:
         AG = np.matmul(A, self._G, out=self._bMG)
         return np.matmul(self._GT, AG, out=out)
 
+    @_exclusive
     def mass_matrix(self, q, out=None):
         """M = Gᵀ M_full(G q + off) G, (n, n) symmetric positive definite."""
         q = self._q1(q)
         o = _out(out, (self.nv, self.nv))
         return self._project(self._full.mass_matrix(self._xq(q, self._bq), out=self._bM), o)
 
+    @_exclusive
     def _cor(self, q, qd, out, fn):
         q, qd = self._q1(q), self._v1(qd, "qd")
         o = _out(out, (self.nv, self.nv))
@@ -365,6 +403,7 @@ class MimicRobot:
         """Ṁ = Gᵀ Ṁ_full G. (n, n), symmetric."""
         return self._cor(q, qd, out, self._full.mass_matrix_derivative)
 
+    @_exclusive
     def gravity_torques(self, q, out=None):
         """g = Gᵀ g_full(G q + off). (n,)."""
         q = self._q1(q)
@@ -372,6 +411,7 @@ class MimicRobot:
         t = self._full.gravity_torques(self._xq(q, self._bq), out=self._bt)
         return np.dot(t, self._G, out=o)
 
+    @_exclusive
     def torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
         """τ, τ′, …, τ^(k) = Gᵀ τ_full^(r) along the expanded jet (positions G q + off; every
         derivative G q^(r)). ``qs``: (k+3, n) rows q, q′, … or (N, k+3, n); or a pair ``(q, vs)``

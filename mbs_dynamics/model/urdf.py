@@ -30,6 +30,7 @@ UNSUPPORTED = ("floating", "planar")
 MAX_LENGTH = 1e6  # [m] largest |xyz| of a joint or inertial origin (and of a payload COM)
 MAX_MASS = 1e12  # [kg] largest link or payload mass
 MAX_INERTIA = 1e24  # [kg m²] largest |entry| of an inertia matrix
+MAX_MIMIC = 1e6  # largest |multiplier| and |offset| of a mimic joint (also of a resolved chain)
 PSD_TOL = 1e-6  # an inertia about the COM is PSD when λ_min ≥ −(PSD_TOL·λ_max + PSD_ATOL)
 PSD_ATOL = 1e-12  # [kg m²] exporter noise (icub's l_ankle_2: ixz = 1.4e-20, all else 0)
 TRIANGLE_TOL = 1e-6  # principal moments: λ_a + λ_b ≥ (1 − TRIANGLE_TOL)·λ_c, else a warning
@@ -182,7 +183,11 @@ def parse(source) -> URDF:
             j.mimic = _attr(m, "joint", f"{what} <mimic>")
             for key in ("multiplier", "offset"):
                 if m.get(key) is not None:
-                    setattr(j, key, float(_floats(m.get(key), 1, f"{what} <mimic {key}>")[0]))
+                    v = float(_floats(m.get(key), 1, f"{what} <mimic {key}>")[0])
+                    if abs(v) > MAX_MIMIC:
+                        raise URDFError(f"{what} <mimic {key}> = {v:g}: |{key}| > {MAX_MIMIC:g} "
+                                        "is not a physical coupling")
+                    setattr(j, key, v)
         joints[name] = j
 
     u = URDF(root.get("name", ""), links, joints)
