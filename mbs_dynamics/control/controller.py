@@ -56,6 +56,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .feedforward import require_fixed_base
 from .trajectory import Trajectory, TrajectoryError, parse_joint_trajectory
 
 __all__ = ["FeedforwardController", "Output", "REJECTION_CAUSES", "MODES"]
@@ -138,6 +139,7 @@ class _ModelState:
     """Everything that depends on the robot model: index maps and work arrays (built off-line)."""
 
     def __init__(self, robot, joints):
+        require_fixed_base(robot, "FeedforwardController")
         names = tuple(robot.joint_names)
         self.robot = robot
         self.n = n = len(names)
@@ -203,8 +205,8 @@ class FeedforwardController:
         stats_window: number of recent compute times kept for :meth:`compute_stats`.
 
     Raises:
-        ValueError: unknown or duplicate ``joints``; a negative or NaN timeout; an actuator
-            that does not accept the joint count.
+        ValueError: a floating-base robot; unknown or duplicate ``joints``; a negative or NaN
+            timeout; an actuator that does not accept the joint count.
 
     Example:
         >>> ctl = FeedforwardController(robot)

@@ -21,6 +21,7 @@ from decimal import Decimal, InvalidOperation
 import numpy as np
 
 from ..kernels import lie
+from .limits import FileLimitError, check_text_size, read_bytes
 
 MOVABLE = ("revolute", "continuous", "prismatic")
 UNSUPPORTED = ("floating", "planar")
@@ -119,16 +120,23 @@ def _attr(el, name, what, default=None):
 def read_text(source) -> str | bytes:
     """``source`` is URDF XML (str or bytes) or a path to a file."""
     if isinstance(source, (bytes, bytearray)):
-        return bytes(source)
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and "<" not in source):
+        text = bytes(source)
+    elif isinstance(source, os.PathLike) or (isinstance(source, str) and "<" not in source):
         try:
-            with open(source, "rb") as f:
-                return f.read()
+            return read_bytes(source, "URDF file")  # size-limited (model.limits)
+        except FileLimitError as e:
+            raise URDFError(str(e)) from None
         except OSError as e:
             raise URDFError(f"cannot read URDF file {str(source)!r}: {e.strerror}") from None
-    if not isinstance(source, str):
+    elif not isinstance(source, str):
         raise URDFError(f"URDF source must be XML text or a file path, got {type(source).__name__}")
-    return source
+    else:
+        text = source
+    try:
+        check_text_size(text, "URDF text")
+    except FileLimitError as e:
+        raise URDFError(str(e)) from None
+    return text
 
 
 def parse(source) -> URDF:
