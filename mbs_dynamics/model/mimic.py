@@ -24,10 +24,9 @@ are passed through unchanged.
 """
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
+from ..kernels._data import _check_array
 from .urdf import URDFError
 
 _F64 = np.dtype(np.float64)
@@ -64,24 +63,9 @@ def _in(x, name, sizes, desc):
 
 
 def _finite(x, name):
-    if not np.isfinite(x).all():
-        raise ValueError(f"{name} contains NaN or inf")
-    return x
-
-
-def _exclusive(method):
-    """Run a method that chains several kernel calls and the shared buffers with the wrapped
-    Robot's workspace held (``Data.acquire``): another thread gets the kernels' RuntimeError
-    "in use by another thread" instead of interleaving with the sequence."""
-    @functools.wraps(method)
-    def run(self, *args, **kwargs):
-        d = self._full.data
-        d.acquire()
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            d.release()
-    return run
+    """ValueError naming ``name`` unless every entry of the float64 C array ``x`` is finite
+    (the compiled check of the Robot entries: ~0.1 µs, against ~1 µs for NumPy's)."""
+    return _check_array(x, name, x.ndim, (-1,) * x.ndim)
 
 
 def _out(out, shape):
@@ -113,10 +97,11 @@ class MimicRobot:
 
     __slots__ = ("_full", "_names", "_ind", "_n", "_nf", "_nbq", "_nbv", "_iq", "_kq", "_oq",
                  "_iv", "_kv", "_G", "_Gq", "_GT", "_mimic", "_shq", "_shv", "_bq", "_bv", "_ba",
-                 "_bt", "_bM", "_bMG")
+                 "_bt", "_bM", "_bMG", "_d")
 
     def __init__(self, full_robot, check=True):
         self._full = full_robot
+        self._d = full_robot.data  # its workspace: held across each multi-kernel sequence
         model = full_robot.model
         mimic = dict(model.mimic)
         names = tuple(model.joint_names)
@@ -314,12 +299,12 @@ class MimicRobot:
     # ---------------------------------------------------------------- dynamics
     def _q1(self, x, name="q"):
         if type(x) is np.ndarray and x.dtype == _F64 and x.shape == self._shq:
-            return _finite(x, name)
+            return _check_array(x, name, 1, self._shq)  # finite (compiled check, ~0.1 µs)
         return _in(x, name, (self._shq,), f"({self.nq},)")
 
     def _v1(self, x, name):
         if type(x) is np.ndarray and x.dtype == _F64 and x.shape == self._shv:
-            return _finite(x, name)
+            return _check_array(x, name, 1, self._shv)
         return _in(x, name, (self._shv,), f"({self.nv},)")
 
     def _vecs(self, names, xs):
@@ -336,10 +321,13 @@ class MimicRobot:
                 out.append(_in(x, name, ((m,),), f"({m},) (or a batch (N, {m}))"))
         return out, (out[0].shape[0] if batch else None)
 
-    @_exclusive
     def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
         """τ = Gᵀ τ_full(G q + off, G q̇, G q̈, f_ext), shape (n,) or (N, n) for a batch.
         Arguments as :meth:`Robot.inverse_dynamics` (``f_ext``: link name → wrench)."""
+        with self._d:  # one thread at a time (the kernels' owner flag)
+            return self._inverse_dynamics(q, qd, qdd, f_ext, out)
+
+    def _inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
         if np.ndim(q) == 1:
             q, qd, qdd = self._q1(q), self._v1(qd, "qd"), self._v1(qdd, "qdd")
             o = np.empty(self._shv) if out is None else _out(out, self._shv)
@@ -353,9 +341,12 @@ class MimicRobot:
                                         f_ext)
         return np.matmul(t, self._G, out=o)
 
-    @_exclusive
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None):
         """q̈ solving (Gᵀ M_full G) q̈ = τ − Gᵀ h_full(q, q̇, f_ext); (n,) or (N, n)."""
+        with self._d:  # one thread at a time (the kernels' owner flag)
+            return self._forward_dynamics(q, qd, tau, f_ext, out)
+
+    def _forward_dynamics(self, q, qd, tau, f_ext=None, out=None):
         (q, qd, tau), N = self._vecs(("q", "qd", "tau"), (q, qd, tau))
         if N is None:
             o = _out(out, (self.nv,))
@@ -380,15 +371,21 @@ class MimicRobot:
         AG = np.matmul(A, self._G, out=self._bMG)
         return np.matmul(self._GT, AG, out=out)
 
-    @_exclusive
     def mass_matrix(self, q, out=None):
         """M = Gᵀ M_full(G q + off) G, (n, n) symmetric positive definite."""
+        with self._d:  # one thread at a time (the kernels' owner flag)
+            return self._mass_matrix(q, out)
+
+    def _mass_matrix(self, q, out=None):
         q = self._q1(q)
         o = _out(out, (self.nv, self.nv))
         return self._project(self._full.mass_matrix(self._xq(q, self._bq), out=self._bM), o)
 
-    @_exclusive
     def _cor(self, q, qd, out, fn):
+        with self._d:
+            return self._cor1(q, qd, out, fn)
+
+    def _cor1(self, q, qd, out, fn):
         q, qd = self._q1(q), self._v1(qd, "qd")
         o = _out(out, (self.nv, self.nv))
         A = fn(self._xq(q, self._bq), self._xv(qd, self._bv), out=self._bM)
@@ -403,21 +400,27 @@ class MimicRobot:
         """Ṁ = Gᵀ Ṁ_full G. (n, n), symmetric."""
         return self._cor(q, qd, out, self._full.mass_matrix_derivative)
 
-    @_exclusive
     def gravity_torques(self, q, out=None):
         """g = Gᵀ g_full(G q + off). (n,)."""
+        with self._d:  # one thread at a time (the kernels' owner flag)
+            return self._gravity_torques(q, out)
+
+    def _gravity_torques(self, q, out=None):
         q = self._q1(q)
         o = np.empty(self._shv) if out is None else _out(out, self._shv)
         t = self._full.gravity_torques(self._xq(q, self._bq), out=self._bt)
         return np.dot(t, self._G, out=o)
 
-    @_exclusive
     def torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
         """τ, τ′, …, τ^(k) = Gᵀ τ_full^(r) along the expanded jet (positions G q + off; every
         derivative G q^(r)). ``qs``: (k+3, n) rows q, q′, … or (N, k+3, n); or a pair ``(q, vs)``
         with q (nq,) and vs (k+2, nv) rows v, v′, … (the floating-base form; batches (N, nq),
         (N, k+2, nv)). ``f_ext``: link name → wrench (jet), as :meth:`Robot.torque_derivatives`.
         Returns (k+1, nv) or (N, k+1, nv)."""
+        with self._d:  # one thread at a time (the kernels' owner flag)
+            return self._torque_derivatives(qs, method, out, f_ext=f_ext)
+
+    def _torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
         kw = {} if f_ext is None else {"f_ext": f_ext}
         nq, nv = self.nq, self.nv
         if isinstance(qs, tuple) and len(qs) == 2:
