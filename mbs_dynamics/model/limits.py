@@ -64,8 +64,15 @@ def read_bytes(path, what="file"):
     if size > MAX_FILE_BYTES:
         raise FileLimitError(f"{path}: {what} of {_mib(size)} is more than the limit of "
                              f"{_mib(MAX_FILE_BYTES)} (mbs_dynamics.model.limits.MAX_FILE_BYTES)")
-    with open(path, "rb") as f:
-        data = f.read(MAX_FILE_BYTES + 1)  # a device or a growing file: bounded all the same
+    chunks, got = [], 0
+    with open(path, "rb") as f:   # in chunks: a pipe or a growing file is bounded all the same
+        while got <= MAX_FILE_BYTES:
+            chunk = f.read(min(max(size, 1 << 16), MAX_FILE_BYTES + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    data = b"".join(chunks)
     check_text_size(data, path)
     return data
 
