@@ -180,7 +180,7 @@ class Robot:
                 raise TypeError(f"f_ext['{link}'] must be real")
             try:
                 w = np.asarray(w, dtype=float)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise ValueError(f"f_ext['{link}'] must be numbers") from None
             if w.shape == (6,):
                 w = w[None]
@@ -241,7 +241,7 @@ class Robot:
             return _rnea.torque_derivatives(d, q, vs, fx, out)
         try:
             kind = np.asarray(qs).dtype.kind
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             kind = "O"
         if kind == "c":
             raise TypeError("qs must be real, got a complex array")

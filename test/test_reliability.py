@@ -588,3 +588,29 @@ def test_item13_shared_mimic_robot_and_the_acquire_api():
     finally:
         d.release()
     assert not d.in_use
+
+
+def test_item3_huge_integers_elsewhere_are_value_errors():
+    """The same OverflowError at the other float conversions of the public API."""
+    big = 10 ** 400
+    traj = Trajectory(ARM_NAMES, [0.0, 1.0], [[0.0] * 7, [0.1] * 7])
+    for call in (lambda: traj.sample(big), lambda: traj.sample_many([0.0, big]),
+                 lambda: traj.times_at_rate(big),
+                 lambda: Trajectory(ARM_NAMES, [0, big], [[0.0] * 7, [0.1] * 7]),
+                 lambda: TrajectoryEnricher(mbs.load_urdf(ARM), sample_period=big),
+                 lambda: FeedforwardController(mbs.load_urdf(ARM), joint_state_timeout=big),
+                 lambda: mbs.load_urdf(ARM, locked_joints={"arm7_joint7": big}),
+                 lambda: mbs.load_urdf(ARM).with_payload("arm7_link7", big),
+                 lambda: mbs.load_urdf(ARM).inverse_dynamics([big] + [0] * 6, [0] * 7, [0] * 7),
+                 lambda: mbs.load_urdf(ARM).inverse_dynamics(
+                     np.zeros(7), np.zeros(7), np.zeros(7), f_ext={"arm7_link7": [big] + [0] * 5}),
+                 lambda: mbs.load_urdf(_mimic_robot()).mass_matrix([big, 0])):
+        with pytest.raises(ValueError):
+            call()
+    ctl = FeedforwardController(mbs.load_urdf(ARM))
+    assert ctl.set_joint_state(ARM_NAMES, [big] + [0] * 6, stamp=0.0) is False
+    assert ctl.set_joint_state(ARM_NAMES, [0.0] * 7, velocities=[big] + [0] * 6, stamp=0.0) \
+        is False
+    assert ctl.set_joint_state(ARM_NAMES, [0.0] * 7, stamp=big) is False
+    out = ctl.update(big)
+    assert out is None or np.all(np.isfinite(out.tau))

@@ -272,7 +272,11 @@ class FeedforwardController:
 
     @joint_state_timeout.setter
     def joint_state_timeout(self, value):
-        value = float(value)
+        try:
+            value = float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"joint_state_timeout must be a number of seconds >= 0, got "
+                             f"{value!r:.60}") from None
         if math.isnan(value) or value < 0.0:
             raise ValueError(f"joint_state_timeout must be >= 0 s (0 disables the check), "
                              f"got {value}")
@@ -368,13 +372,19 @@ class FeedforwardController:
         if isinstance(names, str):
             raise _Rejected("invalid", "joint state names must be a list of strings")
         names = tuple(names)
-        pos = np.asarray(positions, dtype=float)
+        try:
+            pos = np.asarray(positions, dtype=float)
+        except (TypeError, ValueError, OverflowError):
+            raise _Rejected("invalid", "joint state positions must be numbers") from None
         if pos.ndim != 1 or pos.shape[0] != len(names):
             raise _Rejected("wrong_size", f"joint state has {len(names)} names but "
                                           f"positions of shape {pos.shape}")
         vel = None
         if velocities is not None and len(velocities) != 0:
-            vel = np.asarray(velocities, dtype=float)
+            try:
+                vel = np.asarray(velocities, dtype=float)
+            except (TypeError, ValueError, OverflowError):
+                raise _Rejected("invalid", "joint state velocities must be numbers") from None
             if vel.ndim != 1 or vel.shape[0] != len(names):
                 raise _Rejected("wrong_size", f"joint state has {len(names)} names but "
                                               f"velocities of shape {vel.shape}")
@@ -559,7 +569,7 @@ class FeedforwardController:
     def _cycle(self, now, out):
         try:
             now = float(now)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             now = math.nan
         if not math.isfinite(now):
             self._count("bad_time", "update() time is not finite")
@@ -714,7 +724,7 @@ class FeedforwardController:
 def _finite_time(value, what):
     try:
         t = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise _Rejected("bad_time", f"{what} is not a number") from None
     if not math.isfinite(t):
         raise _Rejected("bad_time", f"{what} is not finite")

@@ -161,7 +161,10 @@ class TrajectoryEnricher:
         if output == "motor" and actuator is None:
             raise ValueError("output 'motor' needs an elastic actuator (actuator.type sea or "
                              "vsa); a rigid robot has no motor side: use output 'effort'")
-        sample_period = float(sample_period)
+        try:
+            sample_period = float(sample_period)
+        except (TypeError, ValueError, OverflowError):
+            sample_period = float("nan")
         if not (np.isfinite(sample_period) and sample_period >= 0.0):
             raise ValueError(f"sample_period must be a finite number of seconds >= 0, got "
                              f"{sample_period}")

@@ -110,7 +110,7 @@ def _as_float_row(row, what, n):
         at = f"[{big[0]}]" if big else ""
         raise TrajectoryError(f"{what}{at} is an integer too large for a float (must be "
                               "finite)", "non_finite") from None
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError) as exc:
         raise TrajectoryError(f"{what} is not a list of numbers ({exc})") from None
     if arr.ndim != 1 or arr.shape[0] != n:
         got = arr.shape[0] if arr.ndim == 1 else f"shape {arr.shape}"
@@ -142,7 +142,7 @@ def _time_from_start(value, where):
         except OverflowError:
             raise TrajectoryError(f"{where}.time_from_start {value!r:.60} is too large (must be "
                                   "finite)", "non_finite") from None
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise TrajectoryError(f"{where}.time_from_start {value!r} is not numeric") from None
     elif isinstance(value, (bool, str, bytes)) or value is None:
         raise TrajectoryError(f"{where}.time_from_start {value!r} is not a number")
@@ -152,7 +152,7 @@ def _time_from_start(value, where):
         except OverflowError:
             raise TrajectoryError(f"{where}.time_from_start is an integer too large for a float "
                                   "(must be finite)", "non_finite") from None
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise TrajectoryError(f"{where}.time_from_start {value!r} is not a number") from None
     if not math.isfinite(t):
         raise TrajectoryError(f"{where}.time_from_start is {t} (must be finite)", "non_finite")
@@ -449,7 +449,7 @@ class Trajectory:
         except OverflowError:
             raise TrajectoryError("times holds an integer too large for a float (must be "
                                   "finite)", "non_finite") from None
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise TrajectoryError(f"times must be a list of numbers, got {times!r}") from None
         if t.ndim != 1:
             raise TrajectoryError(f"times must be a 1-D list, got shape {t.shape}")
@@ -560,7 +560,10 @@ class Trajectory:
         elif out.shape != (NDERIV, len(self._names)) or out.dtype != np.float64:
             raise ValueError(f"out must be a float64 array of shape {(NDERIV, self.n)}, "
                              f"got {out.dtype} {out.shape}")
-        t = float(t)
+        try:
+            t = float(t)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"t must be a finite number of seconds, got {t!r:.60}") from None
         if not math.isfinite(t):
             raise ValueError(f"t must be finite, got {t}")
         _sample_one(self._times, self._coef, self._hold0, self._hold1, t, out)
@@ -576,7 +579,10 @@ class Trajectory:
         Returns:
             (N, 5, n) array.
         """
-        ts = np.ascontiguousarray(ts, dtype=float)
+        try:
+            ts = np.ascontiguousarray(ts, dtype=float)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError("ts must be a 1-D array of finite numbers of seconds") from None
         if ts.ndim != 1:
             raise ValueError(f"ts must be 1-D, got shape {ts.shape}")
         if not np.all(np.isfinite(ts)):
@@ -591,6 +597,10 @@ class Trajectory:
 
     def times_at_rate(self, rate):
         """Sample times from the first to the last point at ``rate`` [Hz], both ends included."""
+        try:
+            rate = float(rate)
+        except (TypeError, ValueError, OverflowError):
+            rate = math.nan
         if not (rate > 0 and np.isfinite(rate)):
             raise ValueError(f"rate must be a positive finite number of Hz, got {rate}")
         count = int(math.floor((self.end_time - self.start_time) * rate + 1e-9)) + 1

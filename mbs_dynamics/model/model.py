@@ -182,7 +182,7 @@ def build(source, *, base_link=None, tip_link=None, locked_joints=None, gravity=
             raise URDFError(f"locked joint '{jn}' is of type '{u.joints[jn].type}', not movable")
         try:
             ok = np.isfinite(float(v))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             ok = False
         if not ok:
             raise ValueError(f"locked joint '{jn}' position must be finite, got {v!r}")
@@ -447,7 +447,7 @@ def add_payload(model: Model, link, mass, com, inertia):
         mass = float(mass)
         com = np.asarray(com, dtype=float)
         inertia = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError("payload mass, com and inertia must be numbers") from None
     if not (np.isfinite(mass) and mass >= 0):
         raise ValueError(f"payload mass must be finite and >= 0, got {mass}")
