@@ -348,7 +348,8 @@ def test_fresh_install_spline_overflow_in_feedforward_exits_2_naming_the_file(tm
     _one_line_exit_2(code, err, f, "arm7_joint1", "overflows")
     f2 = tmp_path / "huge.json"        # a finite spline whose torques overflow
     f2.write_text(json.dumps({"joint_names": ARM_NAMES, "points": [
-        {"time_from_start": 0, "positions": z}, {"time_from_start": 1, "positions": [1e200] + z[1:]}]}))
+        {"time_from_start": 0, "positions": z},
+        {"time_from_start": 1, "positions": [1e200] + z[1:]}]}))
     code, err = _ff(tmp_path, capsys, f2)
     _one_line_exit_2(code, err, f2, "not finite")
 
@@ -486,7 +487,8 @@ def _thread_run(robots, n_threads=8, calls=1250, seed=0):
                     if kind == 0:
                         got, want = r.inverse_dynamics(Q, V, A), ref["idb"]
                     elif kind == 1:
-                        got, want = r.forward_dynamics(Q[:500], V[:500], ref["idb"][:500]), ref["fdb"]
+                        got = r.forward_dynamics(Q[:500], V[:500], ref["idb"][:500])
+                        want = ref["fdb"]
                     elif kind == 2:
                         got, want = r.inverse_dynamics(Q[0], V[0], A[0]), ref["id"]
                     elif kind == 3:
@@ -614,3 +616,18 @@ def test_item3_huge_integers_elsewhere_are_value_errors():
     assert ctl.set_joint_state(ARM_NAMES, [0.0] * 7, stamp=big) is False
     out = ctl.update(big)
     assert out is None or np.all(np.isfinite(out.tau))
+
+
+def test_item7_mimic_inputs_whose_expansion_would_overflow_are_value_errors(mimic):
+    """|k q| must stay finite: an input above 1e306 / max|k| is refused naming it (no NumPy
+    overflow warning, no inf reaching the kernels)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for which in ("q", "qd", "qdd"):
+            x = np.array([1e308, 0.0])
+            with pytest.raises(ValueError, match=f"^{which} has an entry of magnitude 1e\\+308"):
+                _calls(mimic, x, which)["inverse_dynamics"]()
+        with pytest.raises(ValueError, match="^qs has an entry"):
+            mimic.torque_derivatives(np.full((4, 2), 1e308))
+        assert np.all(np.isfinite(mimic.mass_matrix([1e300, 0.0])))   # below the bound: fine

@@ -149,8 +149,8 @@ class TrajectoryEnricher:
         max_points: largest number of points produced (memory bound of one goal).
 
     Raises:
-        ValueError: a floating-base robot, an unknown ``output``, ``motor`` without an actuator, a negative or
-            non-finite ``sample_period``, ``max_points`` < 1.
+        ValueError: a floating-base robot, an unknown ``output``, ``motor`` without an actuator,
+            a negative or non-finite ``sample_period``, ``max_points`` < 1.
     """
 
     def __init__(self, robot, *, output="effort", actuator=None, sample_period=0.01,
@@ -227,8 +227,9 @@ class TrajectoryEnricher:
         if bad.any():                            # the spline overflowed between waypoints
             k, r, j = np.argwhere(bad)[0]
             what = ("position", "velocity", "acceleration", "jerk", "snap")[r]
-            raise EnrichmentError(f"the spline's {what} of joint {names[j]!r} at t = {times[k]:.6g} s is not finite "
-                                  "(extreme waypoints?); nothing forwarded")
+            raise EnrichmentError(f"the spline's {what} of joint {names[j]!r} at t = "
+                                  f"{times[k]:.6g} s is not finite (extreme waypoints?); nothing "
+                                  "forwarded")
         try:
             with np.errstate(all="ignore"):
                 if self.output == "effort":     # τ only: batch RNEA (no τ', τ'' needed)

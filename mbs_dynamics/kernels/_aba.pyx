@@ -22,8 +22,8 @@ import numpy as np
 cimport numpy as cnp
 from libc.math cimport isfinite, sqrt
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, claim, unclaim,
-                                 as_out,
+from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, claim,
+                                 unclaim, as_out,
                                  fresh_if_alias, load_fx, out_vec, take_states)
 from mbs_dynamics.kernels._spatial cimport (ad_X, add_adT, add_to_parent, add_X, axpy6, base_gravity,
                                     copy6, inertia_times, joint_pose, load_jet, quat_pose, to_child,
@@ -354,8 +354,8 @@ cdef int rk4_sea_step(const KModel* m, KWork* w, const double* x, const double* 
     return 2 if bad(out, 4 * n) else 0
 
 
-cdef object _rk4_rigid(Data d, double[:, ::1] x, double[::1] tau, fx, double h, double[:, :, ::1] stages,
-              double[:, ::1] out):
+cdef object _rk4_rigid(Data d, double[:, ::1] x, double[::1] tau, fx, double h,
+                       double[:, :, ::1] stages, double[:, ::1] out):
     """One RK4 step of the rigid fixed-base plant; returns 0, or 2 if the state diverged.
     Arguments are trusted (the simulator made them): x, out (2, n), stages (5, 2, n)."""
     cdef bint use_fx = fx is not None
@@ -365,7 +365,7 @@ cdef object _rk4_rigid(Data d, double[:, ::1] x, double[::1] tau, fx, double h, 
 
 
 cdef object _rk4_sea(Data d, double[:, ::1] x, double[::1] tau_m, double[::1] K, double[::1] B,
-            double[::1] Dm, fx, double h, double[:, :, ::1] stages, double[:, ::1] out):
+                     double[::1] Dm, fx, double h, double[:, :, ::1] stages, double[:, ::1] out):
     """One RK4 step of the series-elastic fixed-base plant (see rk4_sea_step)."""
     cdef bint use_fx = fx is not None
     if use_fx:

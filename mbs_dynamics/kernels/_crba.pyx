@@ -10,8 +10,8 @@ unit twists as its screws and reports its rows and columns in Pinocchio's order 
 import numpy as np
 cimport numpy as cnp
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, claim, unclaim,
-                                 check_finite,
+from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, claim,
+                                 unclaim, check_finite,
                                  check_quat, out_mat, vec)
 from mbs_dynamics.kernels._spatial cimport (ad_X, add_adT, add_to_parent, axpy6, copy6, inertia_times,
                                     joint_pose, load_jet, set_X, to_child, X_dot, zero6)

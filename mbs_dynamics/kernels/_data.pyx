@@ -357,12 +357,23 @@ cdef int check_quat(const KModel* m, object q, str name) except -1:
     return 0
 
 
-def _check_array(x, str name, int ndim, tuple shape, bint out=False):
-    """Python access to the entry checks: an input (converted, finite) or an ``out`` array."""
+def _check_array(x, str name, int ndim, tuple shape, bint out=False, double bound=-1.0):
+    """Python access to the entry checks: an input (converted, finite) or an ``out`` array.
+    With ``bound`` >= 0, also ValueError naming ``name`` when an entry exceeds it in magnitude
+    (e.g. a MimicRobot's bound that keeps its expansion ``k·q`` finite)."""
+    cdef double* p
+    cdef Py_ssize_t i, N
     if out:
         return as_out(x, name, shape)
     a = as_input(x, name, ndim, shape)
     check_finite(a, name)
+    if bound >= 0.0:
+        p = <double*> cnp.PyArray_DATA(a)
+        N = cnp.PyArray_SIZE(a)
+        for i in range(N):
+            if not (-bound <= p[i] <= bound):
+                raise ValueError(f"{name} has an entry of magnitude {abs(p[i]):.3g}, above "
+                                 f"{bound:.3g}: its mimic expansion would overflow")
     return a
 
 

@@ -22,8 +22,8 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 cimport openmp
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, claim, unclaim,
-                                 as_input, as_out,
+from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, claim,
+                                 unclaim, as_input, as_out,
                                  check_finite, check_quat, fresh_if_alias, load_fx, out_vec,
                                  take_states, vec)
 from mbs_dynamics.kernels._spatial cimport (ad_V, ad_X, add_adT, add_to_parent, add_X, axpy6,

@@ -38,7 +38,7 @@ def _ro(a):
     return a
 
 
-def _in(x, name, sizes, desc):
+def _in(x, name, sizes, desc, bound=-1.0):
     """``x`` as a finite float64 C-contiguous array whose shape is in ``sizes`` (tuple of shapes,
     where None in a shape means any size), else ValueError naming ``name`` — the checks of
     :class:`~.robot.Robot`'s entries: complex input is a TypeError, NaN or inf a ValueError."""
@@ -57,15 +57,15 @@ def _in(x, name, sizes, desc):
             raise ValueError(f"{name} must be an array of numbers of shape {desc}") from None
     for s in sizes:
         if len(s) == x.ndim and all(a is None or a == b for a, b in zip(s, x.shape)):
-            _finite(x, name)
-            return x
+            return _finite(x, name, bound)
     raise ValueError(f"{name} has shape {x.shape}, expected {desc}")
 
 
-def _finite(x, name):
-    """ValueError naming ``name`` unless every entry of the float64 C array ``x`` is finite
-    (the compiled check of the Robot entries: ~0.1 µs, against ~1 µs for NumPy's)."""
-    return _check_array(x, name, x.ndim, (-1,) * x.ndim)
+def _finite(x, name, bound=-1.0):
+    """ValueError naming ``name`` unless every entry of the float64 array ``x`` is finite (and,
+    with ``bound`` >= 0, at most ``bound`` in magnitude): the compiled check of the Robot
+    entries, ~0.1 µs against ~1 µs for NumPy's."""
+    return _check_array(x, name, x.ndim, (-1,) * x.ndim, False, bound)
 
 
 def _out(out, shape):
@@ -97,7 +97,7 @@ class MimicRobot:
 
     __slots__ = ("_full", "_names", "_ind", "_n", "_nf", "_nbq", "_nbv", "_iq", "_kq", "_oq",
                  "_iv", "_kv", "_G", "_Gq", "_GT", "_mimic", "_shq", "_shv", "_bq", "_bv", "_ba",
-                 "_bt", "_bM", "_bMG", "_d")
+                 "_bt", "_bM", "_bMG", "_d", "_bound")
 
     def __init__(self, full_robot, check=True):
         self._full = full_robot
@@ -130,6 +130,8 @@ class MimicRobot:
         G = np.zeros((nbv + nf, nbv + n))
         G[np.arange(nbv + nf), self._iv] = self._kv
         self._G = _ro(G)
+        # inputs above this magnitude would overflow in the expansion G x + offset (|k| <= 1e6)
+        self._bound = 1e306 / max(1.0, float(np.abs(mul).max(initial=1.0)))
         Gq = np.zeros((nbq + nf, nbq + n))
         Gq[np.arange(nbq + nf), self._iq] = self._kq
         self._Gq = _ro(Gq)
@@ -174,9 +176,11 @@ class MimicRobot:
         """Full coordinates of ``q`` (nq,) or (N, nq): ``G q + offset``; for ``derivative`` ≥ 1
         (a velocity, acceleration, … of that order, size nv) ``G q`` without the offset."""
         if derivative:
-            x = _in(q, "q", ((self.nv,), (None, self.nv)), f"({self.nv},) or (N, {self.nv})")
+            x = _in(q, "q", ((self.nv,), (None, self.nv)), f"({self.nv},) or (N, {self.nv})",
+                    self._bound)
             return x[..., self._iv] * self._kv
-        x = _in(q, "q", ((self.nq,), (None, self.nq)), f"({self.nq},) or (N, {self.nq})")
+        x = _in(q, "q", ((self.nq,), (None, self.nq)), f"({self.nq},) or (N, {self.nq})",
+                self._bound)
         return x[..., self._iq] * self._kq + self._oq
 
     def _xq(self, x, buf):
@@ -299,13 +303,13 @@ class MimicRobot:
     # ---------------------------------------------------------------- dynamics
     def _q1(self, x, name="q"):
         if type(x) is np.ndarray and x.dtype == _F64 and x.shape == self._shq:
-            return _check_array(x, name, 1, self._shq)  # finite (compiled check, ~0.1 µs)
-        return _in(x, name, (self._shq,), f"({self.nq},)")
+            return _check_array(x, name, 1, self._shq, False, self._bound)  # compiled: ~0.1 µs
+        return _in(x, name, (self._shq,), f"({self.nq},)", self._bound)
 
     def _v1(self, x, name):
         if type(x) is np.ndarray and x.dtype == _F64 and x.shape == self._shv:
-            return _check_array(x, name, 1, self._shv)
-        return _in(x, name, (self._shv,), f"({self.nv},)")
+            return _check_array(x, name, 1, self._shv, False, self._bound)
+        return _in(x, name, (self._shv,), f"({self.nv},)", self._bound)
 
     def _vecs(self, names, xs):
         """Validate (n,) or (N, n) inputs with consistent shapes; returns (arrays, N or None)."""
@@ -316,9 +320,9 @@ class MimicRobot:
             m = nq if i == 0 else nv
             if batch:
                 N = np.shape(xs[0])[0]
-                out.append(_in(x, name, ((N, m),), f"({N}, {m})"))
+                out.append(_in(x, name, ((N, m),), f"({N}, {m})", self._bound))
             else:
-                out.append(_in(x, name, ((m,),), f"({m},) (or a batch (N, {m}))"))
+                out.append(_in(x, name, ((m,),), f"({m},) (or a batch (N, {m}))", self._bound))
         return out, (out[0].shape[0] if batch else None)
 
     def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
@@ -425,9 +429,9 @@ class MimicRobot:
         nq, nv = self.nq, self.nv
         if isinstance(qs, tuple) and len(qs) == 2:
             q, vs = qs
-            q = _in(q, "q", ((nq,), (None, nq)), f"({nq},) or (N, {nq})")
+            q = _in(q, "q", ((nq,), (None, nq)), f"({nq},) or (N, {nq})", self._bound)
             vs = _in(vs, "vs", ((None, nv),) if q.ndim == 1 else ((q.shape[0], None, nv),),
-                     f"(k+2, {nv})" if q.ndim == 1 else f"({q.shape[0]}, k+2, {nv})")
+                     f"(k+2, {nv})" if q.ndim == 1 else f"({q.shape[0]}, k+2, {nv})", self._bound)
             if vs.shape[-2] < 2:
                 raise ValueError(f"vs has shape {vs.shape}, expected (k+2, {nv}) with k >= 0 "
                                  "(rows v, v', ...)")
@@ -440,7 +444,7 @@ class MimicRobot:
             raise ValueError(f"qs of a floating-base robot must be a pair (q, vs): q (nq,) = "
                              f"({nq},), vs (k+2, nv) = (k+2, {nv})")
         qs = _in(qs, "qs", ((None, nv), (None, None, nv)),
-                 f"(k+3, {nv}) or (N, k+3, {nv}) (rows q, q', q'', ...)")
+                 f"(k+3, {nv}) or (N, k+3, {nv}) (rows q, q', q'', ...)", self._bound)
         if qs.shape[-2] < 3:
             raise ValueError(f"qs has shape {qs.shape}, expected (k+3, {nv}) with k >= 0 "
                              f"(rows q, q', q'', ...) or (N, k+3, {nv})")

@@ -15,8 +15,8 @@ import numpy as np
 from ..kernels import lie
 import warnings
 
-from .urdf import (MAX_LENGTH, MAX_MIMIC, MOVABLE, UNSUPPORTED, URDFError, URDFWarning, check_inertia,
-                   check_inertias, parse)
+from .urdf import (MAX_LENGTH, MAX_MIMIC, MOVABLE, UNSUPPORTED, URDFError, URDFWarning,
+                   check_inertia, check_inertias, parse)
 
 
 def _ro(a):
