@@ -193,8 +193,8 @@ class FeedforwardController:
     """Feedforward torque (and motor reference) decisions from the latest inputs.
 
     Args:
-        robot: a :class:`mbs_dynamics.Robot`. Used only by this controller (a Robot is not
-            thread-safe; pass ``robot.copy()`` if it is shared).
+        robot: a fixed-base :class:`mbs_dynamics.Robot`. Used only by this controller (a Robot
+            serves one thread at a time; pass ``robot.copy()`` if it is shared).
         joints: names of the controlled joints, in output order (a subset of
             ``robot.joint_names``); default: all joints in model order.
         actuator: None (rigid) or an actuator with ``reference(qs, taus, out)`` for m joints, as

@@ -70,7 +70,11 @@ def _binomials(int k):
 
 
 cdef class Data:
-    """Preallocated workspace of one :class:`~mbs_dynamics.model.Model` (one thread).
+    """Preallocated workspace of one :class:`~mbs_dynamics.model.Model`, for one thread at a
+    time: every public kernel entry takes its owner flag (``claim``/``unclaim`` of
+    ``_data.pxd``, re-entrant for the holding thread) and another thread's call meanwhile raises
+    RuntimeError (:data:`BUSY_MESSAGE`); :meth:`acquire`/:meth:`release` or ``with data:`` hold
+    it across a sequence of calls.
 
     Attributes:
         model: the frozen model it belongs to.
