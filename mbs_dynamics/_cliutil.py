@@ -65,6 +65,34 @@ def existing_file(text):
     return p
 
 
+def robot_file(text):
+    """argparse type: an existing URDF file, or the name of a bundled robot
+    (:func:`mbs_dynamics.data.robot`)."""
+    p = Path(text)
+    if p.is_file():
+        return p
+    if not p.exists() and p.name == text and not text.startswith("."):
+        from . import data
+        try:
+            return data.robot(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{text}: no such file, and {exc}") from None
+    return existing_file(text)
+
+
+def number_list(text):
+    """argparse type: numbers separated by spaces and/or commas, e.g. ``"0.1 0.2, 0.3"``."""
+    parts = [t for t in text.replace(",", " ").split() if t]
+    try:
+        values = [float(t) for t in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of numbers") from None
+    if not values or not all(math.isfinite(x) for x in values):
+        raise argparse.ArgumentTypeError(f"{text!r} must be finite numbers separated by "
+                                         "spaces or commas")
+    return values
+
+
 def joint_lock(text):
     """argparse type: ``JOINT=POSITION`` (a joint to make rigid at that position)."""
     name, sep, value = text.partition("=")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .kernels import _aba, _crba, _rnea
+from .kinematics import _frames
 from .model import model as _model
 
 _ND = np.ndarray
@@ -28,11 +29,13 @@ _ND = np.ndarray
 class Robot:
     """Rigid-body dynamics of a robot loaded from URDF (see :func:`mbs_dynamics.load_urdf`).
 
-    Conventions: body-fixed twists ``(ω, v)``, wrenches ``(m, f)``, SI units, gravity in the base
-    (world) frame; ``q`` of revolute/continuous joints in rad, prismatic in m.
+    Conventions: every public 6-vector is ``(linear, angular)`` — twists ``(v, ω)``, wrenches
+    ``(f, m)`` (``f_ext``, the floating base's twist and wrench), as Pinocchio and
+    geometry_msgs; the kernels work angular-first inside. SI units, gravity in the base (world)
+    frame; ``q`` of revolute/continuous joints in rad, prismatic in m.
     """
 
-    __slots__ = ("_model", "_data", "_n", "_nq", "_nv", "_fb")
+    __slots__ = ("_model", "_data", "_n", "_nq", "_nv", "_fb", "_fk")
 
     def __init__(self, model: _model.Model, kmax: int = 2):
         self._model = model
@@ -41,6 +44,7 @@ class Robot:
         self._nq = model.nq
         self._nv = model.nv
         self._fb = model.floating_base
+        self._fk = _frames.FrameData(self._data, model)  # frame table + scratch (kinematics/)
 
     # ---------------------------------------------------------------- description
     @property
@@ -132,8 +136,8 @@ class Robot:
 
         Args:
             q: (nq,) positions; qd, qdd: (nv,) velocities, accelerations; or (N, ·) batches.
-            f_ext: optional dict link name → wrench ``(m, f)`` (6,) in that link's frame, acting
-                on the link (as Pinocchio's ``fext``; not with a batch).
+            f_ext: optional dict link name → wrench ``(f, m)`` (6,) (force, then moment) in that
+                link's frame, acting on the link (as Pinocchio's ``fext``; not with a batch).
             out: optional (nv,) / (N, nv) array to fill.
         Returns:
             τ, shape (nv,) or (N, nv) [N m or N; a floating base's wrench in its frame].
@@ -168,13 +172,13 @@ class Robot:
         return _aba.forward_dynamics(self._data, q, qd, tau, fx, out)
 
     def _fext(self, f_ext, rows):
-        """Link wrenches (link frame) → body wrenches (body frame), (rows, nb, 6):
-        m_b = R m + p × R f, f_b = R f. A value may be (6,) or a jet (r ≤ rows, 6) of rows
-        W, W′, W″, …"""
+        """Public link wrenches ``(f, m)`` (link frame) → the kernels' body wrenches ``(m, f)``
+        (body frame), (rows, nb, 6): m_b = R m + p × R f, f_b = R f. A value may be (6,) or a
+        jet (r ≤ rows, 6) of rows W, W′, W″, …"""
         fb = 1 if self._fb else 0
         W = np.zeros((rows, self._n + fb, 6))
         if not hasattr(f_ext, "items"):
-            raise ValueError("f_ext must be a dict link name → wrench (m, f)")
+            raise ValueError("f_ext must be a dict link name → wrench (f, m)")
         for link, w in f_ext.items():
             if link not in self._model.link_frames:
                 raise ValueError(f"f_ext: unknown link '{link}'")
@@ -195,9 +199,9 @@ class Robot:
             if body < 0 and not fb:
                 continue  # a wrench on the fixed base produces no joint torque
             R, p = S[:3, :3], S[:3, 3]
-            f = w[:, 3:] @ R.T
+            f = w[:, :3] @ R.T
             b = body + fb
-            W[:w.shape[0], b, :3] += w[:, :3] @ R.T + np.cross(p, f)
+            W[:w.shape[0], b, :3] += w[:, 3:] @ R.T + np.cross(p, f)
             W[:w.shape[0], b, 3:] += f
         return W
 
@@ -213,7 +217,7 @@ class Robot:
                 eq. 28 and 38, fixed base, k ≤ 2, no f_ext; dense, for cross-checks).
             out: optional (k+1, nv) / (N, k+1, nv) array to fill.
             f_ext: optional dict link name → external wrench jet: (6,) or (r ≤ k+1, 6) rows
-                W, W′, W″, … ``(m, f)`` in the link frame acting on the link (a legged robot's
+                W, W′, W″, … ``(f, m)`` (force, moment) in the link frame acting on the link (a legged robot's
                 contact forces and their rates); single samples only.
         Returns:
             (k+1, nv) rows τ, τ′, …, τ^(k) (or (N, k+1, nv)).
@@ -301,3 +305,42 @@ class Robot:
     def gravity_torques(self, q, out=None):
         """Generalized gravity forces Q_grav(q) = Jᵀ𝖬UG (seed 004 eq. 25–26). (nv,)."""
         return _rnea.gravity(self._data, q, out)
+
+    # ---- kinematics (mbs_dynamics/kinematics/)
+    @property
+    def frame_names(self):
+        """Every URDF link of the model — including links merged into a body by fixed joints
+        (flanges, sensors, ``*_hand_tcp``) — base link first, then depth-first (children by
+        joint name); Pinocchio's ``FrameType.BODY`` frames (:mod:`mbs_dynamics.kinematics.frames`).
+        """
+        return self._fk.names
+
+    def frame_placement(self, q, frame, out=None):
+        """Pose (4, 4) of ``frame`` in the world — the base link frame for a fixed base, the
+        world for a floating base (seed 001 eq. 10, ``C_f = C_b S_f``); (N, 4, 4) for q (N, nq).
+        """
+        return _frames.placement(self._fk, q, frame, out)
+
+    def frame_velocity(self, q, qd, frame, representation="body", out=None):
+        """Twist (6,) = (linear, angular) of ``frame`` in ``representation`` (seed 001 §3):
+        ``"body"`` (Pinocchio LOCAL: origin velocity and ω in the frame), ``"spatial"`` (WORLD:
+        ω and the velocity of the frame's point at the world origin, in the world), ``"hybrid"``
+        (LOCAL_WORLD_ALIGNED: origin velocity ṗ and ω in the world) or ``"mixed"`` (§3.4: ṗ in
+        the world with ω in the frame). (N, 6) for batches."""
+        return _frames.velocity(self._fk, q, qd, frame, representation, out)
+
+    def frame_jacobian(self, q, frame, representation="body", out=None):
+        """J (6, nv), rows (linear, angular), with twist = J q̇ in ``representation`` (see
+        :meth:`frame_velocity`; seed 001 eq. 16, 22, 36, 46); (N, 6, nv) for q (N, nq)."""
+        return _frames.jacobian(self._fk, q, frame, representation, out)
+
+    def frame_jacobian_derivative(self, q, qd, frame, representation="body", out=None):
+        """J̇ (6, nv): the exact time derivative of :meth:`frame_jacobian` in that
+        representation along q̇ (Pinocchio's ``getFrameJacobianTimeVariation``); (N, 6, nv)."""
+        return _frames.jacobian_derivative(self._fk, q, qd, frame, representation, out)
+
+    def frame_acceleration(self, q, qd, qdd, frame, representation="body", out=None):
+        """d/dt of the frame's twist in ``representation`` = J q̈ + J̇ q̇, (6,) (linear,
+        angular); (N, 6) for batches. Hybrid: (p̈, ω̇) (Pinocchio's classical acceleration in
+        LOCAL_WORLD_ALIGNED); spatial: Pinocchio's WORLD acceleration."""
+        return _frames.acceleration(self._fk, q, qd, qdd, frame, representation, out)

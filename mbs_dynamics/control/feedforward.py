@@ -105,7 +105,7 @@ def feedforward(robot, qs, actuator=None, sigmas=None, *, f_ext=None):
             v, v′, v″, v‴ — the base-motion jet (linear, angular in the base frame) and the
             joints' (see :meth:`mbs_dynamics.Robot.torque_derivatives`); batches (N, …).
         f_ext: optional dict link → external wrench jet (6,) or (r ≤ 3, 6) rows W, W′, W″
-            ``(m, f)`` in the link frame (e.g. the contact forces of a legged robot and their
+            ``(f, m)`` (force, moment) in the link frame (e.g. the contact forces of a legged robot and their
             rates); single samples only.
         actuator: None (rigid), :class:`~mbs_dynamics.actuators.SEA` or
             :class:`~mbs_dynamics.actuators.VSA`.

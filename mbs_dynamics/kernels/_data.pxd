@@ -57,6 +57,12 @@ cdef struct KWork:
     double* u        # (nb,) τ − X^T p^A
     double* A        # (nb, 6) body accelerations
     double* S        # (8, 36) scratch
+    double* Cw       # (nb, 12) world poses (C̄, Ṁ)
+    double* Vs       # (nb, 6) spatial twists
+    double* Sw       # (nv, 6) world-frame column screws
+    double* Sdw      # (nv, 6) their time derivatives
+    double* Icw      # (nb, 36) world-frame subtree composite inertias
+    double* Bc       # (nb, 36) world-frame subtree composites of the C̄/Ṁ body terms
 
 
 cdef class Data:

@@ -44,6 +44,12 @@ LAYOUT = (
     ("D", lambda nb, k: (nb,), "D_i = X_i^T U_i (ABA)"),
     ("u", lambda nb, k: (nb,), "u_i = τ_i − X_i^T p^A_i (ABA)"),
     ("A", lambda nb, k: (nb, 6), "body accelerations V̇_i incl. gravity (ABA)"),
+    ("Cw", lambda nb, k: (nb, 12), "world pose C_i of each body: R (row-major 9), p (3) (C̄, Ṁ)"),
+    ("Vs", lambda nb, k: (nb, 6), "spatial (world-frame) twist of each body (C̄, Ṁ)"),
+    ("Sw", lambda nb, k: (nb + 5, 6), "world-frame screw S_c = Ad_{C_k} X_k of each velocity column"),
+    ("Sdw", lambda nb, k: (nb + 5, 6), "its time derivative Ṡ_c = ad_{V_k} S_c"),
+    ("Icw", lambda nb, k: (nb, 36), "subtree composite inertia in the world frame (row-major 6×6)"),
+    ("Bc", lambda nb, k: (nb, 36), "subtree composite of the C̄ / Ṁ body terms B_i (world frame)"),
     ("S", lambda nb, k: (8, 36), "scratch"),
 )
 
@@ -166,6 +172,8 @@ cdef class Data:
         w.Ic, w.J, w.Jd, w.P = _ptr(a["Ic"]), _ptr(a["J"]), _ptr(a["Jd"]), _ptr(a["P"])
         w.IA, w.pA, w.c, w.U = _ptr(a["IA"]), _ptr(a["pA"]), _ptr(a["c"]), _ptr(a["U"])
         w.D, w.u, w.A, w.S = _ptr(a["D"]), _ptr(a["u"]), _ptr(a["A"]), _ptr(a["S"])
+        w.Cw, w.Vs, w.Sw, w.Sdw = _ptr(a["Cw"]), _ptr(a["Vs"]), _ptr(a["Sw"]), _ptr(a["Sdw"])
+        w.Icw, w.Bc = _ptr(a["Icw"]), _ptr(a["Bc"])
         return 0
 
     cdef KWork* thread_works(self, int T) except NULL:

@@ -458,6 +458,56 @@ class MimicRobot:
     def floating_base(self) -> bool:
         return bool(getattr(self._full, "floating_base", False))
 
+    # ---- kinematics (mbs_dynamics/kinematics/)
+    def _fq(self, q):
+        """Full coordinates of q (nq,) or (N, nq)."""
+        if np.ndim(q) == 2:
+            return self.expand(q)
+        return self._xq(self._q1(q), self._bq)
+
+    def _fv(self, x, name, buf):
+        """Full velocities (derivative ≥ 1) of x (nv,) or (N, nv)."""
+        if np.ndim(x) == 2:
+            return _in(x, name, ((None, self.nv),), f"(N, {self.nv})")[:, self._iv] * self._kv
+        return self._xv(self._v1(x, name), buf)
+
+    @property
+    def frame_names(self):
+        """The frames (every URDF link) of the full model (see :attr:`Robot.frame_names`)."""
+        return self._full.frame_names
+
+    def frame_placement(self, q, frame, out=None):
+        """Pose (4, 4) of ``frame`` at the full configuration G q + off (:meth:`Robot.
+        frame_placement`)."""
+        with self._d:  # the shared buffers: one thread at a time
+            return self._full.frame_placement(self._fq(q), frame, out)
+
+    def frame_velocity(self, q, qd, frame, representation="body", out=None):
+        """Twist (6,) of ``frame`` at (G q + off, G q̇) — equal to (J_full G) q̇."""
+        with self._d:  # the shared buffers: one thread at a time
+            return self._full.frame_velocity(self._fq(q), self._fv(qd, "qd", self._bv), frame,
+                                             representation, out)
+
+    def frame_jacobian(self, q, frame, representation="body", out=None):
+        """J = J_full(G q + off) G (6, n): the frame's Jacobian in the independent coordinates."""
+        with self._d:  # the shared buffers: one thread at a time
+            J = self._full.frame_jacobian(self._fq(q), frame, representation)
+            return np.matmul(J, self._G, out=_out(out, J.shape[:-1] + (self.nv,)))
+
+    def frame_jacobian_derivative(self, q, qd, frame, representation="body", out=None):
+        """J̇ = J̇_full(G q + off, G q̇) G (G is constant)."""
+        with self._d:  # the shared buffers: one thread at a time
+            Jd = self._full.frame_jacobian_derivative(self._fq(q), self._fv(qd, "qd", self._bv),
+                                                      frame, representation)
+            return np.matmul(Jd, self._G, out=_out(out, Jd.shape[:-1] + (self.nv,)))
+
+    def frame_acceleration(self, q, qd, qdd, frame, representation="body", out=None):
+        """d/dt of the frame's twist = J q̈ + J̇ q̇ = the full one at (G q + off, G q̇, G q̈)."""
+        with self._d:  # the shared buffers: one thread at a time
+            return self._full.frame_acceleration(self._fq(q), self._fv(qd, "qd", self._bv),
+                                                 self._fv(qdd, "qdd", self._ba), frame,
+                                                 representation, out)
+
 
 def wrap(robot):
     """``robot`` itself when its model has no mimic joints, else a :class:`MimicRobot`."""
