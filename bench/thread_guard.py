@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """What the thread guard costs (issue 22 item 13): single-thread calls of this tree against a
-peer tree without the guard (the commit before it, built in place), in one run.
+peer tree without the guard (the tree it was merged onto, built in place), in one run.
 
 Every public kernel entry now takes the Data's owner flag (``claim``/``unclaim`` in
 ``kernels/_data.pxd``: one thread-id read and two integer writes, under the GIL) and a
 MimicRobot holds it across its kernel sequence (``Data.acquire``/``release``). Run from the
 repository root, after building both trees in place (``python setup.py build_ext --inplace``):
 
-    git worktree add /tmp/before 16257f4 && (cd /tmp/before && python setup.py build_ext --inplace)
+    mkdir /tmp/before && git archive main | tar -x -C /tmp/before   # the peer: main without it
+    (cd /tmp/before && python setup.py build_ext --inplace)
     python3 bench/thread_guard.py --before /tmp/before
 
 The two trees are timed alternately in fresh subprocesses (``--rounds`` each; the median of the
@@ -77,6 +78,10 @@ rows = {
     "arm7 batch `inverse_dynamics` N = 100": best(lambda: arm.inverse_dynamics(Q, V, A, out=O), 1000),
     "mimic pair `MimicRobot.inverse_dynamics`": best(lambda: mim.inverse_dynamics(qm, qm, qm), 10000),
 }
+if hasattr(arm, "frame_jacobian"):
+    J = np.empty((6, 7))
+    rows["arm7 `frame_jacobian(q, 'arm7_tool', out=)`"] = best(
+        lambda: arm.frame_jacobian(q, "arm7_tool", out=J), 20000)
 json.dump(rows, sys.stdout)
 '''
 
@@ -102,6 +107,8 @@ def main():
     print("| call (single thread, CPU time) | before µs | after µs | after / before |")
     print("|---|---|---|---|")
     for k in after:
+        if k not in before:
+            continue
         b, a = statistics.median(before[k]), statistics.median(after[k])
         print(f"| {k} | {b:.3f} | {a:.3f} | {a / b:.3f} |")
 
