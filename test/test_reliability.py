@@ -473,6 +473,7 @@ def _thread_run(robots, n_threads=8, calls=1250, seed=0):
     for k in range(6):
         ref[f"td{k}"] = ref_robot.torque_derivatives(qs[:k + 3])
     ref["tdb"] = ref_robot.torque_derivatives(np.repeat(qs[None, :6], 400, axis=0))
+    ref["J"] = ref_robot.frame_jacobian(Q[:200], "arm7_tool", "hybrid")
     tdb_in = np.repeat(qs[None, :6], 400, axis=0)
     counts = np.zeros((n_threads, 4), dtype=int)
     crashes = []
@@ -482,7 +483,7 @@ def _thread_run(robots, n_threads=8, calls=1250, seed=0):
         g = np.random.default_rng(seed + t)
         try:
             for i in range(calls):
-                kind = g.integers(0, 10)
+                kind = g.integers(0, 11)
                 try:
                     if kind == 0:
                         got, want = r.inverse_dynamics(Q, V, A), ref["idb"]
@@ -499,6 +500,8 @@ def _thread_run(robots, n_threads=8, calls=1250, seed=0):
                         got, want = r.coriolis_matrix(Q[2], V[2]), ref["C"]
                     elif kind == 6:
                         got, want = r.gravity_torques(Q[3]), ref["g"]
+                    elif kind == 10:
+                        got, want = r.frame_jacobian(Q[:200], "arm7_tool", "hybrid"), ref["J"]
                     elif kind == 7:
                         got, want = r.torque_derivatives(tdb_in), ref["tdb"]
                     else:                      # orders 0..5: the workspace grows meanwhile
