@@ -370,19 +370,28 @@ def _check_moves_mass(names, parent, B, X, inertias, exempt, base_inertia=None, 
                         "below it an inertial or lock the joint with locked_joints")
 
 
-def _pd(I, rtol=1e-10):
-    """A (6, 6) inertia is positive definite (None: nothing to check), independent of units:
-    the eigenvalues are those of the Jacobi-scaled matrix D^{-1/2} I D^{-1/2} (D = diag I), so a
-    1 kg body with 10¹² kg m² of inertia is as regular as a 1 kg, 1 kg m² one."""
+def _pd(I, rtol=1e-10, floor=1e-15):
+    """A (6, 6) inertia (angular rows first) is positive definite (None: nothing to check),
+    independent of units: its Cholesky pivots must exceed ``rtol`` times their own diagonal
+    entry (the test of the Jacobi-scaled matrix, so a 1 kg body with 10¹² kg m² of inertia is as
+    regular as a 1 kg, 1 kg m² one), and each diagonal entry ``floor`` times the largest of its
+    3×3 block (kg m² or kg) — below that it is rounding left by the articulated-body sums,
+    not inertia."""
     if I is None:
         return True
-    S = 0.5 * (I + I.T)
-    d = np.diag(S)
-    if not np.all(d > 0):
-        return False
-    s = 1.0 / np.sqrt(d)
-    lam = np.linalg.eigvalsh(S * s[:, None] * s[None, :])
-    return lam[-1] > 0 and lam[0] > rtol * lam[-1]
+    A = 0.5 * (I + I.T)
+    d = np.diag(A).copy()
+    for blk in (slice(0, 3), slice(3, 6)):
+        top = d[blk].max()
+        if not (top > 0 and np.all(d[blk] > floor * top)):
+            return False
+    for k in range(6):   # LDLᵀ, pivots against their own diagonal
+        p = A[k, k]
+        if not p > rtol * d[k]:
+            return False
+        c = A[k + 1:, k] / p
+        A[k + 1:, k + 1:] -= np.outer(c, A[k + 1:, k])
+    return True
 
 
 def _first_massless(names, parent, B, X, inertias, exempt, q, rtol, base_inertia=None):
