@@ -38,6 +38,7 @@ def extensions():
                   extra_compile_args=["-O3", "-fno-math-errno", "--param=max-inline-insns-single=2000"] + omp, extra_link_args=omp)
         for name in ("kernels._data", "kernels._rnea", "kernels._crba", "kernels._aba",
                      "control._spline", "control._actuators",
+                     "kernels._rnea_repr", "kinematics._jets", "kinematics._closed",
                      "kinematics._frames")
     ]
     return cythonize(exts, compiler_directives={"language_level": 3}, quiet=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels import _aba, _crba, _rnea
+from .kernels import _aba, _crba, _rnea, _rnea_repr
 from .kinematics import _frames
 from .model import model as _model
 
@@ -35,7 +35,7 @@ class Robot:
     frame; ``q`` of revolute/continuous joints in rad, prismatic in m.
     """
 
-    __slots__ = ("_model", "_data", "_n", "_nq", "_nv", "_fb", "_fk")
+    __slots__ = ("_model", "_data", "_n", "_nq", "_nv", "_fb", "_fk", "_jf")
 
     def __init__(self, model: _model.Model, kmax: int = 2):
         self._model = model
@@ -131,7 +131,7 @@ class Robot:
         return Robot(_model.add_payload(self._model, link, mass, com, inertia), self._data.kmax)
 
     # ---------------------------------------------------------------- inverse dynamics
-    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None, representation="body"):
         """τ = M(q) q̈ + C(q, q̇) q̇ + Q_grav(q) − Q_ext (RNEA, seed 000 eq. 67–68).
 
         Args:
@@ -139,9 +139,14 @@ class Robot:
             f_ext: optional dict link name → wrench ``(f, m)`` (6,) (force, then moment) in that
                 link's frame, acting on the link (as Pinocchio's ``fext``; not with a batch).
             out: optional (nv,) / (N, nv) array to fill.
+            representation: ``"body"`` (default, the fastest: eq. 67–68), ``"spatial"``
+                (eq. 69–72) or ``"hybrid"`` (eq. 73–77): the recursion that computes τ (the
+                result is the same at round-off; see :meth:`_inverse_dynamics_repr`).
         Returns:
             τ, shape (nv,) or (N, nv) [N m or N; a floating base's wrench in its frame].
         """
+        if representation != "body":
+            return self._inverse_dynamics_repr(q, qd, qdd, f_ext, out, representation)
         if f_ext is None and type(q) is _ND and q.ndim == 1:
             return _rnea.inverse_dynamics(self._data, q, qd, qdd, None, out)
         if np.ndim(q) == 2:
@@ -344,3 +349,109 @@ class Robot:
         angular); (N, 6) for batches. Hybrid: (p̈, ω̇) (Pinocchio's classical acceleration in
         LOCAL_WORLD_ALIGNED); spatial: Pinocchio's WORLD acceleration."""
         return _frames.acceleration(self._fk, q, qd, qdd, frame, representation, out)
+
+    # ---- kinematics: derivatives, Christoffel, RNEA representations (mbs_dynamics/kinematics/)
+    def _inverse_dynamics_repr(self, q, qd, qdd, f_ext, out, representation):
+        """:meth:`inverse_dynamics` by the spatial (seed 000 eq. 69–72) or the hybrid (eq. 73–77)
+        recursive Newton–Euler algorithm (:mod:`mbs_dynamics.kernels._rnea_repr`)."""
+        rep = _RNEA_REPS.get(representation) if isinstance(representation, str) else None
+        if rep is None:
+            raise ValueError(f"representation must be one of {sorted(_RNEA_REPS) + ['body']} "
+                             f"for inverse_dynamics, got {representation!r}")
+        if np.ndim(q) == 2:
+            if f_ext is not None:
+                raise ValueError("f_ext is not supported with batch inputs")
+            return _rnea_repr.inverse_dynamics_batch(self._data, rep, q, qd, qdd, out)
+        fx = None if f_ext is None else self._fext(f_ext, 1)[0]
+        return _rnea_repr.inverse_dynamics(self._data, rep, q, qd, qdd, fx, out)
+
+    def _q_checked(self, q):
+        """q (nq,) or a batch (N, nq) as a finite float64 array with unit base quaternions,
+        else ValueError."""
+        from .kernels._data import _check_array
+        if np.ndim(q) == 2:
+            q = _check_array(q, "q", 2, (-1, self._nq))
+        else:
+            q = _check_array(q, "q", 1, (self._nq,))
+        if self._fb:
+            r = np.einsum("...i,...i->...", q[..., 3:7], q[..., 3:7])
+            bad = np.flatnonzero(~(np.abs(np.atleast_1d(r) - 1.0) <= 1e-6))
+            if bad.size:
+                x = np.atleast_2d(q)[bad[0], 3:7]
+                raise ValueError(f"q: the base quaternion (qx, qy, qz, qw) = {tuple(x)} is not "
+                                 "a unit quaternion")
+        return q
+
+    def _each(self, fn, q, shape):
+        """fn(q) for q (nq,), or stacked over the rows of a batch (N, nq)."""
+        if q.ndim == 1:
+            return fn(q)
+        out = np.empty((len(q),) + shape)
+        for i, x in enumerate(q):
+            out[i] = fn(x)
+        return out
+
+    def christoffel(self, q):
+        """Christoffel symbols of the first kind Γ (nv, nv, nv) of M(q) — (N, nv, nv, nv) for q
+        (N, nq) — in closed form from Lie brackets of the joint screws (seed 000 eq. 86–87; not
+        by differencing):
+        ``Γ[i, j, k] = ½(∂M_ij/∂q_k + ∂M_ik/∂q_j − ∂M_jk/∂q_i)``, symmetric in (j, k), so that
+        ``C(q, q̇)[i, j] = Σ_k Γ[i, j, k] q̇_k`` and C q̇ is the Coriolis/centrifugal force.
+
+        Floating base: the derivatives are along ``q ⊕ ε e_k`` (the base moved by its body twist,
+        Pinocchio's ``integrate``); the Coriolis force then also has the Euler–Poincaré term of
+        the base, ``rnea(q, v, 0) − g = Σ Γ v v − [ad_νᵀ (M v)_base; 0]``
+        (:func:`mbs_dynamics.kinematics.christoffel.euler_poincare`)."""
+        if np.ndim(q) == 1:
+            return _closed.christoffel(self._data, q, None)
+        nv = self._nv
+        return self._each(lambda x: _closed.christoffel(self._data, x, None), self._q_checked(q),
+                          (nv, nv, nv))
+
+    def frame_derivatives(self, qs, frame, representation="body", out=None):
+        """The twist of ``frame`` and every time derivative the input determines (seed 000 §2:
+        acceleration eq. 7/18/29, jerk eq. 14/22/32, and higher), O(n), in ``representation``
+        (``"body" | "spatial" | "hybrid" | "mixed"``, as :meth:`frame_velocity`); each row is the
+        time derivative of the previous one, ordered (linear, angular).
+
+        Args:
+            qs: (r, n) rows q, q′, …, q^(r−1) (fixed base; the (k+3)-row input of
+                :meth:`torque_derivatives` gives V … V^(k+1)); or a pair ``(q, vs)``, q (nq,) and
+                vs (r, nv) rows v, v′, … (floating base: the base body-twist jet); batches
+                (N, r, n) or (q (N, nq), vs (N, r, nv)).
+            frame: a name of :attr:`frame_names`.
+        Returns:
+            (r−1, 6) for ``qs``, (r, 6) for ``(q, vs)`` (or (N, ·, 6)).
+        """
+        try:
+            jf = self._jf
+        except AttributeError:  # made on first use (the packed frame table of the jet kernel)
+            jf = self._jf = _derivatives.jet_frames(self._data, self._model)
+        return jf.derivatives(qs, frame, representation, out)
+
+    def kinematic_hessian(self, q, frame, representation="body"):
+        """H (6, nv, nv) with ``H[:, i, k] = ∂J[:, i]/∂q_k`` for J = :meth:`frame_jacobian` of
+        ``frame`` in ``representation`` ((N, 6, nv, nv) for q (N, nq)), in closed form from Lie
+        brackets of the joint screws (seed 000 eq. 3–6, 16, 26); rows (linear, angular).
+        Floating base: the derivative along a base coordinate is along ``q ⊕ ε e_k``
+        (Pinocchio's convention, ``computeJointKinematicHessians``)."""
+        index, kb, S12, names = _derivatives.packed_table(self._model)
+        f = index.get(frame) if isinstance(frame, str) else None
+        if f is None:
+            raise _kframes.unknown_frame(frame, names)
+        rep = _REPS4.get(representation) if isinstance(representation, str) else None
+        if rep is None:
+            _kframes.representation_index(representation)   # raises, listing the four
+        if np.ndim(q) == 1:
+            return _closed.kinematic_hessian(self._data, kb, S12, f, q, rep, None)
+        nv = self._nv
+        return self._each(lambda x: _closed.kinematic_hessian(self._data, kb, S12, f, x, rep,
+                                                              None),
+                          self._q_checked(q), (6, nv, nv))
+
+
+_RNEA_REPS = {"spatial": 1, "hybrid": 2}
+_REPS4 = {"body": 0, "spatial": 1, "hybrid": 2, "mixed": 3}
+
+# the kinematics capability (imported here, not in the header, to keep this block contiguous)
+from .kinematics import _closed, derivatives as _derivatives, frames as _kframes  # noqa: E402

@@ -325,24 +325,26 @@ class MimicRobot:
                 out.append(_in(x, name, ((m,),), f"({m},) (or a batch (N, {m}))", self._bound))
         return out, (out[0].shape[0] if batch else None)
 
-    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None, representation="body"):
         """τ = Gᵀ τ_full(G q + off, G q̇, G q̈, f_ext), shape (n,) or (N, n) for a batch.
-        Arguments as :meth:`Robot.inverse_dynamics` (``f_ext``: link name → wrench)."""
+        Arguments as :meth:`Robot.inverse_dynamics` (``f_ext``: link name → wrench;
+        ``representation``: the recursion, ``"body" | "spatial" | "hybrid"``)."""
         with self._d:  # one thread at a time (the kernels' owner flag)
-            return self._inverse_dynamics(q, qd, qdd, f_ext, out)
+            return self._inverse_dynamics(q, qd, qdd, f_ext, out, representation)
 
-    def _inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
+    def _inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None, representation="body"):
         if np.ndim(q) == 1:
             q, qd, qdd = self._q1(q), self._v1(qd, "qd"), self._v1(qdd, "qdd")
             o = np.empty(self._shv) if out is None else _out(out, self._shv)
             t = self._full.inverse_dynamics(self._xq(q, self._bq), self._xv(qd, self._bv),
-                                            self._xv(qdd, self._ba), f_ext, out=self._bt)
+                                            self._xv(qdd, self._ba), f_ext, out=self._bt,
+                                            representation=representation)
             return np.dot(t, self._G, out=o)
         (q, qd, qdd), N = self._vecs(("q", "qd", "qdd"), (q, qd, qdd))
         o = _out(out, (N, self.nv))
         t = self._full.inverse_dynamics(q[:, self._iq] * self._kq + self._oq,
                                         qd[:, self._iv] * self._kv, qdd[:, self._iv] * self._kv,
-                                        f_ext)
+                                        f_ext, representation=representation)
         return np.matmul(t, self._G, out=o)
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None):
@@ -468,7 +470,8 @@ class MimicRobot:
     def _fv(self, x, name, buf):
         """Full velocities (derivative ≥ 1) of x (nv,) or (N, nv)."""
         if np.ndim(x) == 2:
-            return _in(x, name, ((None, self.nv),), f"(N, {self.nv})")[:, self._iv] * self._kv
+            return _in(x, name, ((None, self.nv),), f"(N, {self.nv})",
+                       self._bound)[:, self._iv] * self._kv
         return self._xv(self._v1(x, name), buf)
 
     @property
@@ -507,6 +510,52 @@ class MimicRobot:
             return self._full.frame_acceleration(self._fq(q), self._fv(qd, "qd", self._bv),
                                                  self._fv(qdd, "qdd", self._ba), frame,
                                                  representation, out)
+
+    # ---- kinematics: derivatives, Christoffel symbols (mbs_dynamics/kinematics/)
+    def christoffel(self, q):
+        """Γ (n, n, n) of the independent coordinates: Γ_abc = Σ G_ia G_jb G_kc Γ_full,ijk
+        (q_full = G q + off is affine, so M = Gᵀ M_full G differentiates term by term);
+        C(q, q̇)_ab = Σ_c Γ_abc q̇_c. See :meth:`Robot.christoffel`."""
+        q = _in(q, "q", ((self.nq,), (None, self.nq)), f"({self.nq},) or (N, {self.nq})",
+                self._bound)
+        with self._d:  # the shared buffers: one thread at a time
+            Gf = self._full.christoffel(self._fq(q))
+        G = self._G
+        return np.einsum("...ijk,ia,jb,kc->...abc", Gf, G, G, G, optimize=True)
+
+    def frame_derivatives(self, qs, frame, representation="body", out=None):
+        """The frame's twist jet along the expanded trajectory (positions G q + off, every
+        derivative G q^(r)); arguments and result as :meth:`Robot.frame_derivatives`."""
+        nq, nv = self.nq, self.nv
+        if isinstance(qs, tuple) and len(qs) == 2:
+            q, vs = qs
+            q = _in(q, "q", ((nq,), (None, nq)), f"({nq},) or (N, {nq})", self._bound)
+            vs = _in(vs, "vs", ((None, nv),) if q.ndim == 1 else ((q.shape[0], None, nv),),
+                     f"(r, {nv})" if q.ndim == 1 else f"({q.shape[0]}, r, {nv})", self._bound)
+            qf = np.matmul(q, self._Gq.T)
+            qf += self._oq
+            return self._full.frame_derivatives((qf, np.matmul(vs, self._GT)), frame,
+                                                representation, out)
+        if self._nbq != self._nbv:
+            raise ValueError(f"qs of a floating-base robot must be a pair (q, vs): q (nq,) = "
+                             f"({nq},), vs (r, nv) = (r, {nv})")
+        qs = _in(qs, "qs", ((None, nv), (None, None, nv)),
+                 f"(r, {nv}) or (N, r, {nv}) (rows q, q', ...)", self._bound)
+        if qs.shape[-2] < 2:
+            raise ValueError(f"qs has shape {qs.shape}, expected (r, {nv}) with r >= 2 "
+                             "(rows q, q', ...)")
+        qf = np.matmul(qs, self._GT)
+        qf[..., 0, :] += self._oq
+        return self._full.frame_derivatives(qf, frame, representation, out)
+
+    def kinematic_hessian(self, q, frame, representation="body"):
+        """H (6, n, n) in the independent coordinates: H[:, a, c] = Σ_ik G_ia G_kc H_full[:, i, k]
+        (the Jacobian is J_full G and G is constant). See :meth:`Robot.kinematic_hessian`."""
+        q = _in(q, "q", ((self.nq,), (None, self.nq)), f"({self.nq},) or (N, {self.nq})",
+                self._bound)
+        with self._d:  # the shared buffers: one thread at a time
+            H = self._full.kinematic_hessian(self._fq(q), frame, representation)
+        return np.einsum("...sik,ia,kc->...sac", H, self._G, self._G, optimize=True)
 
 
 def wrap(robot):
