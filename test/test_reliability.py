@@ -669,3 +669,64 @@ def test_item9_anisotropic_but_regular_floating_bases_load():
         qdd = r.forward_dynamics(q, v, tau)       # backward stable: τ is reproduced (M may
         back = r.inverse_dynamics(q, v, qdd)      # have a condition number of 1e12 here)
         np.testing.assert_allclose(back, tau, rtol=0, atol=1e-9 * np.abs(tau).max())
+
+
+def _every_kernel_call(r):
+    """One call of every public method of ``r`` that reaches a compiled kernel."""
+    rng = np.random.default_rng(7)
+    q, v, a = rng.uniform(-0.5, 0.5, (3, r.nv))
+    qs = rng.uniform(-0.5, 0.5, (4, r.nv))
+    Q = np.tile(q, (3, 1))
+    f = r.frame_names[-1]
+    return {
+        "inverse_dynamics": lambda: r.inverse_dynamics(q, v, a),
+        "inverse_dynamics batch": lambda: r.inverse_dynamics(Q, Q, Q),
+        "inverse_dynamics spatial": lambda: r.inverse_dynamics(q, v, a, representation="spatial"),
+        "inverse_dynamics hybrid batch": lambda: r.inverse_dynamics(Q, Q, Q,
+                                                                    representation="hybrid"),
+        "forward_dynamics": lambda: r.forward_dynamics(q, v, a),
+        "forward_dynamics batch": lambda: r.forward_dynamics(Q, Q, Q),
+        "torque_derivatives": lambda: r.torque_derivatives(qs),
+        "torque_derivatives batch": lambda: r.torque_derivatives(qs[None].repeat(2, 0)),
+        "mass_matrix": lambda: r.mass_matrix(q),
+        "coriolis_matrix": lambda: r.coriolis_matrix(q, v),
+        "mass_matrix_derivative": lambda: r.mass_matrix_derivative(q, v),
+        "gravity_torques": lambda: r.gravity_torques(q),
+        "frame_placement": lambda: r.frame_placement(q, f),
+        "frame_velocity": lambda: r.frame_velocity(q, v, f),
+        "frame_jacobian": lambda: r.frame_jacobian(q, f),
+        "frame_jacobian_derivative": lambda: r.frame_jacobian_derivative(q, v, f),
+        "frame_acceleration": lambda: r.frame_acceleration(q, v, a, f),
+        "christoffel": lambda: r.christoffel(q),
+        "frame_derivatives": lambda: r.frame_derivatives(qs, f),
+        "kinematic_hessian": lambda: r.kinematic_hessian(q, f),
+    }
+
+
+@pytest.mark.parametrize("source", ["arm7", "mimic"])
+def test_item13_every_kernel_entry_refuses_while_another_thread_holds_the_robot(source):
+    r = mbs.load_urdf(ARM) if source == "arm7" else mbs.load_urdf(_mimic_robot())
+    d = r.data if source == "arm7" else r.full_robot.data
+    calls = _every_kernel_call(r)
+    want = {k: f() for k, f in calls.items()}       # unheld: they run
+    held, release = threading.Event(), threading.Event()
+
+    def holder():
+        with d:
+            held.set()
+            release.wait(10)
+
+    h = threading.Thread(target=holder)
+    h.start()
+    held.wait(10)
+    try:
+        for name, f in calls.items():
+            with pytest.raises(RuntimeError, match="in use by another thread"):
+                f()
+    finally:
+        release.set()
+        h.join()
+    with d:                                         # the holder's own calls pass (re-entrant)
+        for name, f in calls.items():
+            np.testing.assert_allclose(f(), want[name], rtol=1e-12, atol=1e-12, err_msg=name)
+    assert not d.in_use
