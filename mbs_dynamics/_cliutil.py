@@ -115,18 +115,15 @@ def add_lock_option(parser):
 
 # ------------------------------------------------------------------------------------ files
 def load_yaml(path):
-    """Parse a YAML file; any unreadable content is an :class:`InputError` naming the file."""
-    import yaml
+    """Parse a YAML file within the package's resource limits (:mod:`mbs_dynamics.model.limits`:
+    size, nesting, aliases, entries); any unreadable content is an :class:`InputError` naming
+    the file."""
+    from .model.limits import parse_yaml, read_text
     try:
-        text = Path(path).read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a text file (expected YAML)") from None
-    if "\x00" in text:
-        raise InputError(f"{path}: not a text file (expected YAML)")
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: invalid YAML ({' '.join(str(exc).split())})") from None
+        return parse_yaml(read_text(path, "YAML"), str(path))
+    except ValueError as exc:
+        msg = " ".join(str(exc).split())
+        raise InputError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
 
 
 def load_actuator(path, n):
@@ -166,11 +163,6 @@ def load_trajectory(path, joint_names, urdf, locked=()):
 
     from .control.trajectory import Trajectory
     path = Path(path)
-    try:
-        path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a text file (expected a YAML or JSON trajectory)") \
-            from None
     try:
         # huge numbers overflow in the spline coefficients: reported by the finiteness checks
         # of the commands (one line), not as NumPy warnings

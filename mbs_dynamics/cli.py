@@ -260,9 +260,9 @@ def _compute(robot, traj, actuator, ts, progress=None, source="the trajectory"):
         for a in range(0, N, CHUNK):
             b = min(N, a + CHUNK)
             traj.sample_many(ts[a:b], out=qs[a:b])
+            _check_finite(qs[a:b], Q_COLUMNS, ts[a:b], robot, source)  # before the dynamics
             robot.torque_derivatives(qs[a:b], out=taus[a:b])
-            for block, names in ((qs, Q_COLUMNS), (taus, FF_COLUMNS)):
-                _check_finite(block[a:b], names, ts[a:b], robot, source)
+            _check_finite(taus[a:b], FF_COLUMNS, ts[a:b], robot, source)
             if actuator is not None:
                 actuator.reference(qs[a:b], taus[a:b], out=ref[a:b])
                 _check_finite(ref[a:b], ACT_COLUMNS, ts[a:b], robot, source)

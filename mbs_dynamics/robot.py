@@ -6,7 +6,9 @@ crosses into one compiled kernel and returns a new array or fills ``out``. Input
 array-like (lists, read-only, strided, Fortran-ordered, float32 or integer arrays are converted
 once); complex input is a ``TypeError``; ``out`` must be a writable float64 C-contiguous array of
 exactly the result's shape (otherwise ``ValueError``), and may share memory with an input.
-A Robot is not thread-safe (its Data is shared by its calls): give each thread ``robot.copy()``.
+A Robot serves one thread at a time (its Data is the workspace of every call): a call while another
+thread is inside one raises RuntimeError "Robot is in use by another thread" (never a wrong
+number; ``kernels._data.BUSY_MESSAGE``); give each thread ``robot.copy()``.
 
 Vectors follow ``robot.joint_names``. With a floating base (``load_urdf(..., floating_base=True)``)
 they use Pinocchio's free-flyer layout: ``q = (x, y, z, qx, qy, qz, qw, joints)`` (nq = 7 + n),
@@ -191,7 +193,7 @@ class Robot:
                 raise TypeError(f"f_ext['{link}'] must be real")
             try:
                 w = np.asarray(w, dtype=float)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise ValueError(f"f_ext['{link}'] must be numbers") from None
             if w.shape == (6,):
                 w = w[None]
@@ -252,7 +254,7 @@ class Robot:
             return _rnea.torque_derivatives(d, q, vs, fx, out)
         try:
             kind = np.asarray(qs).dtype.kind
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             kind = "O"
         if kind == "c":
             raise TypeError("qs must be real, got a complex array")

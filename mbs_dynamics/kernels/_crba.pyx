@@ -10,7 +10,8 @@ unit twists as its screws and reports its rows and columns in Pinocchio's order 
 import numpy as np
 cimport numpy as cnp
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, check_finite,
+from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, claim,
+                                 unclaim, check_finite,
                                  check_quat, out_mat, vec)
 from mbs_dynamics.kernels._spatial cimport (axpy6, copy6,
                                     joint_pose, load_jet, set_X, X_dot, zero6)
@@ -450,7 +451,7 @@ cdef void coriolis(const KModel* m, KWork* w, int mode, double* out) noexcept no
 # ---------------------------------------------------------------------------------------------
 # public entries
 # ---------------------------------------------------------------------------------------------
-def mass_matrix(Data d, q, out):
+cdef object _mass_matrix(Data d, q, out):
     """M (nv, nv) at q (nq,)."""
     cdef KModel* m = &d.m
     q = vec(q, "q", m.nq)
@@ -465,7 +466,7 @@ def mass_matrix(Data d, q, out):
     return out
 
 
-def coriolis_matrix(Data d, q, qd, out, int mode):
+cdef object _coriolis_matrix(Data d, q, qd, out, int mode):
     """C̄ (mode 0) or Ṁ (mode 1), (nv, nv), at q (nq,), v (nv,)."""
     cdef KModel* m = &d.m
     q = vec(q, "q", m.nq)
@@ -480,3 +481,25 @@ def coriolis_matrix(Data d, q, qd, out, int mode):
     if res is not out:
         out[...] = res
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the public entries: each takes the Data's owner flag (one thread at a time) around its kernel
+# ---------------------------------------------------------------------------------------------
+
+def mass_matrix(Data d, q, out):
+    """M (nv, nv) at q (nq,)."""
+    claim(d)
+    try:
+        return _mass_matrix(d, q, out)
+    finally:
+        unclaim(d)
+
+
+def coriolis_matrix(Data d, q, qd, out, int mode):
+    """C̄ (mode 0) or Ṁ (mode 1), (nv, nv), at q (nq,), v (nv,)."""
+    claim(d)
+    try:
+        return _coriolis_matrix(d, q, qd, out, mode)
+    finally:
+        unclaim(d)

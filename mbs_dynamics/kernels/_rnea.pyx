@@ -22,7 +22,8 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 cimport openmp
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, as_input, as_out,
+from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, claim,
+                                 unclaim, as_input, as_out,
                                  check_finite, check_quat, fresh_if_alias, load_fx, out_vec,
                                  take_states, vec)
 from mbs_dynamics.kernels._spatial cimport (ad_V, ad_X, add_adT, add_to_parent, add_X, axpy6,
@@ -244,7 +245,7 @@ cdef inline int _threads(Py_ssize_t N, int n, int rows) noexcept:
     return max(1, min(openmp.omp_get_max_threads(), <int> (work // PARALLEL_WORK)))
 
 
-def inverse_dynamics(Data d, q, qd, qdd, fx, out):
+cdef object _inverse_dynamics(Data d, q, qd, qdd, fx, out):
     """τ (nv,) = ID(q, v, a) with optional body wrenches fx (nb, 6) (or None)."""
     cdef KModel* m = &d.m
     q, qd, qdd = take_states(m, q, qd, qdd, "qd", "qdd", False)
@@ -288,7 +289,7 @@ cdef void _load_state_rows(const KModel* m, KWork* w, const double* q, const dou
             w.qj[2 * nb + b] = a[b]
 
 
-def inverse_dynamics_batch(Data d, q, qd, qdd, out):
+cdef object _inverse_dynamics_batch(Data d, q, qd, qdd, out):
     """τ (N, nv) for N states q (N, nq), v, a (N, nv), split over the OpenMP threads."""
     cdef KModel* m = &d.m
     q, qd, qdd = take_states(m, q, qd, qdd, "qd", "qdd", True)
@@ -317,7 +318,7 @@ def inverse_dynamics_batch(Data d, q, qd, qdd, out):
     return out
 
 
-def torque_derivatives(Data d, q, vs, fx, out):
+cdef object _torque_derivatives(Data d, q, vs, fx, out):
     """τ^(k), k = 0..K (K+1, nv), from q (nq,) and vs (K+2, nv) rows v, v′, …, v^(K+1), with an
     optional applied-wrench jet fx (Kf ≤ K+1, nb, 6) in body frames (None: no external load)."""
     cdef KModel* m = &d.m
@@ -334,7 +335,7 @@ def torque_derivatives(Data d, q, vs, fx, out):
     return _jet(d, q, vs, K, fx, out, (q, vs))
 
 
-def torque_derivatives_qs(Data d, qs, out):
+cdef object _torque_derivatives_qs(Data d, qs, out):
     """The fixed-base form: qs (K+3, n) rows q, q′, …, q^(K+2) → (K+1, n)."""
     cdef KModel* m = &d.m
     qs = as_input(qs, "qs", 2, (-1, m.n))
@@ -366,7 +367,7 @@ cdef object _jet(Data d, q, vs, int K, fx, out, tuple inputs):
     return out
 
 
-def torque_derivatives_batch(Data d, q, vs, out):
+cdef object _torque_derivatives_batch(Data d, q, vs, out):
     """N samples: q (N, nq) and vs (N, K+2, nv) → (N, K+1, nv); a fixed-base qs (N, K+3, n) is
     passed as ``q = qs``, ``vs = None``."""
     cdef KModel* m = &d.m
@@ -419,7 +420,7 @@ def torque_derivatives_batch(Data d, q, vs, out):
     return out
 
 
-def gravity(Data d, q, out):
+cdef object _gravity(Data d, q, out):
     """Q_grav (nv,) at q (nq,)."""
     cdef KModel* m = &d.m
     q = vec(q, "q", m.nq)
@@ -433,3 +434,63 @@ def gravity(Data d, q, out):
     if res is not out:
         out[...] = res
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the public entries: each takes the Data's owner flag (one thread at a time) around its kernel
+# ---------------------------------------------------------------------------------------------
+
+def inverse_dynamics(Data d, q, qd, qdd, fx, out):
+    """τ (nv,) = ID(q, v, a) with optional body wrenches fx (nb, 6) (or None)."""
+    claim(d)
+    try:
+        return _inverse_dynamics(d, q, qd, qdd, fx, out)
+    finally:
+        unclaim(d)
+
+
+def inverse_dynamics_batch(Data d, q, qd, qdd, out):
+    """τ (N, nv) for N states q (N, nq), v, a (N, nv), split over the OpenMP threads."""
+    claim(d)
+    try:
+        return _inverse_dynamics_batch(d, q, qd, qdd, out)
+    finally:
+        unclaim(d)
+
+
+def torque_derivatives(Data d, q, vs, fx, out):
+    """τ^(k), k = 0..K (K+1, nv), from q (nq,) and vs (K+2, nv) rows v, v′, …, v^(K+1), with an
+    optional applied-wrench jet fx (Kf ≤ K+1, nb, 6) in body frames (None: no external load)."""
+    claim(d)
+    try:
+        return _torque_derivatives(d, q, vs, fx, out)
+    finally:
+        unclaim(d)
+
+
+def torque_derivatives_qs(Data d, qs, out):
+    """The fixed-base form: qs (K+3, n) rows q, q′, …, q^(K+2) → (K+1, n)."""
+    claim(d)
+    try:
+        return _torque_derivatives_qs(d, qs, out)
+    finally:
+        unclaim(d)
+
+
+def torque_derivatives_batch(Data d, q, vs, out):
+    """N samples: q (N, nq) and vs (N, K+2, nv) → (N, K+1, nv); a fixed-base qs (N, K+3, n) is
+    passed as ``q = qs``, ``vs = None``."""
+    claim(d)
+    try:
+        return _torque_derivatives_batch(d, q, vs, out)
+    finally:
+        unclaim(d)
+
+
+def gravity(Data d, q, out):
+    """Q_grav (nv,) at q (nq,)."""
+    claim(d)
+    try:
+        return _gravity(d, q, out)
+    finally:
+        unclaim(d)

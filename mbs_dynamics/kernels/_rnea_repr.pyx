@@ -34,6 +34,7 @@ import numpy as np
 cimport numpy as cnp
 
 from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, as_out,
+                                         claim, unclaim,
                                          fresh_if_alias, load_fx, out_vec, take_states)
 from mbs_dynamics.kernels._spatial cimport (ad_V, add_adT, axpy6, copy6, joint_pose, load_jet,
                                             zero6)
@@ -377,7 +378,7 @@ cdef void load_rows(const KModel* m, KWork* w, const double* q, const double* v,
             w.qj[2 * nb + b] = a[b]
 
 
-def inverse_dynamics(Data d, int rep, q, qd, qdd, fx, out):
+cdef object _inverse_dynamics(Data d, int rep, q, qd, qdd, fx, out):
     """τ (nv,) by the spatial (rep = 1) or hybrid (rep = 2) RNEA, optional body wrenches fx
     (nb, 6) in body frames."""
     if rep != SPATIAL and rep != HYBRID:
@@ -398,7 +399,7 @@ def inverse_dynamics(Data d, int rep, q, qd, qdd, fx, out):
     return out
 
 
-def inverse_dynamics_batch(Data d, int rep, q, qd, qdd, out):
+cdef object _inverse_dynamics_batch(Data d, int rep, q, qd, qdd, out):
     """τ (N, nv) for N states, one thread."""
     if rep != SPATIAL and rep != HYBRID:
         raise ValueError("rep must be 1 (spatial) or 2 (hybrid)")
@@ -420,3 +421,26 @@ def inverse_dynamics_batch(Data d, int rep, q, qd, qdd, out):
     if res is not out:
         out[...] = res
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the public entries: each takes the Data's owner flag (one thread at a time) around its kernel
+# ---------------------------------------------------------------------------------------------
+
+def inverse_dynamics(Data d, int rep, q, qd, qdd, fx, out):
+    """τ (nv,) by the spatial (rep = 1) or hybrid (rep = 2) RNEA, optional body wrenches fx
+    (nb, 6) in body frames."""
+    claim(d)
+    try:
+        return _inverse_dynamics(d, rep, q, qd, qdd, fx, out)
+    finally:
+        unclaim(d)
+
+
+def inverse_dynamics_batch(Data d, int rep, q, qd, qdd, out):
+    """τ (N, nv) for N states, one thread."""
+    claim(d)
+    try:
+        return _inverse_dynamics_batch(d, rep, q, qd, qdd, out)
+    finally:
+        unclaim(d)

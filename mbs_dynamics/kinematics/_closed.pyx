@@ -13,7 +13,8 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdlib cimport calloc, free, malloc
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, as_input,
+from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, as_input, claim,
+                                         unclaim,
                                          as_out, check_finite, check_quat)
 from mbs_dynamics.kernels._spatial cimport ad_V, joint_pose, quat_pose
 
@@ -199,6 +200,16 @@ cdef int hessian_kernel(const KModel* m, KWork* w, int body, const double* S, co
 
 def kinematic_hessian(Data d, const int[::1] kb, const double[:, ::1] S12, int f, q, int rep,
                       out):
+    """(the owner flag around :func:`_kinematic_hessian`)"""
+    claim(d)
+    try:
+        return _kinematic_hessian(d, kb, S12, f, q, rep, out)
+    finally:
+        unclaim(d)
+
+
+cdef object _kinematic_hessian(Data d, const int[::1] kb, const double[:, ::1] S12, int f, q,
+                               int rep, out):
     """H (6, nv, nv) (rows linear, angular) of frame f of a packed table (kernel body kb[f],
     −1 the fixed base; pose S12[f] = R row-major, p) at q (nq,); rep 0 body, 1 spatial,
     2 hybrid, 3 mixed."""
@@ -333,6 +344,15 @@ cdef int christoffel_kernel(const KModel* m, KWork* w, const double* q, double* 
 
 
 def christoffel(Data d, q, out):
+    """(the owner flag around :func:`_christoffel`)"""
+    claim(d)
+    try:
+        return _christoffel(d, q, out)
+    finally:
+        unclaim(d)
+
+
+cdef object _christoffel(Data d, q, out):
     """Γ (nv, nv, nv) at q (nq,)."""
     cdef KModel* m = &d.m
     q = as_input(q, "q", 1, (m.nq,))

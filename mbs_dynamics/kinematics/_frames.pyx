@@ -32,6 +32,7 @@ cimport numpy as cnp
 from libc.string cimport memset
 
 from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, alias3, as_input, as_out,
+                                         claim, unclaim,
                                          check_finite, check_quat, vec)
 from mbs_dynamics.kernels._spatial cimport joint_pose, quat_pose
 
@@ -47,7 +48,8 @@ cdef enum:
 
 
 cdef class FrameData:
-    """The frame table of a model packed for the kernels, and their scratch (one thread).
+    """The frame table of a model packed for the kernels, and their scratch (one thread at a
+    time: the entries take the Data's owner flag, ``claim``/``unclaim`` of ``_data.pxd``).
 
     Attributes:
         names: the frame names (:func:`~.frames.frame_names` order).
@@ -454,7 +456,7 @@ cdef object out_of(object out, bint batch, Py_ssize_t N, Py_ssize_t r, Py_ssize_
     return as_out(out, "out", tuple([dims[i] for i in range(nd)]))
 
 
-def placement(FrameData fd, q, frame, out=None):
+cdef object _placement(FrameData fd, q, frame, out=None):
     """(4, 4) world pose of ``frame`` at q (nq,), or (N, 4, 4) for q (N, nq)."""
     cdef int f = frame_of(fd, frame)
     cdef bint batch = is_batch(q)
@@ -476,7 +478,7 @@ def placement(FrameData fd, q, frame, out=None):
     return out
 
 
-def velocity(FrameData fd, q, qd, frame, representation, out=None):
+cdef object _velocity(FrameData fd, q, qd, frame, representation, out=None):
     """(6,) twist (linear, angular) of ``frame`` in ``representation``; (N, 6) for batches."""
     cdef int f = frame_of(fd, frame), rep = rep_of(representation)
     cdef bint batch = is_batch(q)
@@ -502,7 +504,7 @@ def velocity(FrameData fd, q, qd, frame, representation, out=None):
     return out
 
 
-def jacobian(FrameData fd, q, frame, representation, out=None):
+cdef object _jacobian(FrameData fd, q, frame, representation, out=None):
     """(6, nv) Jacobian of ``frame`` in ``representation`` (rows linear, angular); (N, 6, nv)."""
     cdef int f = frame_of(fd, frame), rep = rep_of(representation)
     cdef bint batch = is_batch(q)
@@ -525,7 +527,7 @@ def jacobian(FrameData fd, q, frame, representation, out=None):
     return out
 
 
-def jacobian_derivative(FrameData fd, q, qd, frame, representation, out=None):
+cdef object _jacobian_derivative(FrameData fd, q, qd, frame, representation, out=None):
     """(6, nv) J̇ = d/dt J(q(t)) at (q, q̇) in ``representation``; (N, 6, nv) for batches."""
     cdef int f = frame_of(fd, frame), rep = rep_of(representation)
     cdef bint batch = is_batch(q)
@@ -552,7 +554,7 @@ def jacobian_derivative(FrameData fd, q, qd, frame, representation, out=None):
     return out
 
 
-def acceleration(FrameData fd, q, qd, qdd, frame, representation, out=None):
+cdef object _acceleration(FrameData fd, q, qd, qdd, frame, representation, out=None):
     """(6,) d/dt of the frame's twist in ``representation`` = J q̈ + J̇ q̇; (N, 6) for batches."""
     cdef int f = frame_of(fd, frame), rep = rep_of(representation)
     cdef bint batch = is_batch(q)
@@ -596,3 +598,52 @@ def acceleration(FrameData fd, q, qd, qdd, frame, representation, out=None):
     if res is not out:
         out[...] = res
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the public entries: each takes the Data's owner flag (one thread at a time, kernels/_data.pxd)
+# ---------------------------------------------------------------------------------------------
+
+def placement(FrameData fd, q, frame, out=None):
+    """(4, 4) world pose of ``frame`` at q (nq,), or (N, 4, 4) for q (N, nq)."""
+    claim(fd.d)
+    try:
+        return _placement(fd, q, frame, out)
+    finally:
+        unclaim(fd.d)
+
+
+def velocity(FrameData fd, q, qd, frame, representation, out=None):
+    """(6,) twist (linear, angular) of ``frame`` in ``representation``; (N, 6) for batches."""
+    claim(fd.d)
+    try:
+        return _velocity(fd, q, qd, frame, representation, out)
+    finally:
+        unclaim(fd.d)
+
+
+def jacobian(FrameData fd, q, frame, representation, out=None):
+    """(6, nv) Jacobian of ``frame`` in ``representation`` (rows linear, angular); (N, 6, nv)."""
+    claim(fd.d)
+    try:
+        return _jacobian(fd, q, frame, representation, out)
+    finally:
+        unclaim(fd.d)
+
+
+def jacobian_derivative(FrameData fd, q, qd, frame, representation, out=None):
+    """(6, nv) J̇ = d/dt J(q(t)) at (q, q̇) in ``representation``; (N, 6, nv) for batches."""
+    claim(fd.d)
+    try:
+        return _jacobian_derivative(fd, q, qd, frame, representation, out)
+    finally:
+        unclaim(fd.d)
+
+
+def acceleration(FrameData fd, q, qd, qdd, frame, representation, out=None):
+    """(6,) d/dt of the frame's twist in ``representation`` = J q̈ + J̇ q̇; (N, 6) for batches."""
+    claim(fd.d)
+    try:
+        return _acceleration(fd, q, qd, qdd, frame, representation, out)
+    finally:
+        unclaim(fd.d)

@@ -20,7 +20,8 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdlib cimport free, malloc
 
-from mbs_dynamics.kernels._data cimport (FREE, Data, KModel, KWork, as_input, as_out,
+from mbs_dynamics.kernels._data cimport (FREE, Data, KModel, KWork, as_input, as_out, claim,
+                                         unclaim,
                                          check_finite, check_quat, fresh_if_alias)
 from mbs_dynamics.kernels._spatial cimport (ad_V, ad_X, add_X, axpy6, copy6, joint_pose,
                                             load_jet, quat_pose, to_child, zero6)
@@ -249,6 +250,15 @@ cdef class JetFrames:
 
 
 cdef object _derivatives(JetFrames jf, int f, q, vs, int rep, out):
+    """The owner flag of the Data (one thread at a time) around :func:`_derivatives_body`."""
+    claim(jf.d)
+    try:
+        return _derivatives_body(jf, f, q, vs, rep, out)
+    finally:
+        unclaim(jf.d)
+
+
+cdef object _derivatives_body(JetFrames jf, int f, q, vs, int rep, out):
     cdef Data d = jf.d
     cdef KModel* m = &d.m
     cdef bint packed = vs is None, batch
