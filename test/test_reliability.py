@@ -474,6 +474,11 @@ def _thread_run(robots, n_threads=8, calls=1250, seed=0):
         ref[f"td{k}"] = ref_robot.torque_derivatives(qs[:k + 3])
     ref["tdb"] = ref_robot.torque_derivatives(np.repeat(qs[None, :6], 400, axis=0))
     ref["J"] = ref_robot.frame_jacobian(Q[:200], "arm7_tool", "hybrid")
+    ref["Y"] = ref_robot.regressor(Q[:50], V[:50], A[:50])
+    ref["dID"] = ref_robot.inverse_dynamics_derivatives(Q[4], V[4], A[4])
+    ref["G"] = ref_robot.christoffel(Q[5])
+    ref["H"] = ref_robot.kinematic_hessian(Q[6], "arm7_tool", "spatial")
+    ref["FD"] = ref_robot.frame_derivatives(qs[:5], "arm7_tool", "mixed")
     tdb_in = np.repeat(qs[None, :6], 400, axis=0)
     counts = np.zeros((n_threads, 4), dtype=int)
     crashes = []
@@ -483,7 +488,7 @@ def _thread_run(robots, n_threads=8, calls=1250, seed=0):
         g = np.random.default_rng(seed + t)
         try:
             for i in range(calls):
-                kind = g.integers(0, 11)
+                kind = g.integers(0, 16)
                 try:
                     if kind == 0:
                         got, want = r.inverse_dynamics(Q, V, A), ref["idb"]
@@ -504,6 +509,19 @@ def _thread_run(robots, n_threads=8, calls=1250, seed=0):
                         got, want = r.frame_jacobian(Q[:200], "arm7_tool", "hybrid"), ref["J"]
                     elif kind == 7:
                         got, want = r.torque_derivatives(tdb_in), ref["tdb"]
+                    elif kind == 11:
+                        got, want = r.regressor(Q[:50], V[:50], A[:50]), ref["Y"]
+                    elif kind == 12:
+                        got = np.stack(r.inverse_dynamics_derivatives(Q[4], V[4], A[4]))
+                        want = np.stack(ref["dID"])
+                    elif kind == 13:
+                        got, want = r.christoffel(Q[5]), ref["G"]
+                    elif kind == 14:
+                        got = r.kinematic_hessian(Q[6], "arm7_tool", "spatial")
+                        want = ref["H"]
+                    elif kind == 15:
+                        got = r.frame_derivatives(qs[:5], "arm7_tool", "mixed")
+                        want = ref["FD"]
                     else:                      # orders 0..5: the workspace grows meanwhile
                         k = int(g.integers(0, 6))
                         got, want = r.torque_derivatives(qs[:k + 3]), ref[f"td{k}"]

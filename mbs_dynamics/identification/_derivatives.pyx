@@ -35,7 +35,8 @@ cimport numpy as cnp
 from libc.math cimport sqrt
 
 from mbs_dynamics.kernels._aba cimport aba_core
-from mbs_dynamics.kernels._data cimport FREE, REVOLUTE, Data, KModel, KWork, take_states
+from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, claim,
+                                         take_states, unclaim)
 from mbs_dynamics.kernels._spatial cimport ad_V, joint_pose, load_jet
 
 cnp.import_array()
@@ -318,7 +319,7 @@ cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double*
             b = m.parent[b]
 
 
-def inverse_dynamics_derivatives(Data d, q, qd, qdd, out=None):
+def _inverse_dynamics_derivatives(Data d, q, qd, qdd, out=None):
     """(∂τ/∂q, ∂τ/∂q̇, M), each (nv, nv), views of one (3, nv, nv) array (``out`` if given); for
     (N, ·) batches each (N, nv, nv), views of one (3, N, nv, nv) array."""
     cdef KModel* m = &d.m
@@ -412,7 +413,7 @@ cdef int inverse_spd(int n, double* A, double* L) noexcept nogil:
     return 0
 
 
-def forward_dynamics_derivatives(Data d, q, qd, tau):
+def _forward_dynamics_derivatives(Data d, q, qd, tau):
     """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹), each (nv, nv): q̈ = FD(q, q̇, τ) by the ABA kernel, then
     ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈) (differentiate ID(q, q̇, FD(q, q̇, τ)) = τ)."""
     cdef KModel* m = &d.m
@@ -465,3 +466,25 @@ def forward_dynamics_derivatives(Data d, q, qd, tau):
     if blas:  # larger systems: the BLAS product beats scalar loops (measured: nv = 18, 3×)
         np.matmul(out[2], P, out=out[:2])  # P holds −∂τ/∂q, −∂τ/∂q̇
     return out[0], out[1], out[2]
+
+
+# the public entries take the Data's owner flag (one thread at a time, kernels/_data.pyx)
+
+def inverse_dynamics_derivatives(Data d, q, qd, qdd, out=None):
+    """(∂τ/∂q, ∂τ/∂q̇, M), each (nv, nv), views of one (3, nv, nv) array (``out`` if given); for
+    (N, ·) batches each (N, nv, nv), views of one (3, N, nv, nv) array."""
+    claim(d)
+    try:
+        return _inverse_dynamics_derivatives(d, q, qd, qdd, out)
+    finally:
+        unclaim(d)
+
+
+def forward_dynamics_derivatives(Data d, q, qd, tau):
+    """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹), each (nv, nv): q̈ = FD(q, q̇, τ) by the ABA kernel, then
+    ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈) (differentiate ID(q, q̇, FD(q, q̇, τ)) = τ)."""
+    claim(d)
+    try:
+        return _forward_dynamics_derivatives(d, q, qd, tau)
+    finally:
+        unclaim(d)

@@ -29,7 +29,7 @@ from cython.parallel cimport prange
 cimport openmp
 from libc.string cimport memset
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, as_input, as_out,
+from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, claim, unclaim, as_input, as_out,
                                          check_finite, check_quat, fresh_if_alias, take_states)
 from mbs_dynamics.kernels._rnea cimport rnea_jet
 from mbs_dynamics.kernels._spatial cimport (ad_V, ad_X, add_adT, add_to_parent, add_X, axpy6,
@@ -201,7 +201,7 @@ cdef inline int _threads(Py_ssize_t N, Py_ssize_t work1) noexcept:
     return max(1, min(openmp.omp_get_max_threads(), <int> (work // PARALLEL_WORK)))
 
 
-def regressor(Data d, q, qd, qdd, out=None):
+def _regressor(Data d, q, qd, qdd, out=None):
     """Y (nv, 10 nb) for q (nq,), v, a (nv,); or (N, nv, 10 nb) for (N, ·) batches."""
     cdef KModel* m = &d.m
     cdef KWork* w
@@ -367,7 +367,7 @@ cdef void regressor_jet(const KModel* m, KWork* w, int K, double* Y, double* P,
             b = m.parent[b]
 
 
-def regressor_derivatives(Data d, q, vs, out=None):
+def _regressor_derivatives(Data d, q, vs, out=None):
     """Y^(k), k = 0..K: q (nq,) and vs (K+2, nv) → (K+1, nv, 10 nb); batches q (N, nq),
     vs (N, K+2, nv) → (N, K+1, nv, 10 nb). vs None: q is a fixed-base qs ((N,) K+3, n)."""
     cdef KModel* m = &d.m
@@ -435,3 +435,24 @@ def regressor_derivatives(Data d, q, vs, out=None):
     if res is not out:
         out[...] = res
     return out
+
+
+# the public entries take the Data's owner flag (one thread at a time, kernels/_data.pyx)
+
+def regressor(Data d, q, qd, qdd, out=None):
+    """Y (nv, 10 nb) for q (nq,), v, a (nv,); or (N, nv, 10 nb) for (N, ·) batches."""
+    claim(d)
+    try:
+        return _regressor(d, q, qd, qdd, out)
+    finally:
+        unclaim(d)
+
+
+def regressor_derivatives(Data d, q, vs, out=None):
+    """Y^(k), k = 0..K: q (nq,) and vs (K+2, nv) → (K+1, nv, 10 nb); batches q (N, nq),
+    vs (N, K+2, nv) → (N, K+1, nv, 10 nb). vs None: q is a fixed-base qs ((N,) K+3, n)."""
+    claim(d)
+    try:
+        return _regressor_derivatives(d, q, vs, out)
+    finally:
+        unclaim(d)
