@@ -1,0 +1,246 @@
+"""Loop kinematics in product-of-exponentials form (seed 001 §4): the closure residual h(q), its
+exact Jacobian K = ∂h/∂q, Newton assembly and the dependent joints' jets of any order.
+
+Body poses follow the POE recursion ``C_i = C_λ(i) B_i exp(X_i q_i)`` (seed 001 eq. 6–7, the
+Model's ``parent``, ``B``, ``X``). For loop ℓ with frames ``F_a = C_{a} S_a``, ``F_b = C_{b} S_b``
+the relative pose ``C_ba = F_b⁻¹ F_a = (R, p)`` (frame a seen from frame b) gives the residual,
+expressed in the axes of F_b:
+
+* connect (3):  h = −p
+* weld (6):     h = (−p, −½ vee(R − Rᵀ))
+* revolute (5): h = (−p, R₁₂, −R₀₂)   (z_a ∥ z_b)
+
+Differentiating, ``ḣ = K q̇`` with, at an assembled configuration (p = 0, R = I for a weld,
+R e_z = e_z for a hinge), the rows of the relative twist of F_b with respect to F_a in F_b's
+axes, ``V_b − Ad_{C_ba} V_a`` — (linear, angular), linear first. Hence ``Kᵀλ`` is the
+generalized force of the wrench λ = (f, m) acting on frame_b at its origin in its axes (and its
+reaction on frame_a): the multipliers are the constraint wrenches.
+
+Jets. Every quantity is propagated as a truncated Taylor series in t (normalized coefficients
+``x_r = x^(r)/r!``) and, optionally, first order in n independent infinitesimal shifts ε_j of
+the joint coordinates (ε_j ε_l = 0): the ε_j part of the series of h is the series of the
+Jacobian column ``K_j(q(t))``. Joint exponentials: ``exp(X q) = I + sin q X̂ + (1 − cos q) X̂²``
+(revolute; sin/cos series by their recurrences) or ``I + q X̂`` (prismatic). The r-th
+coefficient of h is ``K(q₀) q_r + (terms in q₀ … q_{r−1})``, which gives the dependent
+coefficients order by order: ``q_{d,r} = −K_d⁺ h_r|_{q_{d,r}=0}`` (seed 001 §4: the loop
+constraints differentiated r times), K_d⁺ the least-squares (rank-revealing) inverse — exact
+for redundant but consistent closures.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels import lie
+
+
+def _rank(s, shape):
+    """Numerical rank from singular values ``s`` of a ``shape`` matrix (numpy's default tol)."""
+    if s.size == 0:
+        return 0
+    tol = s[0] * max(shape) * np.finfo(float).eps * 100
+    return int(np.sum(s > max(tol, 1e-300)))
+
+
+class LoopKinematics:
+    """Residual, Jacobian and jets of the loops on a tree model (fixed base).
+
+    Args:
+        model: the full-coordinate :class:`~mbs_dynamics.model.model.Model` (spanning tree).
+        loops: tuple of :class:`~.spec.Loop`.
+    """
+
+    def __init__(self, model, loops):
+        if getattr(model, "floating_base", False):
+            raise ValueError("loops on a floating-base robot are not supported (fixed base only)")
+        self.model = model
+        self.loops = tuple(loops)
+        self.n = model.n
+        self.m = sum(lp.m for lp in self.loops)
+        self.rows = []  # loop ℓ → slice of its rows in h
+        r = 0
+        for lp in self.loops:
+            self.rows.append(slice(r, r + lp.m))
+            r += lp.m
+        # the bodies whose pose the loops need (every ancestor of a loop body), in order
+        need = set()
+        for lp in self.loops:
+            for b in (lp.body_a, lp.body_b):
+                while b >= 0 and b not in need:
+                    need.add(b)
+                    b = int(model.parent[b])
+        self.bodies = sorted(need)
+        self.hat = np.zeros((self.n, 4, 4))
+        self.prismatic = np.zeros(self.n, dtype=bool)
+        for i in range(self.n):
+            X = model.X[i]
+            w, v = X[:3], X[3:]
+            if np.linalg.norm(w) > 0.5:
+                if np.linalg.norm(v) > 1e-12:
+                    raise ValueError(f"joint '{model.joint_names[i]}': a revolute screw with a "
+                                     "moment part is not supported")
+                self.hat[i, :3, :3] = lie.skew(w)
+            else:
+                self.prismatic[i] = True
+                self.hat[i, :3, 3] = v
+        self.hat2 = self.hat @ self.hat
+        # joints that move some loop frame relative to the other (the loop's "support")
+        self.support = []
+        for lp in self.loops:
+            pa, pb = self._path(lp.body_a), self._path(lp.body_b)
+            self.support.append(sorted(set(pa) ^ set(pb)))
+
+    def _path(self, b):
+        out = []
+        while b >= 0:
+            out.append(b)
+            b = int(self.model.parent[b])
+        return out
+
+    # ------------------------------------------------------------------ jets
+    @staticmethod
+    def _sincos(q):
+        """Normalized Taylor coefficients of sin q(t), cos q(t) from those of q(t)."""
+        K1 = q.shape[0]
+        s, c = np.empty(K1), np.empty(K1)
+        s[0], c[0] = np.sin(q[0]), np.cos(q[0])
+        j = np.arange(1, K1)
+        for r in range(1, K1):
+            jq = j[:r] * q[1:r + 1]
+            s[r] = jq @ c[r - 1::-1] / r
+            c[r] = -(jq @ s[r - 1::-1]) / r
+        return s, c
+
+    @staticmethod
+    def _mul(A, B):
+        """Product of two pose jets (K+1, D, 4, 4) with ε_j ε_l = 0 (D = 1 + directions)."""
+        K1, D = A.shape[0], A.shape[1]
+        out = np.empty_like(A)
+        for r in range(K1):
+            a, b = A[:r + 1], B[r::-1]
+            out[r, 0] = np.einsum("jab,jbc->ac", a[:, 0], b[:, 0])
+            if D > 1:
+                out[r, 1:] = (np.matmul(a[:, 1:], b[:, :1]).sum(0)
+                              + np.matmul(a[:, :1], b[:, 1:]).sum(0))
+        return out
+
+    def _poses(self, Q, D):
+        """World pose jets (K+1, D, 4, 4) of the needed bodies (dict body → jet)."""
+        K1 = Q.shape[0]
+        model = self.model
+        I4 = np.zeros((K1, D, 4, 4))
+        I4[0, 0] = np.eye(4)
+        C = {-1: I4}
+        delta = np.zeros(K1)
+        delta[0] = 1.0
+        for i in self.bodies:
+            q = Q[:, i]
+            X, X2 = self.hat[i], self.hat2[i]
+            if self.prismatic[i]:
+                E = q[:, None, None] * X
+                E[0] += np.eye(4)
+                dE = np.zeros((K1, 4, 4))
+                dE[0] = X
+            else:
+                s, c = self._sincos(q)
+                E = s[:, None, None] * X + (delta - c)[:, None, None] * X2
+                E[0] += np.eye(4)
+                dE = E @ X
+            P = C[int(model.parent[i])] @ model.B[i]  # (K1, D, 4, 4)
+            out = np.empty((K1, D, 4, 4))
+            for r in range(K1):
+                out[r] = np.matmul(P[:r + 1], E[r::-1, None]).sum(0)
+                if D > 1:
+                    out[r, 1 + i] += np.matmul(P[:r + 1, 0], dE[r::-1]).sum(0)
+            C[i] = out
+        return C
+
+    def jets(self, Q, directions=False):
+        """Taylor coefficients of h(q(t)) (and of K(q(t)) if ``directions``).
+
+        Args:
+            Q: (K+1, n) normalized coefficients q_r = q^(r)/r! of the full coordinates.
+        Returns:
+            (K+1, D, m): ``[:, 0]`` the series of h, ``[:, 1 + j]`` that of K's column j
+            (D = 1 + n with directions, else 1).
+        """
+        K1 = Q.shape[0]
+        D = 1 + self.n if directions else 1
+        C = self._poses(Q, D)
+        H = np.empty((K1, D, self.m))
+        for lp, sl in zip(self.loops, self.rows):
+            Fa = C[lp.body_a] @ lp.S_a
+            Fb = C[lp.body_b] @ lp.S_b
+            inv = np.zeros_like(Fb)
+            inv[..., :3, :3] = np.swapaxes(Fb[..., :3, :3], -1, -2)
+            inv[0, 0, 3, 3] = 1.0
+            inv[..., :3, 3] = -self._mul(inv, Fb)[..., :3, 3]
+            Cba = self._mul(inv, Fa)
+            R, p = Cba[..., :3, :3], Cba[..., :3, 3]
+            H[..., sl.start:sl.start + 3] = -p
+            if lp.type == "weld":
+                H[..., sl.start + 3] = -0.5 * (R[..., 2, 1] - R[..., 1, 2])
+                H[..., sl.start + 4] = -0.5 * (R[..., 0, 2] - R[..., 2, 0])
+                H[..., sl.start + 5] = -0.5 * (R[..., 1, 0] - R[..., 0, 1])
+            elif lp.type == "revolute":
+                H[..., sl.start + 3] = R[..., 1, 2]
+                H[..., sl.start + 4] = -R[..., 0, 2]
+        return H
+
+    def residual(self, q):
+        """h(q), (m,)."""
+        return self.jets(np.asarray(q, float)[None])[0, 0]
+
+    def residual_jacobian(self, q):
+        """(h(q) (m,), K(q) (m, n))."""
+        H = self.jets(np.asarray(q, float)[None], directions=True)[0]
+        return H[0], np.ascontiguousarray(H[1:].T)
+
+    # ------------------------------------------------------------------ assembly
+    def newton(self, q, free, tol=1e-12, maxit=60):
+        """Solve h(q) = 0 for the coordinates ``free`` (index array), the others fixed, by
+        Gauss–Newton steps ``Δq_free = −K_free⁺ h`` (least squares: rank-revealing, also for
+        redundant closures) with step halving. Returns (q, |h|_∞, ok)."""
+        q = np.array(q, dtype=float)
+        h, K = self.residual_jacobian(q)
+        err = np.abs(h).max(initial=0.0)
+        for _ in range(maxit):
+            if err <= tol:
+                return q, err, True
+            dq = np.linalg.lstsq(K[:, free], h, rcond=None)[0]
+            if not np.all(np.isfinite(dq)):
+                break
+            t, ok = 1.0, False
+            for _ in range(30):
+                qn = q.copy()
+                qn[free] -= t * dq
+                hn = self.residual(qn)
+                en = np.abs(hn).max(initial=0.0)
+                if en < err or en <= tol:
+                    ok = True
+                    break
+                t *= 0.5
+            if not ok:
+                break
+            q = qn
+            h, K = self.residual_jacobian(q)
+            err = np.abs(h).max(initial=0.0)
+        return q, err, err <= tol
+
+    def worst_loop(self, h):
+        """Name and |h|_∞ of the loop with the largest residual."""
+        errs = [np.abs(h[sl]).max() for sl in self.rows]
+        i = int(np.argmax(errs))
+        return self.loops[i].name, float(errs[i])
+
+    # ------------------------------------------------------------------ dependent jets
+    def dependent_jets(self, Q, act, dep, Kdp=None):
+        """Fill the dependent coefficients ``Q[r, dep]`` for r = 1 … K in place, the actuated
+        ones ``Q[r, act]`` and the assembled ``Q[0]`` given; ``Kdp`` = K_d(q₀)⁺ (computed if
+        None). Returns Q."""
+        if Kdp is None:
+            Kdp = np.linalg.pinv(self.residual_jacobian(Q[0])[1][:, dep])
+        for r in range(1, Q.shape[0]):
+            Q[r, dep] = 0.0
+            H = self.jets(Q[:r + 1])
+            Q[r, dep] = -Kdp @ H[r, 0]
+        return Q

@@ -1,0 +1,532 @@
+"""``ClosedLoopRobot``: a full-coordinate tree Robot (the spanning tree) closed by loop
+constraints, exposing the Robot API in the actuated (independent) coordinates.
+
+Inputs and outputs of the dynamics follow ``joint_names`` (the actuated joints, URDF depth-first
+order); ``full_joint_names`` is the spanning tree's order, the coordinates of
+``expand``, ``loop_residual``, ``constraint_jacobian`` and of ``full_robot``. Formulas:
+:mod:`.kinematics` (closure, Newton, jets) and :mod:`.dynamics` (projection, λ, jets).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .dynamics import G_jets, fact, project_jet
+from .kinematics import LoopKinematics, _rank
+from .spec import parse_loops
+
+_F64 = np.dtype(np.float64)
+
+
+class LoopWarning(UserWarning):
+    """The package chose the independent coordinates of a closed-loop robot."""
+
+
+def _arr(x, name, shape_desc, ndims):
+    if np.iscomplexobj(x):
+        raise TypeError(f"{name} must be real")
+    try:
+        a = np.array(x, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of numbers of shape {shape_desc}") from None
+    if a.ndim not in ndims:
+        raise ValueError(f"{name} has shape {a.shape}, expected {shape_desc}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return a
+
+
+def _out(out, res):
+    if out is None:
+        return res
+    if (type(out) is not np.ndarray or out.dtype != _F64 or not out.flags.c_contiguous
+            or not out.flags.writeable or out.shape != res.shape):
+        raise ValueError(f"out must be a writable C-contiguous float64 array of shape {res.shape}")
+    out[...] = res
+    return out
+
+
+class ClosedLoopRobot:
+    """A closed-loop mechanism (see the module docstring and :func:`mbs_dynamics.load_urdf`).
+
+    Args:
+        full_robot: the spanning tree, a fixed-base Robot in full coordinates.
+        loops: list of loop dicts or a YAML path (:mod:`.spec`).
+        actuated: names of the independent (motor) joints; None: chosen rank-revealingly (QR
+            with column pivoting of K at the assembled configuration) with a :class:`LoopWarning`
+            naming them (``actuated_chosen`` is then True).
+        tol: Newton tolerance on |h|_∞ (m, rad).
+    Raises:
+        ValueError naming the loop: unknown frames, a loop inside one body, origins that cannot be
+        assembled (with the residual), actuated joints that do not determine the mechanism.
+    """
+
+    def __init__(self, full_robot, loops, actuated=None, tol=1e-12, _state=None):
+        self._full = full_robot
+        model = full_robot.model
+        if getattr(model, "mimic", None):
+            raise ValueError("loops together with mimic joints are not supported")
+        if getattr(full_robot, "floating_base", False):
+            raise ValueError("loops on a floating-base robot are not supported (fixed base only)")
+        if _state is not None:
+            self._kin, self._act, self._dep, self._q0, self.actuated_chosen = _state
+            self._setup()
+            return
+        self._kin = kin = LoopKinematics(model, parse_loops(loops, model))
+        self._tol = tol
+        nf = model.n
+        q0, err, ok = kin.newton(np.zeros(nf), np.arange(nf), tol)
+        if not ok:
+            name, e = kin.worst_loop(kin.residual(q0))
+            raise ValueError(f"the loops cannot be assembled: Newton from the URDF's zero stops at "
+                             f"|h| = {err:.3g} (loop '{name}': residual {e:.3g}); check the "
+                             "loops' frames and origins")
+        names = list(model.joint_names)
+        h, K = kin.residual_jacobian(q0)
+        self.actuated_chosen = actuated is None
+        if actuated is None:
+            from scipy.linalg import qr
+            s = np.linalg.svd(K, compute_uv=False)
+            r = _rank(s, K.shape)
+            _, _, piv = qr(K, pivoting=True, mode="economic")
+            act = sorted(piv[r:])
+            if not act:
+                raise ValueError("the loops leave the mechanism no degree of freedom")
+            warnings.warn("no actuated joints given: chose the independent coordinates "
+                          f"{[names[i] for i in act]} (QR with pivoting of the constraint "
+                          "Jacobian at the assembled configuration)", LoopWarning, stacklevel=3)
+        else:
+            if isinstance(actuated, str):
+                actuated = [actuated]
+            act = []
+            for a in actuated:
+                if a not in names:
+                    raise ValueError(f"actuated joint '{a}' is not a movable joint of the model")
+                act.append(names.index(a))
+            if len(set(act)) != len(act):
+                raise ValueError("actuated joints are listed twice")
+            act = sorted(act)
+        self._act = np.array(act, dtype=np.intp)
+        self._dep = np.array([i for i in range(nf) if i not in set(act)], dtype=np.intp)
+        self._q0 = q0
+        self._check(q0, K)
+        self._setup()
+
+    def _setup(self):
+        self._nf = self._full.model.n
+        self._n = len(self._act)
+        self._last = self._q0.copy()
+        self._tol = getattr(self, "_tol", 1e-12)
+
+    # ------------------------------------------------------------------ determinacy
+    def _check(self, q, K=None, where="the assembled configuration"):
+        """K_d⁺ at q, or ValueError naming the loops when the actuated joints do not determine
+        the mechanism (dependent joints free to move) or are not independent."""
+        kin = self._kin
+        if K is None:
+            K = kin.residual_jacobian(q)[1]
+        Kd = K[:, self._dep]
+        names = self._full.model.joint_names
+        if self._dep.size == 0:
+            if np.abs(K).max(initial=0) > 0:
+                bad = [lp.name for lp, sl in zip(kin.loops, kin.rows) if np.abs(K[sl]).max() > 0]
+                raise ValueError(f"every joint is actuated: loops {bad} constrain them")
+            return np.zeros((0, K.shape[0]))
+        U, s, Vt = np.linalg.svd(Kd)
+        rd = _rank(s, Kd.shape)
+        if rd < Kd.shape[1]:
+            v = Vt[rd:]
+            moving = [int(self._dep[j]) for j in np.nonzero(np.abs(v).max(0) > 1e-8)[0]]
+            jn = [names[i] for i in moving]
+            lps = [lp.name for lp, sup in zip(kin.loops, kin.support) if set(sup) & set(moving)]
+            if not lps:
+                raise ValueError(f"joints {jn} are in no loop and not actuated: the mechanism is "
+                                 "undetermined; add them to actuated")
+            raise ValueError(f"the actuated joints {list(self.joint_names)} do not determine the "
+                             f"mechanism at {where}: the dependent joints {jn} of loop(s) {lps} "
+                             "can move (too few actuated joints, or a singular configuration)")
+        rk = _rank(np.linalg.svd(K, compute_uv=False), K.shape)
+        if rk > rd:
+            P = K[:, self._act] - Kd @ np.linalg.lstsq(Kd, K[:, self._act], rcond=None)[0]
+            lps = [lp.name for lp, sl in zip(kin.loops, kin.rows)
+                   if np.abs(P[sl]).max() > 1e-8 * max(1.0, np.abs(K).max())]
+            raise ValueError(f"the actuated joints {list(self.joint_names)} are not independent at "
+                             f"{where}: loop(s) {lps} constrain them (too many actuated joints)")
+        inv = (Vt[:rd].T / s[:rd]) @ U[:, :rd].T
+        return inv
+
+    # ------------------------------------------------------------------ description
+    @property
+    def full_robot(self):
+        return self._full
+
+    @property
+    def model(self):
+        """The spanning tree's model (full coordinates)."""
+        return self._full.model
+
+    @property
+    def loops(self):
+        """The loops as dicts (name, frame_a, frame_b, origin_a, origin_b, type)."""
+        return tuple(lp.as_dict() for lp in self._kin.loops)
+
+    @property
+    def loop_names(self):
+        return tuple(lp.name for lp in self._kin.loops)
+
+    @property
+    def n(self) -> int:
+        return self._n
+
+    @property
+    def nq(self) -> int:
+        return self._n
+
+    @property
+    def nv(self) -> int:
+        return self._n
+
+    @property
+    def n_full(self) -> int:
+        return self._nf
+
+    @property
+    def floating_base(self) -> bool:
+        return False
+
+    @property
+    def joint_names(self):
+        f = self._full.model.joint_names
+        return tuple(f[i] for i in self._act)
+
+    @property
+    def full_joint_names(self):
+        return tuple(self._full.model.joint_names)
+
+    @property
+    def dependent_joint_names(self):
+        f = self._full.model.joint_names
+        return tuple(f[i] for i in self._dep)
+
+    @property
+    def actuated_index(self):
+        """Indices of the actuated joints in the full coordinates."""
+        return self._act.copy()
+
+    @property
+    def q_assembled(self):
+        """The assembled configuration found from the URDF's zero at load (full coordinates)."""
+        return self._q0.copy()
+
+    def _sel(self, a):
+        return np.asarray(a)[self._act]
+
+    @property
+    def link_names(self):
+        return tuple(self._full.link_names[i] for i in self._act)
+
+    @property
+    def joint_types(self):
+        return tuple(self._full.joint_types[i] for i in self._act)
+
+    @property
+    def lower(self):
+        return self._sel(self._full.lower)
+
+    @property
+    def upper(self):
+        return self._sel(self._full.upper)
+
+    @property
+    def velocity_limit(self):
+        return self._sel(self._full.velocity_limit)
+
+    @property
+    def effort_limit(self):
+        return self._sel(self._full.effort_limit)
+
+    @property
+    def gravity(self):
+        return self._full.gravity
+
+    @property
+    def base_link(self):
+        return self._full.base_link
+
+    @property
+    def total_mass(self):
+        return self._full.total_mass
+
+    @property
+    def data(self):
+        return self._full.data
+
+    def __repr__(self):
+        return (f"ClosedLoopRobot('{self.model.name}', n={self._n} actuated of {self._nf}, "
+                f"joints={list(self.joint_names)}, loops={list(self.loop_names)})")
+
+    def _state(self):
+        return (self._kin, self._act, self._dep, self._q0, self.actuated_chosen)
+
+    def copy(self):
+        """An independent ClosedLoopRobot on the same model (own workspaces, own last
+        assembly)."""
+        r = ClosedLoopRobot(self._full.copy(), None, _state=self._state())
+        r._last = self._last.copy()
+        return r
+
+    def with_payload(self, link, mass, com=(0.0, 0.0, 0.0), inertia=None):
+        """A new ClosedLoopRobot with a rigid payload on ``link`` (:meth:`Robot.with_payload`)."""
+        return ClosedLoopRobot(self._full.with_payload(link, mass, com, inertia), None,
+                               _state=self._state())
+
+    # ------------------------------------------------------------------ loop kinematics
+    def _qfull(self, q, name="q_full"):
+        return _arr(q, name, f"({self._nf},)", (1,)) if np.shape(q) == (self._nf,) else \
+            self._shape_err(q, name, f"({self._nf},)")
+
+    @staticmethod
+    def _shape_err(q, name, desc):
+        raise ValueError(f"{name} has shape {np.shape(q)}, expected {desc}")
+
+    def loop_residual(self, q_full):
+        """h(q_full), (m,): per loop, rows in its order (connect 3, weld 6, revolute 5), the
+        frame_a → frame_b offset and misalignment in frame_b's axes (:mod:`.kinematics`)."""
+        return self._kin.residual(self._qfull(q_full))
+
+    def constraint_jacobian(self, q_full):
+        """K = ∂h/∂q_full, (m, n_full) (exact; at an assembled configuration the rows of the
+        relative twist of frame_b w.r.t. frame_a in frame_b's axes, linear first)."""
+        return self._kin.residual_jacobian(self._qfull(q_full))[1]
+
+    @property
+    def loop_rows(self):
+        """Loop name → slice of its rows in ``loop_residual`` / ``constraint_jacobian``."""
+        return {lp.name: sl for lp, sl in zip(self._kin.loops, self._kin.rows)}
+
+    def _assemble(self, qa, guess):
+        """Full q with the actuated ``qa`` and the dependent joints by Newton from ``guess``
+        (continuation from guess's actuated values if a direct Newton fails)."""
+        kin, act, dep = self._kin, self._act, self._dep
+        q = guess.copy()
+        q[act] = qa
+        qn, err, ok = kin.newton(q, dep, self._tol)
+        if ok:
+            return qn
+        start = guess[act].copy()
+        for steps in (8, 64):
+            qc = guess.copy()
+            good = True
+            for s in range(1, steps + 1):
+                qc[act] = start + (qa - start) * (s / steps)
+                qc, err, ok = kin.newton(qc, dep, self._tol)
+                if not ok:
+                    good = False
+                    break
+            if good:
+                return qc
+        name, e = kin.worst_loop(kin.residual(qn))
+        raise ValueError(f"cannot assemble the loops at the actuated q = {np.round(qa, 6).tolist()}"
+                         f": Newton stops at |h| = {e:.3g} (loop '{name}'); the configuration "
+                         "may be unreachable or q_guess on another branch")
+
+    def expand(self, qs, q_guess=None):
+        """Full-coordinate jet of an actuated jet.
+
+        Args:
+            qs: (n,) actuated positions → (n_full,) full positions; or (k+1, n) rows q, q′, …,
+                q^(k) → (k+1, n_full) rows of the full coordinates (the dependent joints by
+                Newton for row 0, then order by order from the differentiated closure).
+            q_guess: (n_full,) start of Newton (default: the last assembled configuration, so a
+                trajectory stays on one assembly branch; initially ``q_assembled``).
+        """
+        qs = _arr(qs, "qs", f"({self._n},) or (k+1, {self._n})", (1, 2))
+        if qs.shape[-1] != self._n:
+            self._shape_err(qs, "qs", f"({self._n},) or (k+1, {self._n})")
+        guess = self._last if q_guess is None else _arr(q_guess, "q_guess",
+                                                        f"({self._nf},)", (1,))
+        if guess.shape != (self._nf,):
+            self._shape_err(guess, "q_guess", f"({self._nf},)")
+        one = qs.ndim == 1
+        Qa = qs[None] if one else qs
+        Q, _ = self._jet(Qa, guess)
+        self._last = Q[0].copy()
+        if one:
+            return Q[0]
+        X = Q * fact(Q.shape[0])[:, None]
+        X[:, self._act] = qs  # exactly the given actuated jet
+        return X
+
+    def _jet(self, Qa_deriv, guess, Kinfo=False):
+        """Normalized full jet (K+1, n_f) and K_d⁺ at its row 0."""
+        q = self._assemble(Qa_deriv[0], guess)
+        Kdp = self._check(q, where=f"the actuated q = {np.round(Qa_deriv[0], 6).tolist()}")
+        K1 = Qa_deriv.shape[0]
+        Q = np.zeros((K1, self._nf))
+        Q[0] = q
+        Q[1:, self._act] = Qa_deriv[1:] / fact(K1)[1:, None]
+        self._kin.dependent_jets(Q, self._act, self._dep, Kdp)
+        return Q, Kdp
+
+    # ------------------------------------------------------------------ dynamics
+    def _G0(self, q, Kdp):
+        K = self._kin.residual_jacobian(q)[1]
+        G = np.zeros((self._nf, self._n))
+        G[self._act] = np.eye(self._n)
+        G[self._dep] = -Kdp @ K[:, self._act]
+        return G
+
+    def _state3(self, q, qd, qdd):
+        Qa = np.stack([q, qd, qdd])
+        Q, Kdp = self._jet(Qa, self._last)
+        self._last = Q[0].copy()
+        return Q * fact(3)[:, None], Kdp
+
+    def _vec3(self, q, qd, qdd, names=("q", "qd", "qdd")):
+        out = []
+        for x, nm in zip((q, qd, qdd), names):
+            a = _arr(x, nm, f"({self._n},) or (N, {self._n})", (1, 2))
+            if a.shape[-1] != self._n:
+                self._shape_err(a, nm, f"({self._n},) or (N, {self._n})")
+            out.append(a)
+        if not (out[0].shape == out[1].shape == out[2].shape):
+            raise ValueError(f"{names[0]}, {names[1]}, {names[2]} must have the same shape, got "
+                             f"{out[0].shape}, {out[1].shape}, {out[2].shape}")
+        return out
+
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
+        """Actuated torques τ_a = Gᵀ τ_tree(q, q̇, q̈) for a motion of the actuated coordinates
+        (virtual work on the constraint manifold, :mod:`.dynamics`). (n,) or (N, n) batches.
+        ``f_ext``: link name → wrench (m, f) in the link frame (single samples)."""
+        q, qd, qdd = self._vec3(q, qd, qdd)
+        if q.ndim == 2:
+            if f_ext is not None:
+                raise ValueError("f_ext is not supported with batch inputs")
+            res = np.array([self.inverse_dynamics(a, b, c) for a, b, c in zip(q, qd, qdd)])
+            return _out(out, res.reshape(q.shape))
+        X, Kdp = self._state3(q, qd, qdd)
+        t = self._full.inverse_dynamics(X[0], X[1], X[2], f_ext)
+        return _out(out, t @ self._G0(X[0], Kdp))
+
+    def constraint_forces(self, q, qd, qdd, f_ext=None):
+        """The loop wrenches λ: loop name → the constraint wrench acting on frame_b at its
+        origin, in that origin frame's axes: (3,) force for ``connect``, (6,) (force, moment)
+        for ``weld`` and ``revolute`` (zero moment about the hinge z). Where the closures are
+        redundant λ is not unique: this is the minimum-norm λ (as Pinocchio's proximal solver)."""
+        q, qd, qdd = self._vec3(q, qd, qdd)
+        if q.ndim != 1:
+            raise ValueError(f"constraint_forces takes one sample: q ({self._n},)")
+        X, _ = self._state3(q, qd, qdd)
+        lam = self.multipliers(X[0], X[1], X[2], f_ext)
+        return self._wrenches(lam)
+
+    def _wrenches(self, lam):
+        out = {}
+        for lp, sl in zip(self._kin.loops, self._kin.rows):
+            v = lam[sl]
+            if lp.type == "revolute":
+                v = np.r_[v, 0.0]
+            out[lp.name] = v.copy()
+        return out
+
+    def multipliers(self, q_full, qd_full, qdd_full, f_ext=None):
+        """λ (m,) minimum-norm solution of K_dᵀ λ = τ_tree,d at a full-coordinate motion."""
+        t = self._full.inverse_dynamics(q_full, qd_full, qdd_full, f_ext)
+        K = self._kin.residual_jacobian(q_full)[1]
+        return np.linalg.lstsq(K[:, self._dep].T, t[self._dep], rcond=None)[0]
+
+    def torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
+        """τ_a, τ_a′, …, τ_a^(k) along an actuated jet ``qs`` (k+3, n) rows q, q′, …, q^(k+2)
+        (or a batch (N, k+3, n)): ``τ_a^(r) = Σ_j binom(r, j) G^(j)ᵀ τ_tree^(r−j)``
+        (:mod:`.dynamics`). Returns (k+1, n) (or (N, k+1, n))."""
+        if method not in ("recursive", "closed_form"):
+            raise ValueError(f"method must be 'recursive' or 'closed_form', got {method!r}")
+        if isinstance(qs, tuple):
+            raise ValueError("a ClosedLoopRobot has a fixed base: qs is (k+3, n), not (q, vs)")
+        qs = _arr(qs, "qs", f"(k+3, {self._n})", (2, 3))
+        if qs.shape[-1] != self._n or qs.shape[-2] < 3:
+            self._shape_err(qs, "qs", f"(k+3, {self._n}) with k >= 0 (rows q, q', q'', ...) "
+                            f"or (N, k+3, {self._n})")
+        if qs.ndim == 3:
+            if f_ext is not None:
+                raise ValueError("f_ext is not supported with batch inputs")
+            res = np.array([self.torque_derivatives(x, method) for x in qs])
+            return _out(out, res.reshape(qs.shape[:1] + (qs.shape[1] - 2, self._n)))
+        K1 = qs.shape[0]
+        Q, Kdp = self._jet(qs, self._last)
+        self._last = Q[0].copy()
+        f = fact(K1)
+        full = Q * f[:, None]
+        kw = {} if f_ext is None else {"f_ext": f_ext}
+        T = self._full.torque_derivatives(full, method, **kw)  # (K1-2, n_f)
+        Tn = T / f[:K1 - 2, None]
+        G = G_jets(self._kin, Q[:K1 - 2], self._act, self._dep, Kdp)
+        return _out(out, project_jet(G, Tn) * f[:K1 - 2, None])
+
+    def _GdG(self, q, qd):
+        Qa = np.stack([q, qd])
+        Q, Kdp = self._jet(Qa, self._last)
+        self._last = Q[0].copy()
+        G = G_jets(self._kin, Q, self._act, self._dep, Kdp)
+        return Q[0], Q[1], G[0], G[1]
+
+    def mass_matrix(self, q, out=None):
+        """M_a = Gᵀ M_tree G, (n, n) symmetric positive definite."""
+        q = _arr(q, "q", f"({self._n},)", (1,))
+        if q.shape != (self._n,):
+            self._shape_err(q, "q", f"({self._n},)")
+        qf, _, G, _ = self._GdG(q, np.zeros(self._n))
+        return _out(out, G.T @ self._full.mass_matrix(qf) @ G)
+
+    def coriolis_matrix(self, q, qd, out=None):
+        """C̄_a = Gᵀ (C̄_tree G + M_tree Ġ): C̄_a q̇ is the velocity-product torque and
+        Ṁ_a − 2C̄_a is skew-symmetric. (n, n)."""
+        q, qd, _ = self._vec3(q, qd, qd, ("q", "qd", "qd"))
+        qf, vf, G, Gd = self._GdG(q, qd)
+        return _out(out, G.T @ (self._full.coriolis_matrix(qf, vf) @ G
+                                + self._full.mass_matrix(qf) @ Gd))
+
+    def mass_matrix_derivative(self, q, qd, out=None):
+        """Ṁ_a = ĠᵀMG + GᵀṀG + GᵀMĠ. (n, n), symmetric."""
+        q, qd, _ = self._vec3(q, qd, qd, ("q", "qd", "qd"))
+        qf, vf, G, Gd = self._GdG(q, qd)
+        M = self._full.mass_matrix(qf)
+        A = Gd.T @ M @ G
+        return _out(out, A + A.T + G.T @ self._full.mass_matrix_derivative(qf, vf) @ G)
+
+    def gravity_torques(self, q, out=None):
+        """g_a = Gᵀ g_tree. (n,)."""
+        q = _arr(q, "q", f"({self._n},)", (1,))
+        if q.shape != (self._n,):
+            self._shape_err(q, "q", f"({self._n},)")
+        qf, _, G, _ = self._GdG(q, np.zeros(self._n))
+        return _out(out, self._full.gravity_torques(qf) @ G)
+
+    def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
+        """Actuated accelerations q̈_a for actuated torques ``tau`` (the dependent joints
+        unactuated): ``method="lagrange"`` — the index-1 (acceleration-level) Lagrange equations
+        of the spanning tree with the loop constraints, solved by the range-space method with a
+        minimum-norm multiplier (redundant closures); ``"hdca"`` — seed 002's momentum-level
+        formulation (:mod:`.hdca`). (n,) or (N, n) batches."""
+        q, qd, tau = self._vec3(q, qd, tau, ("q", "qd", "tau"))
+        if method not in ("lagrange", "hdca"):
+            raise ValueError(f"method must be 'lagrange' or 'hdca', got {method!r}")
+        if q.ndim == 2:
+            if f_ext is not None:
+                raise ValueError("f_ext is not supported with batch inputs")
+            res = np.array([self.forward_dynamics(a, b, c, method=method)
+                            for a, b, c in zip(q, qd, tau)])
+            return _out(out, res.reshape(q.shape))
+        Qa = np.stack([q, qd])
+        Q, _ = self._jet(Qa, self._last)
+        self._last = Q[0].copy()
+        tf = np.zeros(self._nf)
+        tf[self._act] = tau
+        if method == "lagrange":
+            from .lagrange import acceleration
+            a = acceleration(self, Q[0], Q[1], tf, f_ext)
+        else:
+            from .hdca import acceleration
+            a = acceleration(self, Q[0], Q[1], tf, f_ext)
+        return _out(out, a[self._act])
