@@ -140,7 +140,7 @@ def test_torque_jets_match_finite_differences(mech):
     # a higher order: τ‴ from the differences of the τ″ of the jet
     T3 = r.torque_derivatives(trajectory(r, t0, seed=5)[:6])
     tdd = np.array([r.torque_derivatives(trajectory(r, t, seed=5)[:5])[2] for t in ts])
-    assert rel(T3[:3], T) < 1e-10  # (Newton from another start: q to ~1e-13)
+    assert rel(T3[:3], T) < 1e-12
     assert np.abs(T3[3] - D[1] @ tdd / h).max() < 1e-8 * (np.abs(T3).max() + 1)
     # batches
     B = r.torque_derivatives(np.stack([qs, qs]))

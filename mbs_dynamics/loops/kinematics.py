@@ -205,7 +205,12 @@ class LoopKinematics:
         err = np.abs(h).max(initial=0.0)
         for _ in range(maxit):
             if err <= tol:
-                return q, err, True
+                # one more (quadratically convergent) step: q to rounding, whatever the start
+                dq = np.linalg.lstsq(K[:, free], h, rcond=None)[0]
+                qn = q.copy()
+                qn[free] -= dq
+                en = np.abs(self.residual(qn)).max(initial=0.0)
+                return (qn, en, True) if en <= err else (q, err, True)
             dq = np.linalg.lstsq(K[:, free], h, rcond=None)[0]
             if not np.all(np.isfinite(dq)):
                 break
