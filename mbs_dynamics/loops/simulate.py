@@ -159,6 +159,16 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
         vres[k] = np.abs(K @ vv).max()
         E[k] = energy(robot, qq, vv)
 
+    if not projection:  # one integration over the whole span (the paper's setting)
+        t0 = time.perf_counter()
+        sol = solve_ivp(f, (0.0, ts[-1]), x, method=integrator, rtol=rtol, atol=atol, t_eval=ts)
+        wall = time.perf_counter() - t0
+        if not sol.success or not np.all(np.isfinite(sol.y)):
+            raise ValueError(f"integration failed: {sol.message}")
+        for k in range(N + 1):
+            record(k, sol.y[:, k])
+        return LoopSimResult(ts, Q, V, res, vres, E, nfev[0], wall, method,
+                             robot.full_joint_names, act)
     record(0, x)
     for k in range(N):
         t0 = time.perf_counter()
