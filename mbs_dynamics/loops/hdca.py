@@ -339,6 +339,17 @@ class HDCA:
         qd, sig, st = self.velocity(q, P)
         return qd, self.momentum_rate(st, qd, sig, tau), sig
 
+    def velocity_violation(self, q, v):
+        """max |E_ℓᵀ(V_b − V_a)| over the loops: the velocity-level constraints HDCA enforces."""
+        st = self.state(q, v)
+        V = st["V"]
+        e = 0.0
+        for lp, E in zip(self.loops, st["E"]):
+            Vb = V[lp.body_b] if lp.body_b >= 0 else np.zeros(6)
+            Va = V[lp.body_a] if lp.body_a >= 0 else np.zeros(6)
+            e = max(e, float(np.abs(E.T @ (Vb - Va)).max()))
+        return e
+
     # ------------------------------------------------------------------ acceleration level
     def acceleration(self, q, v, tau, f_ext_spatial=None):
         """q̈ by the same assembly at acceleration level (DCA): body balances

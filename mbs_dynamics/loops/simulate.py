@@ -30,7 +30,8 @@ class LoopSimResult:
     Attributes:
         t: (N+1,) output instants [s]; q, qd: (N+1, n_full) positions and velocities.
         residual: (N+1,) max |h(q)| (position-level closure violation) [m or rad].
-        velocity_residual: (N+1,) max |K(q) q̇| (velocity level).
+        velocity_residual: (N+1,) max |E_ℓᵀ(V_b − V_a)|, the relative twist of the loop frames
+            in the constrained directions (velocity level; = K q̇ on the manifold).
         energy: (N+1,) kinetic + potential energy [J] (conservative when tau is None).
         nfev: right-hand-side evaluations; wall_time: integration wall-clock time [s].
         full_joint_names, actuated: the column names and the actuated joints' indices.
@@ -154,9 +155,8 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
         else:
             vv = x[nf:]
         Q[k], V[k] = qq, vv
-        hh, K = kin.residual_jacobian(qq)
-        res[k] = np.abs(hh).max()
-        vres[k] = np.abs(K @ vv).max()
+        res[k] = np.abs(kin.residual(qq)).max()
+        vres[k] = h.velocity_violation(qq, vv)
         E[k] = energy(robot, qq, vv)
 
     if not projection:  # one integration over the whole span (the paper's setting)
