@@ -196,24 +196,26 @@ class LoopKinematics:
         return H[0], np.ascontiguousarray(H[1:].T)
 
     # ------------------------------------------------------------------ assembly
-    def newton(self, q, free, tol=1e-12, maxit=60):
+    def newton(self, q, free, tol=1e-12, maxit=60, jacobian=False):
         """Solve h(q) = 0 for the coordinates ``free`` (index array), the others fixed, by
         Gauss–Newton steps ``Δq_free = −K_free⁺ h`` (least squares: rank-revealing, also for
-        redundant closures) with step halving. Returns (q, |h|_∞, ok)."""
+        redundant closures) with step halving; once |h|_∞ ≤ tol one more full step takes q to
+        rounding (reproducible whatever the start). Returns (q, |h|_∞, ok), and K(q) (m, n)
+        too with ``jacobian=True`` (from the last Jacobian evaluation: within the last step)."""
         q = np.array(q, dtype=float)
         h, K = self.residual_jacobian(q)
         err = np.abs(h).max(initial=0.0)
         for _ in range(maxit):
-            if err <= tol:
-                # one more (quadratically convergent) step: q to rounding, whatever the start
-                dq = np.linalg.lstsq(K[:, free], h, rcond=None)[0]
-                qn = q.copy()
-                qn[free] -= dq
-                en = np.abs(self.residual(qn)).max(initial=0.0)
-                return (qn, en, True) if en <= err else (q, err, True)
             dq = np.linalg.lstsq(K[:, free], h, rcond=None)[0]
             if not np.all(np.isfinite(dq)):
                 break
+            if err <= tol:
+                qn = q.copy()
+                qn[free] -= dq
+                en = np.abs(self.residual(qn)).max(initial=0.0)
+                if en <= err:
+                    q, err = qn, en
+                return (q, err, True, K) if jacobian else (q, err, True)
             t, ok = 1.0, False
             for _ in range(30):
                 qn = q.copy()
@@ -229,7 +231,8 @@ class LoopKinematics:
             q = qn
             h, K = self.residual_jacobian(q)
             err = np.abs(h).max(initial=0.0)
-        return q, err, err <= tol
+        ok = err <= tol
+        return (q, err, ok, K) if jacobian else (q, err, ok)
 
     def worst_loop(self, h):
         """Name and |h|_∞ of the loop with the largest residual."""
@@ -238,13 +241,18 @@ class LoopKinematics:
         return self.loops[i].name, float(errs[i])
 
     # ------------------------------------------------------------------ dependent jets
-    def dependent_jets(self, Q, act, dep, Kdp=None):
+    def dependent_jets(self, Q, act, dep, Kdp=None, K=None):
         """Fill the dependent coefficients ``Q[r, dep]`` for r = 1 … K in place, the actuated
-        ones ``Q[r, act]`` and the assembled ``Q[0]`` given; ``Kdp`` = K_d(q₀)⁺ (computed if
-        None). Returns Q."""
+        ones ``Q[r, act]`` and the assembled ``Q[0]`` given; ``Kdp`` = K_d(q₀)⁺ and ``K`` = K(q₀)
+        (computed if None). Order 1 is q̇_d = −K_d⁺K_a q̇_a; every higher order takes one
+        evaluation of the series. Returns Q."""
+        if K is None:
+            K = self.residual_jacobian(Q[0])[1]
         if Kdp is None:
-            Kdp = np.linalg.pinv(self.residual_jacobian(Q[0])[1][:, dep])
-        for r in range(1, Q.shape[0]):
+            Kdp = np.linalg.pinv(K[:, dep])
+        if Q.shape[0] > 1:
+            Q[1, dep] = -Kdp @ (K[:, act] @ Q[1, act])
+        for r in range(2, Q.shape[0]):
             Q[r, dep] = 0.0
             H = self.jets(Q[:r + 1])
             Q[r, dep] = -Kdp @ H[r, 0]

@@ -306,26 +306,26 @@ class ClosedLoopRobot:
         return {lp.name: sl for lp, sl in zip(self._kin.loops, self._kin.rows)}
 
     def _assemble(self, qa, guess):
-        """Full q with the actuated ``qa`` and the dependent joints by Newton from ``guess``
-        (continuation from guess's actuated values if a direct Newton fails)."""
+        """(full q with the actuated ``qa`` and the dependent joints by Newton from ``guess``,
+        K there); continuation from guess's actuated values if a direct Newton fails."""
         kin, act, dep = self._kin, self._act, self._dep
         q = guess.copy()
         q[act] = qa
-        qn, err, ok = kin.newton(q, dep, self._tol)
+        qn, err, ok, K = kin.newton(q, dep, self._tol, jacobian=True)
         if ok:
-            return qn
+            return qn, K
         start = guess[act].copy()
         for steps in (8, 64):
             qc = guess.copy()
             good = True
             for s in range(1, steps + 1):
                 qc[act] = start + (qa - start) * (s / steps)
-                qc, err, ok = kin.newton(qc, dep, self._tol)
+                qc, err, ok, K = kin.newton(qc, dep, self._tol, jacobian=True)
                 if not ok:
                     good = False
                     break
             if good:
-                return qc
+                return qc, K
         name, e = kin.worst_loop(kin.residual(qn))
         raise ValueError(f"cannot assemble the loops at the actuated q = {np.round(qa, 6).tolist()}"
                          f": Newton stops at |h| = {e:.3g} (loop '{name}'); the configuration "
@@ -358,23 +358,23 @@ class ClosedLoopRobot:
         X[:, self._act] = qs  # exactly the given actuated jet
         return X
 
-    def _jet(self, Qa_deriv, guess, Kinfo=False):
-        """Normalized full jet (K+1, n_f) and K_d⁺ at its row 0."""
-        q = self._assemble(Qa_deriv[0], guess)
-        Kdp = self._check(q, where=f"the actuated q = {np.round(Qa_deriv[0], 6).tolist()}")
+    def _jet(self, Qa_deriv, guess):
+        """Normalized full jet (K+1, n_f), K_d⁺ and K at its row 0."""
+        q, K = self._assemble(Qa_deriv[0], guess)
+        Kdp = self._check(q, K, where=f"the actuated q = {np.round(Qa_deriv[0], 6).tolist()}")
         K1 = Qa_deriv.shape[0]
         Q = np.zeros((K1, self._nf))
         Q[0] = q
         Q[1:, self._act] = Qa_deriv[1:] / fact(K1)[1:, None]
-        self._kin.dependent_jets(Q, self._act, self._dep, Kdp)
+        self._kin.dependent_jets(Q, self._act, self._dep, Kdp, K)
+        self._K = K
         return Q, Kdp
 
-    # ------------------------------------------------------------------ dynamics
     def _G0(self, q, Kdp):
-        K = self._kin.residual_jacobian(q)[1]
+        """G at the configuration of the last ``_jet`` (its K reused)."""
         G = np.zeros((self._nf, self._n))
         G[self._act] = np.eye(self._n)
-        G[self._dep] = -Kdp @ K[:, self._act]
+        G[self._dep] = -Kdp @ self._K[:, self._act]
         return G
 
     def _state3(self, q, qd, qdd):
