@@ -262,3 +262,21 @@ def test_bad_inputs_of_methods():
     r2 = mbs.load_urdf(u, loops=loops, actuated=["j_rocker"])
     with pytest.raises(ValueError, match="cannot assemble.*loop 'closure'"):
         r2.expand(r2.q_assembled[r2.actuated_index] + 1.0)
+
+
+def test_cli_info_with_loops(tmp_path, capsys):
+    import yaml
+    from mbs_dynamics.cli import main
+    u, loops, act = lm.spatial_fourbar()
+    (tmp_path / "s.urdf").write_text(u)
+    (tmp_path / "l.yaml").write_text(yaml.safe_dump({"loops": loops}))
+    rc = main(["info", str(tmp_path / "s.urdf"), "--loops", str(tmp_path / "l.yaml"),
+               "--actuated", "crank"])
+    out = capsys.readouterr().out
+    assert rc in (0, None) and "closed loops" in out and "ball: connect" in out
+    assert main(["info", str(tmp_path / "s.urdf"), "--loops", str(tmp_path / "l.yaml"),
+                 "--actuated", "nope"]) == 2
+    assert "actuated joint 'nope'" in capsys.readouterr().err
+    assert main(["info", str(tmp_path / "s.urdf"), "--json", "--loops",
+                 str(tmp_path / "l.yaml"), "--actuated", "crank"]) == 0
+    assert '"closed_loops"' in capsys.readouterr().out
