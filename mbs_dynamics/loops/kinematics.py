@@ -41,6 +41,28 @@ def _rank(s, shape):
     return int(np.sum(s > max(tol, 1e-300)))
 
 
+def pivoted_columns(K, rank):
+    """The first ``rank`` pivot columns of a QR factorisation with column pivoting of K
+    (Businger–Golub: at each step the column of largest remaining norm, Householder
+    elimination) — the best-conditioned set of dependent coordinates; NumPy only."""
+    A = np.array(K, dtype=float)
+    m, n = A.shape
+    perm = list(range(n))
+    for k in range(min(rank, m, n)):
+        norms = np.linalg.norm(A[k:, k:], axis=0)
+        j = k + int(np.argmax(norms))
+        A[:, [k, j]] = A[:, [j, k]]
+        perm[k], perm[j] = perm[j], perm[k]
+        x = A[k:, k]
+        v = x.copy()
+        v[0] += np.copysign(np.linalg.norm(x), x[0] if x[0] != 0 else 1.0)
+        nv = np.linalg.norm(v)
+        if nv > 0:
+            v /= nv
+            A[k:, k:] -= 2.0 * np.outer(v, v @ A[k:, k:])
+    return perm[:rank]
+
+
 class LoopKinematics:
     """Residual, Jacobian and jets of the loops on a tree model (fixed base).
 

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from .dynamics import G_jets, fact, project_jet
-from .kinematics import LoopKinematics, _rank
+from .kinematics import LoopKinematics, _rank, pivoted_columns
 from .spec import parse_loops
 
 _F64 = np.dtype(np.float64)
@@ -86,11 +86,10 @@ class ClosedLoopRobot:
         h, K = kin.residual_jacobian(q0)
         self.actuated_chosen = actuated is None
         if actuated is None:
-            from scipy.linalg import qr
             s = np.linalg.svd(K, compute_uv=False)
             r = _rank(s, K.shape)
-            _, _, piv = qr(K, pivoting=True, mode="economic")
-            act = sorted(piv[r:])
+            dep = set(pivoted_columns(K, r))
+            act = [i for i in range(nf) if i not in dep]
             if not act:
                 raise ValueError("the loops leave the mechanism no degree of freedom")
             warnings.warn("no actuated joints given: chose the independent coordinates "

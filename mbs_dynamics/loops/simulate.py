@@ -97,7 +97,10 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
     Returns:
         :class:`LoopSimResult`.
     """
-    from scipy.integrate import solve_ivp
+    try:
+        from scipy.integrate import solve_ivp
+    except ImportError:  # pragma: no cover
+        raise ImportError("simulating closed loops needs scipy (pip install scipy)") from None
     if method not in ("hdca", "lagrange"):
         raise ValueError(f"method must be 'hdca' or 'lagrange', got {method!r}")
     duration, dt = float(duration), float(dt)
