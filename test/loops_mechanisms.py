@@ -65,6 +65,27 @@ def spatial_fourbar():
     return _urdf("spatial4", links, joints), loops, ["crank"]
 
 
+def spatial_fourbar_weld():
+    """The RUSR four-bar with its spherical joint in the tree (3 hinges x, y, z at the rocker's
+    tip) and the closure a ``weld`` of the ball link to the coupler's tip: 7 joints − 6 = 1 DOF."""
+    small = [1e-4, 1e-4, 1e-4]
+    links = [_bar("crank", 0.25), ("u_link", 0.05, [0, 0, 0], small),
+             _bar("coupler", 0.7, 1.2), _bar("rocker", 0.5, 0.9, "z"),
+             ("s1", 0.02, [0, 0, 0], small), ("s2", 0.02, [0, 0, 0], small),
+             ("ball", 0.1, [0.01, 0, 0], [2e-4, 2e-4, 2e-4])]
+    joints = [("crank", "revolute", "base", "crank", (0, 0, 0), (0, 0, 0), (0, 0, 1)),
+              ("u1", "revolute", "crank", "u_link", (0.25, 0, 0), (0, 0, 0), (0, 0, 1)),
+              ("u2", "revolute", "u_link", "coupler", (0, 0, 0), (0, 0, 0), (0, 1, 0)),
+              ("rocker", "revolute", "base", "rocker", (0.45, 0.35, 0.1), (0, 0, 0), (1, 0, 0)),
+              ("sx", "revolute", "rocker", "s1", (0, 0, 0.5), (0, 0, 0), (1, 0, 0)),
+              ("sy", "revolute", "s1", "s2", (0, 0, 0), (0, 0, 0), (0, 1, 0)),
+              ("sz", "revolute", "s2", "ball", (0, 0, 0), (0, 0, 0), (0, 0, 1))]
+    loops = [{"name": "weld", "frame_a": "coupler", "frame_b": "ball",
+              "origin_a": {"xyz": [0.7, 0, 0], "rpy": [0.1, 0.2, 0.3]},
+              "origin_b": {"xyz": [0, 0, 0]}, "type": "weld"}]
+    return _urdf("spatial4w", links, joints), loops, ["crank"]
+
+
 def delta():
     """3-leg delta-type robot (3-RUU: motor, universal elbow, universal wrist): leg 1 carries the
     platform in the tree, legs 2 and 3 close on it by ``revolute`` loops (5 equations each).
@@ -137,5 +158,6 @@ def parallelogram_arm():
     return _urdf("pgram_arm", links, joints), loops, ["yaw", "pitch", "drive", "wrist"]
 
 
-ALL = {"planar_fourbar": planar_fourbar, "spatial_fourbar": spatial_fourbar, "delta": delta,
+ALL = {"planar_fourbar": planar_fourbar, "spatial_fourbar": spatial_fourbar,
+       "spatial_fourbar_weld": spatial_fourbar_weld, "delta": delta,
        "two_loop_planar": two_loop_planar, "parallelogram_arm": parallelogram_arm}

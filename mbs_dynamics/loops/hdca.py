@@ -77,6 +77,7 @@ class HDCA:
                 if b >= 0:
                     self.handles[b].append(c)
         self.tree = self._split(list(range(n)))
+        self.Mb_inv = np.linalg.inv(model.inertias)  # body-frame inertias (well scaled)
         self.children = [[] for _ in range(n)]
         for k in range(n):
             if model.parent[k] >= 0:
@@ -101,12 +102,14 @@ class HDCA:
             C[i] = Ci if p < 0 else C[p] @ Ci
         S = np.empty((n, 6))
         Mi = np.empty((n, 6, 6))
+        Minv = np.empty((n, 6, 6))
         D = np.empty((n, 6, 5))
         for i in range(n):
             A = lie.Ad(C[i])
             S[i] = A @ m.X[i]
             Ainv = lie.Ad(lie.inv(C[i]))
             Mi[i] = Ainv.T @ m.inertias[i] @ Ainv
+            Minv[i] = A @ self.Mb_inv[i] @ A.T  # exact: no inversion of the world-frame M_i
             u, _, _ = np.linalg.svd(S[i][:, None])
             D[i] = u[:, 1:]
         H = S / (S * S).sum(1)[:, None]
@@ -122,7 +125,7 @@ class HDCA:
             for i in range(n):
                 p = int(m.parent[i])
                 V[i] = (V[p] if p >= 0 else 0.0) + S[i] * v[i]
-        return {"C": C, "S": S, "M": Mi, "D": D, "H": H, "E": E, "V": V}
+        return {"C": C, "S": S, "M": Mi, "Minv": Minv, "D": D, "H": H, "E": E, "V": V}
 
     def _B(self, st, c):
         return st["D"][c] if c < self.n else st["E"][c - self.n]
@@ -139,7 +142,7 @@ class HDCA:
             X (n, 6) body twists (or their rates), sigma (list per connection).
         """
         n = self.n
-        Minv = np.linalg.inv(st["M"])
+        Minv = st["Minv"]
         rhs = f.copy()
         for k in range(n):
             w = st["H"][k] * active[k]

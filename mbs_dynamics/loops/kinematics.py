@@ -7,8 +7,11 @@ the relative pose ``C_ba = F_b⁻¹ F_a = (R, p)`` (frame a seen from frame b) g
 expressed in the axes of F_b:
 
 * connect (3):  h = −p
-* weld (6):     h = (−p, −½ vee(R − Rᵀ))
-* revolute (5): h = (−p, R₁₂, −R₀₂)   (z_a ∥ z_b)
+* weld (6):     h = (−p, −2 vee(R − Rᵀ) / (1 + tr R))   (= −2 tan(θ/2) e: zero only at R = I)
+* revolute (5): h = (−p, 2 (R₁₂, −R₀₂) / (1 + R₂₂))      (stereographic: zero only for z_a = z_b)
+
+(the denominators keep Newton away from the spurious zeros of vee(R − Rᵀ) at θ = π and of
+(R₁₂, R₀₂) at z_a = −z_b; the series of a quotient follow from b·y = a order by order)
 
 Differentiating, ``ḣ = K q̇`` with, at an assembled configuration (p = 0, R = I for a weld,
 R e_z = e_z for a hinge), the rows of the relative twist of F_b with respect to F_a in F_b's
@@ -145,6 +148,25 @@ class LoopKinematics:
                               + np.matmul(a[:, :1], b[:, 1:]).sum(0))
         return out
 
+    @staticmethod
+    def _div(a, b):
+        """Series of y = a / b: a (K+1, D, k), b (K+1, D) scalar, first order in the ε
+        directions: b·y = a coefficient by coefficient."""
+        K1, D = b.shape
+        y = np.empty_like(a)
+        b0 = b[0, 0]
+        if not abs(b0) > 1e-12:
+            b0 = 1e-12  # the anti-aligned (spurious) configuration: a huge, finite residual
+        for r in range(K1):
+            acc = a[r, 0] - np.einsum("j,jk->k", b[1:r + 1, 0], y[r - 1::-1, 0]) if r else a[r, 0]
+            y[r, 0] = acc / b0
+            if D > 1:
+                acc = a[r, 1:] - np.einsum("jd,jk->dk", b[:r + 1, 1:], y[r::-1, 0])
+                if r:
+                    acc = acc - np.einsum("j,jdk->dk", b[1:r + 1, 0], y[r - 1::-1, 1:])
+                y[r, 1:] = acc / b0
+        return y
+
     def _poses(self, Q, D):
         """World pose jets (K+1, D, 4, 4) of the needed bodies (dict body → jet)."""
         K1 = Q.shape[0]
@@ -200,12 +222,16 @@ class LoopKinematics:
             R, p = Cba[..., :3, :3], Cba[..., :3, 3]
             H[..., sl.start:sl.start + 3] = -p
             if lp.type == "weld":
-                H[..., sl.start + 3] = -0.5 * (R[..., 2, 1] - R[..., 1, 2])
-                H[..., sl.start + 4] = -0.5 * (R[..., 0, 2] - R[..., 2, 0])
-                H[..., sl.start + 5] = -0.5 * (R[..., 1, 0] - R[..., 0, 1])
+                num = -2.0 * np.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0],
+                                       R[..., 1, 0] - R[..., 0, 1]], axis=-1)
+                den = R[..., 0, 0] + R[..., 1, 1] + R[..., 2, 2]
+                den[0, 0] += 1.0
+                H[..., sl.start + 3:sl.start + 6] = self._div(num, den)
             elif lp.type == "revolute":
-                H[..., sl.start + 3] = R[..., 1, 2]
-                H[..., sl.start + 4] = -R[..., 0, 2]
+                num = 2.0 * np.stack([R[..., 1, 2], -R[..., 0, 2]], axis=-1)
+                den = R[..., 2, 2].copy()
+                den[0, 0] += 1.0
+                H[..., sl.start + 3:sl.start + 5] = self._div(num, den)
         return H
 
     def residual(self, q):
