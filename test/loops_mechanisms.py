@@ -86,6 +86,21 @@ def spatial_fourbar_weld():
     return _urdf("spatial4w", links, joints), loops, ["crank"]
 
 
+def slider_crank():
+    """Slider-crank in the x–z plane: crank and connecting rod (hinges about y), a slider on a
+    prismatic joint along x, the rod's tip ``connect``-ed to the slider. 1 DOF."""
+    Y = (0, 1, 0)
+    links = [_bar("crank", 0.2), _bar("rod", 0.6, 0.7),
+             ("slider", 1.5, [0, 0, 0], [0.01, 0.01, 0.01])]
+    joints = [("crank", "revolute", "base", "crank", (0, 0, 0), (0, 0, 0), Y),
+              ("rod", "revolute", "crank", "rod", (0.2, 0, 0), (0, 0.5, 0), Y),
+              ("slide", "prismatic", "base", "slider", (0.5, 0, 0.05), (0, 0, 0), (1, 0, 0))]
+    loops = [{"name": "pin", "frame_a": "rod", "frame_b": "slider",
+              "origin_a": {"xyz": [0.6, 0, 0]}, "origin_b": {"xyz": [0, 0, 0]},
+              "type": "connect"}]
+    return _urdf("slider_crank", links, joints), loops, ["crank"]
+
+
 def delta():
     """3-leg delta-type robot (3-RUU: motor, universal elbow, universal wrist): leg 1 carries the
     platform in the tree, legs 2 and 3 close on it by ``revolute`` loops (5 equations each).
@@ -159,5 +174,5 @@ def parallelogram_arm():
 
 
 ALL = {"planar_fourbar": planar_fourbar, "spatial_fourbar": spatial_fourbar,
-       "spatial_fourbar_weld": spatial_fourbar_weld, "delta": delta,
+       "spatial_fourbar_weld": spatial_fourbar_weld, "slider_crank": slider_crank, "delta": delta,
        "two_loop_planar": two_loop_planar, "parallelogram_arm": parallelogram_arm}
