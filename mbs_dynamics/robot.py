@@ -152,7 +152,8 @@ class Robot:
         Args:
             q, qd, tau: (nq,), (nv,), (nv,) or (N, ·). f_ext, out: as in :meth:`inverse_dynamics`.
             method: ``"aba"`` (default, compiled) or ``"hdca"`` — seed 002's divide-and-conquer
-                assembly (:mod:`mbs_dynamics.loops.hdca`, NumPy; fixed base, no f_ext).
+                assembly (:mod:`mbs_dynamics.loops.hdca`, NumPy, plus one step of iterative
+                refinement with the RNEA residual; fixed base, no f_ext).
         Returns:
             q̈, shape (nv,) or (N, nv).
         Raises:

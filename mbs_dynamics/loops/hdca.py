@@ -392,10 +392,27 @@ def acceleration(robot, q, v, tau, f_ext=None):
     return h.acceleration(q, v, tau)
 
 
-def tree_forward_dynamics(robot, q, qd, tau):
-    """q̈ of a fixed-base tree Robot by HDCA's divide-and-conquer assembly (equals ABA)."""
+def tree_forward_dynamics(robot, q, qd, tau, refine=True):
+    """q̈ of a fixed-base tree Robot by HDCA's divide-and-conquer assembly (equals ABA).
+
+    With ``refine`` one step of iterative refinement follows: the residual
+    r = τ − τ_RNEA(q, q̇, q̈) (the robot's compiled inverse dynamics) is mapped back by the
+    velocity pass (on a tree q̇ = M⁻¹P, Alg. 1–2) and added, q̈ += M⁻¹r: the assembly of the
+    world-frame quantities loses ~3 digits (measured 1e-13 relative), the refined q̈ agrees
+    with ABA and Pinocchio to rounding."""
     model = robot.model
     if model.floating_base:
         raise ValueError("method='hdca' covers fixed-base robots")
-    return HDCA(model).acceleration(np.asarray(q, float), np.asarray(qd, float),
-                                    np.asarray(tau, float))
+    h = getattr(robot, "_hdca_cache", None)
+    if h is None or h.model is not model:
+        h = HDCA(model)
+        try:
+            robot._hdca_cache = h
+        except AttributeError:  # a Robot has __slots__: no cache
+            pass
+    q, qd, tau = (np.asarray(x, float) for x in (q, qd, tau))
+    a = h.acceleration(q, qd, tau)
+    if refine:
+        r = tau - robot.inverse_dynamics(q, qd, a)
+        a = a + h.velocity(q, r)[0]
+    return a
