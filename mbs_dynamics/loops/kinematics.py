@@ -108,6 +108,7 @@ class LoopKinematics:
                 self.prismatic[i] = True
                 self.hat[i, :3, 3] = v
         self.hat2 = self.hat @ self.hat
+        self._eye = np.eye(4)
         # joints that move some loop frame relative to the other (the loop's "support")
         self.support = []
         for lp in self.loops:
@@ -140,6 +141,11 @@ class LoopKinematics:
         """Product of two pose jets (K+1, D, 4, 4) with ε_j ε_l = 0 (D = 1 + directions)."""
         K1, D = A.shape[0], A.shape[1]
         out = np.empty_like(A)
+        if K1 == 1:  # the configuration only (Newton): no series
+            out[0, 0] = A[0, 0] @ B[0, 0]
+            if D > 1:
+                out[0, 1:] = A[0, 1:] @ B[0, 0] + A[0, 0] @ B[0, 1:]
+            return out
         for r in range(K1):
             a, b = A[:r + 1], B[r::-1]
             out[r, 0] = np.einsum("jab,jbc->ac", a[:, 0], b[:, 0])
@@ -171,8 +177,9 @@ class LoopKinematics:
         """World pose jets (K+1, D, 4, 4) of the needed bodies (dict body → jet)."""
         K1 = Q.shape[0]
         model = self.model
+        eye = self._eye
         I4 = np.zeros((K1, D, 4, 4))
-        I4[0, 0] = np.eye(4)
+        I4[0, 0] = eye
         C = {-1: I4}
         delta = np.zeros(K1)
         delta[0] = 1.0
@@ -181,15 +188,24 @@ class LoopKinematics:
             X, X2 = self.hat[i], self.hat2[i]
             if self.prismatic[i]:
                 E = q[:, None, None] * X
-                E[0] += np.eye(4)
+                E[0] += eye
                 dE = np.zeros((K1, 4, 4))
                 dE[0] = X
+            elif K1 == 1:
+                E = (np.sin(q[0]) * X + (1.0 - np.cos(q[0])) * X2 + eye)[None]
+                dE = E @ X
             else:
                 s, c = self._sincos(q)
                 E = s[:, None, None] * X + (delta - c)[:, None, None] * X2
-                E[0] += np.eye(4)
+                E[0] += eye
                 dE = E @ X
             P = C[int(model.parent[i])] @ model.B[i]  # (K1, D, 4, 4)
+            if K1 == 1:
+                out = P @ E[0]
+                if D > 1:
+                    out[0, 1 + i] += P[0, 0] @ dE[0]
+                C[i] = out
+                continue
             out = np.empty((K1, D, 4, 4))
             for r in range(K1):
                 out[r] = np.matmul(P[:r + 1], E[r::-1, None]).sum(0)

@@ -310,6 +310,9 @@ class ClosedLoopRobot:
         kin, act, dep = self._kin, self._act, self._dep
         q = guess.copy()
         q[act] = qa
+        pred = getattr(self, "_pred", None)
+        if pred is not None and pred[0] is guess:  # first-order predictor along the branch
+            q[dep] -= pred[1] @ (qa - guess[act])
         qn, err, ok, K = kin.newton(q, dep, self._tol, jacobian=True)
         if ok:
             return qn, K
@@ -350,7 +353,7 @@ class ClosedLoopRobot:
         one = qs.ndim == 1
         Qa = qs[None] if one else qs
         Q, _ = self._jet(Qa, guess)
-        self._last = Q[0].copy()
+        self._set_last(Q[0])
         if one:
             return Q[0]
         X = Q * fact(Q.shape[0])[:, None]
@@ -367,7 +370,13 @@ class ClosedLoopRobot:
         Q[1:, self._act] = Qa_deriv[1:] / fact(K1)[1:, None]
         self._kin.dependent_jets(Q, self._act, self._dep, Kdp, K)
         self._K = K
+        self._dqd = Kdp @ K[:, self._act]  # −∂q_d/∂q_a = K_d⁺K_a at this assembly
         return Q, Kdp
+
+    def _set_last(self, q):
+        """Remember the assembly (the next Newton starts there, with a first-order predictor)."""
+        self._last = q.copy()
+        self._pred = (self._last, self._dqd)
 
     def _G0(self, q, Kdp):
         """G at the configuration of the last ``_jet`` (its K reused)."""
@@ -379,7 +388,7 @@ class ClosedLoopRobot:
     def _state3(self, q, qd, qdd):
         Qa = np.stack([q, qd, qdd])
         Q, Kdp = self._jet(Qa, self._last)
-        self._last = Q[0].copy()
+        self._set_last(Q[0])
         return Q * fact(3)[:, None], Kdp
 
     def _vec3(self, q, qd, qdd, names=("q", "qd", "qdd")):
@@ -454,7 +463,7 @@ class ClosedLoopRobot:
             return _out(out, res.reshape(qs.shape[:1] + (qs.shape[1] - 2, self._n)))
         K1 = qs.shape[0]
         Q, Kdp = self._jet(qs, self._last)
-        self._last = Q[0].copy()
+        self._set_last(Q[0])
         f = fact(K1)
         full = Q * f[:, None]
         kw = {} if f_ext is None else {"f_ext": f_ext}
@@ -466,7 +475,7 @@ class ClosedLoopRobot:
     def _GdG(self, q, qd):
         Qa = np.stack([q, qd])
         Q, Kdp = self._jet(Qa, self._last)
-        self._last = Q[0].copy()
+        self._set_last(Q[0])
         G = G_jets(self._kin, Q, self._act, self._dep, Kdp)
         return Q[0], Q[1], G[0], G[1]
 
@@ -519,7 +528,7 @@ class ClosedLoopRobot:
             return _out(out, res.reshape(q.shape))
         Qa = np.stack([q, qd])
         Q, _ = self._jet(Qa, self._last)
-        self._last = Q[0].copy()
+        self._set_last(Q[0])
         tf = np.zeros(self._nf)
         tf[self._act] = tau
         if method == "lagrange":
