@@ -65,6 +65,18 @@ def energy(robot, q, v):
     return float(T - model.gravity @ pw.sum(0))
 
 
+def _vec(x, n, name):
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {n} numbers (the actuated joints)") from None
+    if a.shape != (n,):
+        raise ValueError(f"{name} has shape {a.shape}, expected ({n},) (the actuated joints)")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return a
+
+
 def _mc(I):
     """m·c from body inertias [[Θ, m c̃], [−m c̃, m I]]: c̃ block (0,1,2 × 3,4,5)."""
     S = I[:, :3, 3:]
@@ -108,8 +120,8 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
         raise ValueError("duration must be >= 0 and dt > 0 (finite)")
     n, nf = robot.n, robot.n_full
     act = robot.actuated_index
-    qa0 = robot.q_assembled[act] if q0 is None else np.asarray(q0, float)
-    qda0 = np.zeros(n) if qd0 is None else np.asarray(qd0, float)
+    qa0 = robot.q_assembled[act] if q0 is None else _vec(q0, n, "q0")
+    qda0 = np.zeros(n) if qd0 is None else _vec(qd0, n, "qd0")
     X0 = robot.expand(np.stack([qa0, qda0]), q_guess=robot.q_assembled)
     q, v = X0[0].copy(), X0[1].copy()
     kin = robot._kin
