@@ -209,3 +209,40 @@ def test_f_ext_and_payload():
     assert rel(t0 - t1, G.T @ J.T @ np.r_[w[3:], w[:3]]) < 1e-10
     r2 = r.with_payload("rocker", 0.5)
     assert isinstance(r2, mbs.ClosedLoopRobot) and r2.total_mass == pytest.approx(r.total_mass + 0.5)
+
+
+def test_mimic_joints_with_loops():
+    """A four-bar plus a flap whose joint mimics the crank (q_flap = −0.5 q_crank + 0.1): the
+    mimic is one more dependent coordinate; oracle: Pinocchio's model with the mimic as an
+    ordinary joint, the loop rows from its frame Jacobians and the mimic row written here."""
+    u, loops, act = lm.planar_fourbar()
+    flap = ('<link name="flap"><inertial><origin xyz="0.1 0 0"/><mass value="0.4"/><inertia '
+            'ixx="0.001" iyy="0.002" izz="0.002" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+            '<joint name="j_flap" type="revolute"><parent link="base"/><child link="flap"/>'
+            '<origin xyz="-0.2 0 0.1"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" '
+            'effort="10" velocity="5"/><mimic joint="j_crank" multiplier="-0.5" offset="0.1"/>'
+            '</joint></robot>')
+    u = u.replace("</robot>", flap)
+    r = mbs.load_urdf(u, loops=loops, actuated=act)
+    assert r.n == 1 and r.mimic_joints == {"j_flap": ("j_crank", -0.5, 0.1)}
+    P = PinLoops(u, loops)
+    q, qd, qdd = state(r, 8)
+    X = r.expand(np.stack([q, qd, qdd]))
+    i_f, i_c = r.full_joint_names.index("j_flap"), r.full_joint_names.index("j_crank")
+    assert np.allclose(X[:, i_f], -0.5 * X[:, i_c] + np.r_[0.1, 0, 0], atol=1e-14)
+    K = P.jacobian(X[0])
+    row = np.zeros(r.n_full)
+    row[i_f], row[i_c] = 1.0, 0.5
+    K = np.vstack([K, row])
+    a, d = r.actuated_index, np.setdiff1d(np.arange(r.n_full), r.actuated_index)
+    G = np.zeros((r.n_full, r.n))
+    G[a] = np.eye(r.n)
+    G[d] = -np.linalg.lstsq(K[:, d], K[:, a], rcond=None)[0]
+    t_tree = pin.rnea(P.model, P.data, X[0], X[1], X[2])
+    assert rel(r.inverse_dynamics(q, qd, qdd), G.T @ t_tree) < 1e-10
+    tau = np.array([0.7])
+    assert rel(r.inverse_dynamics(q, qd, r.forward_dynamics(q, qd, tau)), tau) < 1e-10
+    with pytest.raises(ValueError, match="mimic"):
+        r.forward_dynamics(q, qd, tau, method="hdca")
+    with pytest.raises(ValueError, match="mimic joint 'j_flap'"):
+        mbs.load_urdf(u, loops=loops, actuated=["j_crank", "j_flap"])

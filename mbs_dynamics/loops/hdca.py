@@ -64,6 +64,7 @@ class HDCA:
     def __init__(self, model, kin=None):
         self.model = model
         self.kin = kin
+        self.has_mimic = bool(kin is not None and kin.mimic)
         n = model.n
         self.n = n
         self.loops = [] if kin is None else list(kin.loops)
@@ -131,6 +132,11 @@ class HDCA:
         return st["D"][c] if c < self.n else st["E"][c - self.n]
 
     # ------------------------------------------------------------------ Alg. 1–2
+    def _no_mimic(self):
+        if self.has_mimic:
+            raise ValueError("method='hdca' does not cover mimic joints (joint-space couplings, "
+                             "not spatial connections): use method='lagrange'")
+
     def solve(self, st, f, active, beta):
         """Divide-and-conquer solve of the body balances ``M_i X_i = f_i + Σ ±(B_c σ_c + H_c a_c)``
         with the connection conditions ``B_cᵀ(X⁺ − X⁻) = β_c``.
@@ -141,6 +147,7 @@ class HDCA:
         Returns:
             X (n, 6) body twists (or their rates), sigma (list per connection).
         """
+        self._no_mimic()
         n = self.n
         Minv = st["Minv"]
         rhs = f.copy()

@@ -80,12 +80,18 @@ class LoopKinematics:
         self.model = model
         self.loops = tuple(loops)
         self.n = model.n
-        self.m = sum(lp.m for lp in self.loops)
         self.rows = []  # loop ℓ → slice of its rows in h
         r = 0
         for lp in self.loops:
             self.rows.append(slice(r, r + lp.m))
             r += lp.m
+        # mimic joints (URDF <mimic>) as linear constraint rows q_m − k q_j − o = 0 after the
+        # loops: the dependent coordinates then include them
+        names = list(model.joint_names)
+        self.mimic = [(names.index(mj), names.index(v[0]), float(v[1]), float(v[2]))
+                      for mj, v in dict(getattr(model, "mimic", {}) or {}).items()]
+        self.mimic_rows = slice(r, r + len(self.mimic))
+        self.m = r + len(self.mimic)
         # the bodies whose pose the loops need (every ancestor of a loop body), in order
         need = set()
         for lp in self.loops:
@@ -248,6 +254,14 @@ class LoopKinematics:
                 den = R[..., 2, 2].copy()
                 den[0, 0] += 1.0
                 H[..., sl.start + 3:sl.start + 5] = self._div(num, den)
+        r0 = self.mimic_rows.start
+        for t, (mj, j, k, o) in enumerate(self.mimic):
+            H[:, 0, r0 + t] = Q[:, mj] - k * Q[:, j]
+            H[0, 0, r0 + t] -= o
+            if D > 1:
+                H[:, 1:, r0 + t] = 0.0
+                H[0, 1 + mj, r0 + t] = 1.0
+                H[0, 1 + j, r0 + t] -= k
         return H
 
     def residual(self, q):
@@ -301,6 +315,8 @@ class LoopKinematics:
     def worst_loop(self, h):
         """Name and |h|_∞ of the loop with the largest residual."""
         errs = [np.abs(h[sl]).max() for sl in self.rows]
+        if not errs:
+            return "mimic", float(np.abs(h).max(initial=0.0))
         i = int(np.argmax(errs))
         return self.loops[i].name, float(errs[i])
 

@@ -65,8 +65,6 @@ class ClosedLoopRobot:
     def __init__(self, full_robot, loops, actuated=None, tol=1e-12, _state=None):
         self._full = full_robot
         model = full_robot.model
-        if getattr(model, "mimic", None):
-            raise ValueError("loops together with mimic joints are not supported")
         if getattr(full_robot, "floating_base", False):
             raise ValueError("loops on a floating-base robot are not supported (fixed base only)")
         if _state is not None:
@@ -148,8 +146,10 @@ class ClosedLoopRobot:
         rk = _rank(np.linalg.svd(K, compute_uv=False), K.shape)
         if rk > rd:
             P = K[:, self._act] - Kd @ np.linalg.lstsq(Kd, K[:, self._act], rcond=None)[0]
-            lps = [lp.name for lp, sl in zip(kin.loops, kin.rows)
-                   if np.abs(P[sl]).max() > 1e-8 * max(1.0, np.abs(K).max())]
+            big = 1e-8 * max(1.0, np.abs(K).max())
+            lps = [lp.name for lp, sl in zip(kin.loops, kin.rows) if np.abs(P[sl]).max() > big]
+            lps += [f"mimic joint '{names[mj]}'" for t, (mj, *_) in enumerate(kin.mimic)
+                    if np.abs(P[kin.mimic_rows.start + t]).max() > big]
             raise ValueError(f"the actuated joints {list(self.joint_names)} are not independent at "
                              f"{where}: loop(s) {lps} constrain them (too many actuated joints)")
         inv = (Vt[:rd].T / s[:rd]) @ U[:, :rd].T
@@ -169,6 +169,13 @@ class ClosedLoopRobot:
     def loops(self):
         """The loops as dicts (name, frame_a, frame_b, origin_a, origin_b, type)."""
         return tuple(lp.as_dict() for lp in self._kin.loops)
+
+    @property
+    def mimic_joints(self) -> dict:
+        """Mimic joint → (master, multiplier, offset): extra (linear) constraint rows after the
+        loops' in ``loop_residual`` / ``constraint_jacobian``; mimic joints are dependent
+        coordinates unless listed in ``actuated``."""
+        return {m: tuple(v) for m, v in dict(self._full.model.mimic or {}).items()}
 
     @property
     def loop_names(self):
