@@ -280,3 +280,25 @@ def test_cli_info_with_loops(tmp_path, capsys):
     assert main(["info", str(tmp_path / "s.urdf"), "--json", "--loops",
                  str(tmp_path / "l.yaml"), "--actuated", "crank"]) == 0
     assert '"closed_loops"' in capsys.readouterr().out
+
+
+def test_cli_feedforward_with_loops(tmp_path, capsys):
+    """The CLI's feedforward on a closed loop: τ of the actuated crank equals the API's."""
+    import yaml
+    from mbs_dynamics.cli import main
+    u, loops, act = lm.planar_fourbar()
+    r = mbs.load_urdf(u, loops=loops, actuated=act)
+    q0 = float(r.q_assembled[0])
+    (tmp_path / "f.urdf").write_text(u)
+    (tmp_path / "l.yaml").write_text(yaml.safe_dump({"loops": loops}))
+    (tmp_path / "t.yaml").write_text(yaml.safe_dump({"joint_names": ["j_crank"], "points": [
+        {"time_from_start": 0.0, "positions": [q0]},
+        {"time_from_start": 1.0, "positions": [q0 + 1.0]}]}))
+    out = tmp_path / "ff.csv"
+    assert main(["feedforward", str(tmp_path / "f.urdf"), str(tmp_path / "t.yaml"), "--loops",
+                 str(tmp_path / "l.yaml"), "--actuated", "j_crank", "--rate", "20", "-o",
+                 str(out), "--quiet"]) == 0
+    data = np.loadtxt(out, delimiter=",", skiprows=1)
+    row = data[7]  # t = 0.35 s: columns t, q, q', q'', q''', q'''', τ, τ', τ''
+    T = r.torque_derivatives(row[1:6].reshape(5, 1))
+    assert np.allclose(row[6:9], T[:, 0], rtol=1e-8, atol=1e-8)
