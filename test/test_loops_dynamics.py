@@ -246,3 +246,61 @@ def test_mimic_joints_with_loops():
         r.forward_dynamics(q, qd, tau, method="hdca")
     with pytest.raises(ValueError, match="mimic joint 'j_flap'"):
         mbs.load_urdf(u, loops=loops, actuated=["j_crank", "j_flap"])
+
+
+def test_floating_base_with_loops():
+    """The parallelogram arm on a floating base (a free-flying torso): oracle Pinocchio's
+    free-flyer model of the same file, loop rows from its LOCAL frame Jacobians (base columns
+    included), the null-space projection with the base coordinates independent."""
+    u, loops, act = lm.parallelogram_arm()
+    u = u.replace('<link name="base"/>', '<link name="base"><inertial><mass value="3"/><inertia '
+                  'ixx="0.05" iyy="0.06" izz="0.07" ixy="0" ixz="0" iyz="0"/></inertial></link>')
+    r = mbs.load_urdf(u, loops=loops, actuated=act, floating_base=True)
+    assert r.floating_base and (r.nq, r.nv, r.n) == (11, 10, 4)
+    pm = pin.buildModelFromXML(u, pin.JointModelFreeFlyer())
+    pd = pm.createData()
+    rng = np.random.default_rng(9)
+    qb = np.r_[0.1, -0.2, 0.3, rng.standard_normal(4)]
+    qb[3:] /= np.linalg.norm(qb[3:])
+    q = np.r_[qb, r.q_assembled[r.actuated_index] + 0.05]
+    qd, qdd = rng.standard_normal((2, r.nv))
+    qf = r.expand(q)
+    assert qf.shape == (7 + r.n_full,) and np.abs(r.loop_residual(qf)).max() < 1e-12
+    # Pinocchio's loop rows with its free-flyer (base columns ~0: a relative twist)
+    (lp,) = loops
+    fa, fb = pm.getFrameId(lp["frame_a"], pin.BODY), pm.getFrameId(lp["frame_b"], pin.BODY)
+    Oa, Ob = rpy_pose(lp.get("origin_a")), rpy_pose(lp.get("origin_b"))
+    pin.framesForwardKinematics(pm, pd, qf)
+    pin.computeJointJacobians(pm, pd, qf)
+    Ja = Oa.toActionMatrixInverse() @ pin.getFrameJacobian(pm, pd, fa, pin.LOCAL)
+    Jb = Ob.toActionMatrixInverse() @ pin.getFrameJacobian(pm, pd, fb, pin.LOCAL)
+    Cba = (pd.oMf[fb] * Ob).inverse() * (pd.oMf[fa] * Oa)
+    K = (Jb - Cba.toActionMatrix() @ Ja)[:3]
+    assert rel(r.constraint_jacobian(qf), K) < 1e-12
+    ind = np.r_[np.arange(6), 6 + r.actuated_index]
+    dep = np.setdiff1d(np.arange(6 + r.n_full), ind)
+    G = np.zeros((6 + r.n_full, r.nv))
+    G[ind] = np.eye(r.nv)
+    G[dep] = -np.linalg.lstsq(K[:, dep], K[:, ind], rcond=None)[0]
+    # the full motion: base passes, the joints' from the closure (checked against K here)
+    X = r.copy().expand(np.stack([q[7:], qd[6:], qdd[6:]]))
+    vf, af = np.r_[qd[:6], X[1]], np.r_[qdd[:6], X[2]]
+    assert np.abs(K @ vf).max() < 1e-12
+    tau = r.inverse_dynamics(q, qd, qdd)
+    assert tau.shape == (10,)
+    assert rel(tau, G.T @ pin.rnea(pm, pd, qf, vf, af)) < 1e-10
+    M = pin.crba(pm, pd, qf)
+    M = np.triu(M) + np.triu(M, 1).T
+    assert rel(r.mass_matrix(q), G.T @ M @ G) < 1e-10
+    assert rel(r.gravity_torques(q), G.T @ pin.computeGeneralizedGravity(pm, pd, qf)) < 1e-10
+    assert rel(r.inverse_dynamics(q, qd, r.forward_dynamics(q, qd, tau)), tau) < 1e-10
+    # jets: the pair form, τ from its first row, τ′ by differences along a base-free motion
+    vs = np.vstack([qd, qdd, rng.standard_normal((2, r.nv))])
+    T = r.torque_derivatives((q, vs))
+    assert T.shape == (3, 10) and rel(T[0], r.inverse_dynamics(q, qd, qdd)) < 1e-10
+    C = r.coriolis_matrix(q, qd)
+    assert rel(C @ qd, r.inverse_dynamics(q, qd, np.zeros(10)) - r.gravity_torques(q)) < 1e-10
+    with pytest.raises(ValueError, match="pair"):
+        r.torque_derivatives(np.zeros((5, 4)))
+    with pytest.raises(ValueError, match="lagrange"):
+        r.forward_dynamics(q, qd, tau, method="hdca")

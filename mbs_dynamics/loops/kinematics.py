@@ -75,8 +75,6 @@ class LoopKinematics:
     """
 
     def __init__(self, model, loops):
-        if getattr(model, "floating_base", False):
-            raise ValueError("loops on a floating-base robot are not supported (fixed base only)")
         self.model = model
         self.loops = tuple(loops)
         self.n = model.n

@@ -62,11 +62,14 @@ class ClosedLoopRobot:
         assembled (with the residual), actuated joints that do not determine the mechanism.
     """
 
+    def __new__(cls, full_robot=None, *args, **kwargs):
+        if cls is ClosedLoopRobot and getattr(full_robot, "floating_base", False):
+            return super().__new__(FloatingClosedLoopRobot)
+        return super().__new__(cls)
+
     def __init__(self, full_robot, loops, actuated=None, tol=1e-12, _state=None):
         self._full = full_robot
         model = full_robot.model
-        if getattr(full_robot, "floating_base", False):
-            raise ValueError("loops on a floating-base robot are not supported (fixed base only)")
         if _state is not None:
             self._kin, self._act, self._dep, self._q0, self.actuated_chosen = _state
             self._setup()
@@ -278,14 +281,14 @@ class ClosedLoopRobot:
     def copy(self):
         """An independent ClosedLoopRobot on the same model (own workspaces, own last
         assembly)."""
-        r = ClosedLoopRobot(self._full.copy(), None, _state=self._state())
+        r = type(self)(self._full.copy(), None, _state=self._state())
         r._last = self._last.copy()
         return r
 
     def with_payload(self, link, mass, com=(0.0, 0.0, 0.0), inertia=None):
         """A new ClosedLoopRobot with a rigid payload on ``link`` (:meth:`Robot.with_payload`)."""
-        return ClosedLoopRobot(self._full.with_payload(link, mass, com, inertia), None,
-                               _state=self._state())
+        return type(self)(self._full.with_payload(link, mass, com, inertia), None,
+                          _state=self._state())
 
     # ------------------------------------------------------------------ loop kinematics
     def _qfull(self, q, name="q_full"):
@@ -545,3 +548,174 @@ class ClosedLoopRobot:
             from .hdca import acceleration
             a = acceleration(self, Q[0], Q[1], tf, f_ext)
         return _out(out, a[self._act])
+
+
+class FloatingClosedLoopRobot(ClosedLoopRobot):
+    """A closed-loop mechanism on a floating base (legged robots with parallel ankles or knees):
+    Pinocchio's free-flyer layout in front of the actuated joints, q = (x, y, z, qx, qy, qz, qw,
+    q_a) (nq = 7 + n), v = (base linear, angular in the base frame, q̇_a) (nv = 6 + n). The
+    loops constrain joint coordinates only (a relative pose does not depend on the base pose),
+    so G = blockdiag(I₆, G_joints) and the base rows pass through; ``expand`` maps a full
+    configuration (7 + n,) → (7 + n_full,) or a joints-only jet (k+1, n) → (k+1, n_full);
+    ``torque_derivatives`` takes the pair (q, vs) like :meth:`Robot.torque_derivatives`.
+    ``forward_dynamics`` is ``method="lagrange"`` only."""
+
+    @property
+    def nq(self) -> int:
+        return 7 + self._n
+
+    @property
+    def nv(self) -> int:
+        return 6 + self._n
+
+    @property
+    def floating_base(self) -> bool:
+        return True
+
+    def __repr__(self):
+        return super().__repr__().replace("ClosedLoopRobot(", "FloatingClosedLoopRobot(", 1)
+
+    def _vin(self, x, name, m):
+        a = _arr(x, name, f"({m},)", (1,))
+        if a.shape != (m,):
+            self._shape_err(a, name, f"({m},)")
+        return a
+
+    def _Gf(self, G, zero=False):
+        nf, n = G.shape
+        out = np.zeros((6 + nf, 6 + n))
+        if not zero:
+            out[:6, :6] = np.eye(6)
+        out[6:, 6:] = G
+        return out
+
+    def expand(self, qs, q_guess=None):
+        x = np.asarray(qs, dtype=float) if not np.iscomplexobj(qs) else qs
+        if np.ndim(x) == 1 and np.shape(x) == (7 + self._n,):
+            x = self._vin(x, "q", 7 + self._n)
+            g = None if q_guess is None else np.asarray(q_guess, float)[7:]
+            return np.r_[x[:7], super().expand(x[7:], g)]
+        return super().expand(qs, q_guess)
+
+    def loop_residual(self, q_full):
+        q = self._vin(q_full, "q_full", 7 + self._nf)
+        return self._kin.residual(q[7:])
+
+    def constraint_jacobian(self, q_full):
+        """(m, 6 + n_full): the base columns are zero (loops constrain joints only)."""
+        q = self._vin(q_full, "q_full", 7 + self._nf)
+        K = self._kin.residual_jacobian(q[7:])[1]
+        return np.hstack([np.zeros((K.shape[0], 6)), K])
+
+    def _motion(self, q, qd, qdd):
+        q = self._vin(q, "q", 7 + self._n)
+        qd = self._vin(qd, "qd", 6 + self._n)
+        qdd = self._vin(qdd, "qdd", 6 + self._n)
+        X, Kdp = self._state3(q[7:], qd[6:], qdd[6:])
+        return (np.r_[q[:7], X[0]], np.r_[qd[:6], X[1]], np.r_[qdd[:6], X[2]],
+                self._G0(X[0], Kdp))
+
+    def _batch(self, fn, xs, out, f_ext):
+        if f_ext is not None:
+            raise ValueError("f_ext is not supported with batch inputs")
+        res = np.array([fn(*row) for row in zip(*xs)])
+        return _out(out, res)
+
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
+        """(base wrench, actuated τ) = G_fᵀ τ_tree, G_f = blockdiag(I₆, G); (6 + n,)."""
+        if np.ndim(q) == 2:
+            return self._batch(self.inverse_dynamics, (q, qd, qdd), out, f_ext)
+        qf, vf, af, G = self._motion(q, qd, qdd)
+        t = self._full.inverse_dynamics(qf, vf, af, f_ext)
+        return _out(out, np.r_[t[:6], t[6:] @ G])
+
+    def constraint_forces(self, q, qd, qdd, f_ext=None):
+        qf, vf, af, _ = self._motion(q, qd, qdd)
+        return self._wrenches(self.multipliers(qf, vf, af, f_ext))
+
+    def multipliers(self, q_full, qd_full, qdd_full, f_ext=None):
+        t = self._full.inverse_dynamics(q_full, qd_full, qdd_full, f_ext)
+        K = self._kin.residual_jacobian(np.asarray(q_full, float)[7:])[1]
+        return np.linalg.lstsq(K[:, self._dep].T, t[6:][self._dep], rcond=None)[0]
+
+    def torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
+        """``qs`` = (q (7 + n,), vs (k+2, 6 + n) rows v, v′, …): returns (k+1, 6 + n) rows of
+        (base wrench, actuated τ) and their derivatives."""
+        if not (isinstance(qs, tuple) and len(qs) == 2):
+            raise ValueError(f"qs of a floating-base robot must be a pair (q, vs): q ({self.nq},),"
+                             f" vs (k+2, {self.nv})")
+        q, vs = qs
+        q = self._vin(q, "q", 7 + self._n)
+        vs = _arr(vs, "vs", f"(k+2, {self.nv})", (2,))
+        if vs.shape[1] != self.nv or vs.shape[0] < 2:
+            self._shape_err(vs, "vs", f"(k+2, {self.nv}) with k >= 0")
+        qj = np.vstack([q[7:], vs[:, 6:]])
+        K1 = qj.shape[0]
+        Q, Kdp = self._jet(qj, self._last)
+        self._set_last(Q[0])
+        f = fact(K1)
+        full = Q * f[:, None]
+        vsf = np.hstack([vs[:, :6], full[1:]])
+        kw = {} if f_ext is None else {"f_ext": f_ext}
+        T = self._full.torque_derivatives((np.r_[q[:7], full[0]], vsf), method, **kw)
+        Tn = T[:, 6:] / f[:K1 - 2, None]
+        G = G_jets(self._kin, Q[:K1 - 2], self._act, self._dep, Kdp)
+        return _out(out, np.hstack([T[:, :6], project_jet(G, Tn) * f[:K1 - 2, None]]))
+
+    def _GdGf(self, q, qd):
+        q = self._vin(q, "q", 7 + self._n)
+        qd = self._vin(qd, "qd", 6 + self._n)
+        qf, vf, G, Gd = self._GdG(q[7:], qd[6:])
+        return np.r_[q[:7], qf], np.r_[qd[:6], vf], self._Gf(G), self._Gf(Gd, zero=True)
+
+    def mass_matrix(self, q, out=None):
+        qf, _, G, _ = self._GdGf(q, np.zeros(self.nv))
+        return _out(out, G.T @ self._full.mass_matrix(qf) @ G)
+
+    def gravity_torques(self, q, out=None):
+        qf, _, G, _ = self._GdGf(q, np.zeros(self.nv))
+        return _out(out, self._full.gravity_torques(qf) @ G)
+
+    def coriolis_matrix(self, q, qd, out=None):
+        qf, vf, G, Gd = self._GdGf(q, qd)
+        return _out(out, G.T @ (self._full.coriolis_matrix(qf, vf) @ G
+                                + self._full.mass_matrix(qf) @ Gd))
+
+    def mass_matrix_derivative(self, q, qd, out=None):
+        qf, vf, G, Gd = self._GdGf(q, qd)
+        M = self._full.mass_matrix(qf)
+        A = Gd.T @ M @ G
+        return _out(out, A + A.T + G.T @ self._full.mass_matrix_derivative(qf, vf) @ G)
+
+    def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
+        """(base acceleration, q̈_a) for (base wrench, actuated τ) ``tau`` (6 + n,): the index-1
+        Lagrange equations with the loop rows (zero base columns), range-space solve."""
+        if method != "lagrange":
+            raise ValueError("a floating-base ClosedLoopRobot has method='lagrange' only")
+        if np.ndim(q) == 2:
+            return self._batch(lambda a, b, c: self.forward_dynamics(a, b, c), (q, qd, tau),
+                               out, f_ext)
+        from .lagrange import constraint_terms
+        q = self._vin(q, "q", 7 + self._n)
+        qd = self._vin(qd, "qd", 6 + self._n)
+        tau = self._vin(tau, "tau", 6 + self._n)
+        Q, _ = self._jet(np.stack([q[7:], qd[6:]]), self._last)
+        self._set_last(Q[0])
+        qf, vf = np.r_[q[:7], Q[0]], np.r_[qd[:6], Q[1]]
+        tf = np.zeros(6 + self._nf)
+        tf[:6] = tau[:6]
+        tf[6 + self._act] = tau[6:]
+        _, _, Kdv, K = constraint_terms(self._kin, Q[0], Q[1])
+        K = np.hstack([np.zeros((K.shape[0], 6)), K])
+        M = self._full.mass_matrix(qf)
+        c = self._full.inverse_dynamics(qf, vf, np.zeros_like(vf), f_ext)
+        L = np.linalg.cholesky(M)
+
+        def Minv(b):
+            return np.linalg.solve(L.T, np.linalg.solve(L, b))
+
+        a0 = Minv(tf - c)
+        MK = Minv(K.T)
+        lam = np.linalg.lstsq(K @ MK, -Kdv - K @ a0, rcond=None)[0]
+        a = a0 + MK @ lam
+        return _out(out, np.r_[a[:6], a[6 + self._act]])

@@ -115,6 +115,8 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
         raise ImportError("simulating closed loops needs scipy (pip install scipy)") from None
     if method not in ("hdca", "lagrange"):
         raise ValueError(f"method must be 'hdca' or 'lagrange', got {method!r}")
+    if robot.floating_base:
+        raise ValueError("simulating closed loops covers fixed-base robots")
     duration, dt = float(duration), float(dt)
     if not (np.isfinite(duration) and duration >= 0 and np.isfinite(dt) and dt > 0):
         raise ValueError("duration must be >= 0 and dt > 0 (finite)")
