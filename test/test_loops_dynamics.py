@@ -304,3 +304,39 @@ def test_floating_base_with_loops():
         r.torque_derivatives(np.zeros((5, 4)))
     with pytest.raises(ValueError, match="lagrange"):
         r.forward_dynamics(q, qd, tau, method="hdca")
+
+
+def test_floating_base_torque_jets_by_differences():
+    """τ′, τ″ of the pair form against 9-point differences of τ along a motion whose base
+    twist is constant (its pose = Pinocchio's integrate of v·t) and whose joints follow an
+    analytic trajectory."""
+    u, loops, act = lm.parallelogram_arm()
+    u = u.replace('<link name="base"/>', '<link name="base"><inertial><mass value="3"/><inertia '
+                  'ixx="0.05" iyy="0.06" izz="0.07" ixy="0" ixz="0" iyz="0"/></inertial></link>')
+    r = mbs.load_urdf(u, loops=loops, actuated=act, floating_base=True)
+    pm = pin.buildModelFromXML(u, pin.JointModelFreeFlyer())
+    q0b = np.r_[0.1, -0.2, 0.3, 0.0, 0.0, 0.0, 1.0]
+    vb = np.array([0.3, -0.1, 0.2, 0.4, -0.3, 0.5])
+    pmb = pin.buildModelFromXML('<robot name="b"><link name="b"><inertial><mass value="1"/>'
+                                '<inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/>'
+                                '</inertial></link></robot>', pin.JointModelFreeFlyer())
+    assert pm.nq == 7 + r.n_full
+
+    class Fake:  # the joints' analytic trajectory of test_loops_kinematics
+        n = r.n
+        q_assembled = r.q_assembled  # the joints' (a floating robot's too)
+        actuated_index = r.actuated_index
+
+    def sample(t):
+        J = trajectory(Fake, t, seed=3)
+        q = np.r_[pin.integrate(pmb, q0b, vb * t), J[0]]
+        vs = np.vstack([np.r_[vb, J[1]], np.r_[np.zeros(6), J[2]], np.r_[np.zeros(6), J[3]],
+                        np.r_[np.zeros(6), J[4]]])
+        return q, vs
+
+    t0, h = 0.2, 1e-2
+    T = r.torque_derivatives(sample(t0))
+    tau = np.array([r.torque_derivatives(sample(t0 + (i - 4) * h))[0] for i in range(9)])
+    scale = np.abs(T).max() + 1
+    assert np.abs(T[1] - D[1] @ tau / h).max() < 1e-8 * scale
+    assert np.abs(T[2] - D[2] @ tau / h ** 2).max() < 1e-7 * scale

@@ -558,7 +558,8 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
     so G = blockdiag(I₆, G_joints) and the base rows pass through; ``expand`` maps a full
     configuration (7 + n,) → (7 + n_full,) or a joints-only jet (k+1, n) → (k+1, n_full);
     ``torque_derivatives`` takes the pair (q, vs) like :meth:`Robot.torque_derivatives`.
-    ``forward_dynamics`` is ``method="lagrange"`` only."""
+    ``forward_dynamics`` is ``method="lagrange"`` only; ``q_assembled`` and ``actuated_index``
+    refer to the joints (n_full,)."""
 
     @property
     def nq(self) -> int:
