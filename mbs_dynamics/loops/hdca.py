@@ -399,6 +399,11 @@ def acceleration(robot, q, v, tau, f_ext=None):
     return h.acceleration(q, v, tau)
 
 
+import weakref  # noqa: E402
+
+_TREE_CACHE = weakref.WeakKeyDictionary()
+
+
 def tree_forward_dynamics(robot, q, qd, tau, refine=True):
     """q̈ of a fixed-base tree Robot by HDCA's divide-and-conquer assembly (equals ABA).
 
@@ -410,13 +415,9 @@ def tree_forward_dynamics(robot, q, qd, tau, refine=True):
     model = robot.model
     if model.floating_base:
         raise ValueError("method='hdca' covers fixed-base robots")
-    h = getattr(robot, "_hdca_cache", None)
-    if h is None or h.model is not model:
-        h = HDCA(model)
-        try:
-            robot._hdca_cache = h
-        except AttributeError:  # a Robot has __slots__: no cache
-            pass
+    h = _TREE_CACHE.get(model)
+    if h is None:
+        h = _TREE_CACHE[model] = HDCA(model)  # per (immutable) model, dropped with it
     q, qd, tau = (np.asarray(x, float) for x in (q, qd, tau))
     a = h.acceleration(q, qd, tau)
     if refine:
