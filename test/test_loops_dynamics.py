@@ -8,7 +8,6 @@ trajectories for the jets (the full-coordinate motion is checked in test_loops_k
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pytest

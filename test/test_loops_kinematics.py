@@ -6,7 +6,6 @@ differences of the assembled positions along analytic actuated trajectories.
 """
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np

@@ -67,7 +67,6 @@ def main(argv=None):
         for m in METHODS:
             res = run(r, m, 1e-6, "RK45", T, dt)
             kq = r.full_joint_names.index(f"j{r.n_full // 2 + 1}")  # the middle joint K
-            from mbs_dynamics.loops.hdca import HDCA  # noqa: F401
             C = [_hdca(r).state(q)["C"][kq - 1] for q in res.q[::5]]
             zK = [float((Ci @ np.r_[1.0, 0, 0, 1])[2]) for Ci in C]
             c["history"][m] = {"t": res.t.tolist(), "dE": (res.energy - res.energy[0]).tolist(),

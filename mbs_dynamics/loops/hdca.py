@@ -158,7 +158,6 @@ class HDCA:
             if p >= 0:
                 rhs[p] -= w
         Bs = [self._B(st, c) for c in range(len(self.plus))]
-        sgn = {}
 
         def leaf(i):
             hs = self.handles[i]
