@@ -37,7 +37,10 @@ def extensions():
                   define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                   extra_compile_args=["-O3", "-fno-math-errno", "--param=max-inline-insns-single=2000"] + omp, extra_link_args=omp)
         for name in ("kernels._data", "kernels._rnea", "kernels._crba", "kernels._aba",
-                     "control._spline", "control._actuators")
+                     "control._spline", "control._actuators",
+                     "kernels._rnea_repr", "kinematics._jets", "kinematics._closed",
+                     "kinematics._frames", "identification._regressor",
+                     "identification._derivatives")
     ]
     return cythonize(exts, compiler_directives={"language_level": 3}, quiet=True)
 
@@ -47,7 +50,7 @@ setup(
     ext_modules=extensions(),
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "bench"]),
-    package_data={package_name: data_tree("data") + ["kernels/*.pxd"]},
+    package_data={package_name: data_tree("data") + ["kernels/*.pxd", "codegen/*.c.in"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),

@@ -13,8 +13,8 @@ vs[1, 2] = 0.5                        # the base accelerating upward
 tau = robot.inverse_dynamics(q, vs[0], vs[1])      # (nv,): base wrench (force, moment), joints
 M = robot.mass_matrix(q)                            # (nv, nv)
 weight = robot.total_mass * 9.81 / 4                # each foot carries a quarter, rising at 5 N/s
-contacts = {f"{leg}_foot": [[0, 0, 0, 0, 0, weight], [0, 0, 0, 0, 0, 5.0]]
-            for leg in ("LF", "RF", "LH", "RH")}    # (m, f) in the foot frame, and its rate
+contacts = {f"{leg}_foot": [[0, 0, weight, 0, 0, 0], [0, 0, 5.0, 0, 0, 0]]
+            for leg in ("LF", "RF", "LH", "RH")}    # (f, m) in the foot frame, and its rate
 jet = robot.torque_derivatives((q, vs), f_ext=contacts)       # (3, nv): τ, τ′, τ″
 ff = sea_feedforward(robot, (q, vs), stiffness=300.0, motor_inertia=0.02, f_ext=contacts)
 ff.theta, ff.tau_motor, ff.base_wrench    # motor references of the 12 joints; what the base lacks

@@ -40,6 +40,9 @@ _LAZY = {
 
 
 def __getattr__(name):
+    if name == "codegen":  # a capability as an attribute: mbs.codegen.generate(robot)
+        import importlib
+        return importlib.import_module(".codegen", __name__)
     if name in _LAZY:
         import importlib
         mod, attr = _LAZY[name]

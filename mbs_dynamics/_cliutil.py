@@ -65,6 +65,34 @@ def existing_file(text):
     return p
 
 
+def robot_file(text):
+    """argparse type: an existing URDF file, or the name of a bundled robot
+    (:func:`mbs_dynamics.data.robot`)."""
+    p = Path(text)
+    if p.is_file():
+        return p
+    if not p.exists() and p.name == text and not text.startswith("."):
+        from . import data
+        try:
+            return data.robot(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{text}: no such file, and {exc}") from None
+    return existing_file(text)
+
+
+def number_list(text):
+    """argparse type: numbers separated by spaces and/or commas, e.g. ``"0.1 0.2, 0.3"``."""
+    parts = [t for t in text.replace(",", " ").split() if t]
+    try:
+        values = [float(t) for t in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of numbers") from None
+    if not values or not all(math.isfinite(x) for x in values):
+        raise argparse.ArgumentTypeError(f"{text!r} must be finite numbers separated by "
+                                         "spaces or commas")
+    return values
+
+
 def joint_lock(text):
     """argparse type: ``JOINT=POSITION`` (a joint to make rigid at that position)."""
     name, sep, value = text.partition("=")
@@ -104,18 +132,15 @@ def add_loops_option(parser):
 
 # ------------------------------------------------------------------------------------ files
 def load_yaml(path):
-    """Parse a YAML file; any unreadable content is an :class:`InputError` naming the file."""
-    import yaml
+    """Parse a YAML file within the package's resource limits (:mod:`mbs_dynamics.model.limits`:
+    size, nesting, aliases, entries); any unreadable content is an :class:`InputError` naming
+    the file."""
+    from .model.limits import parse_yaml, read_text
     try:
-        text = Path(path).read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a text file (expected YAML)") from None
-    if "\x00" in text:
-        raise InputError(f"{path}: not a text file (expected YAML)")
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"{path}: invalid YAML ({' '.join(str(exc).split())})") from None
+        return parse_yaml(read_text(path, "YAML"), str(path))
+    except ValueError as exc:
+        msg = " ".join(str(exc).split())
+        raise InputError(msg if msg.startswith(str(path)) else f"{path}: {msg}") from None
 
 
 def load_actuator(path, n):
@@ -155,11 +180,6 @@ def load_trajectory(path, joint_names, urdf, locked=()):
 
     from .control.trajectory import Trajectory
     path = Path(path)
-    try:
-        path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(f"{path}: not a text file (expected a YAML or JSON trajectory)") \
-            from None
     try:
         # huge numbers overflow in the spline coefficients: reported by the finiteness checks
         # of the commands (one line), not as NumPy warnings

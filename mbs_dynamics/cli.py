@@ -1,10 +1,15 @@
 """mbs-dynamics: rigid-body dynamics and SEA/VSA flatness feedforward from a URDF.
 
 Subcommands:
-  info URDF                      joints (type, limits, axis), link masses, tree, total mass
+  info URDF                      joints (type, limits, axis), link masses, tree, total mass, frames
+  kinematics ROBOT --frame F --q Q
+                                 pose, twist and Jacobian of a frame (body, spatial, hybrid or
+                                 mixed representation)
   feedforward URDF TRAJECTORY    τ, τ', τ'' (and θ, θ', θ'', τ_m with --sea CONFIG) sampled along a
                                  C⁴ trajectory, written to CSV (and a plot with matplotlib)
   demo                           closed-loop tracking demo in the built-in simulator
+  codegen URDF -o DIR            C99 source and header of the robot's dynamics (τ, τ', τ'', M,
+                                 g, forward dynamics, frame Jacobians) for C/C++ control loops
 
 Bad input files or options give a one-line error and exit code 2, before any long computation.
 """
@@ -22,7 +27,9 @@ import numpy as np
 from ._cliutil import (PROG, ArgumentParser, InputError, add_lock_option, add_loops_option,
                        check_memory,
                        check_output_dir, existing_file, joint_units, load_actuator,
-                       load_trajectory, plot_backend, positive_float, unit_of)
+                       load_trajectory, number_list, plot_backend, positive_float, robot_file,
+                       unit_of)
+from .kinematics.frames import REPRESENTATIONS
 
 __all__ = ["get_argument_parser", "main"]
 
@@ -40,19 +47,43 @@ CHUNK = 2000  # samples per batch call (and per progress-bar step)
 
 # ------------------------------------------------------------------------------------ parser
 def get_argument_parser():
-    """The ``mbs-dynamics`` argument parser (subcommands info, feedforward, demo)."""
+    """The ``mbs-dynamics`` argument parser (subcommands info, feedforward, codegen, demo)."""
     parser = ArgumentParser(prog=PROG, description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p = sub.add_parser("info", help="describe a URDF: joints, masses, tree, total mass",
                        description="Describe the dynamics model built from a URDF.")
-    p.add_argument("urdf", type=existing_file, metavar="URDF", help="URDF file")
+    p.add_argument("urdf", type=robot_file, metavar="URDF",
+                   help="URDF file, or the name of a bundled robot (e.g. arm7, quad12)")
     _add_model_options(p)
     p.add_argument("--floating-base", action="store_true",
                    help="the base link is a free body (legged robots, humanoids): "
                         "q = (x, y, z, qx, qy, qz, qw, joints)")
     p.add_argument("--json", action="store_true", help="print the description as JSON")
+
+    p = sub.add_parser(
+        "kinematics", help="pose, twist and Jacobian of a frame at a configuration",
+        description="Pose (4×4, in the world = the base link frame of a fixed base), twist and "
+                    "Jacobian (6 × nv, rows vx vy vz wx wy wz: every 6-vector is linear, "
+                    "angular) of one frame (any URDF link; `info` lists them) at --q (and --qd).")
+    p.add_argument("urdf", type=robot_file, metavar="ROBOT",
+                   help="URDF file, or the name of a bundled robot (e.g. arm7, quad12)")
+    p.add_argument("--frame", required=True, help="frame (URDF link) name")
+    p.add_argument("--q", required=True, type=number_list, metavar='"Q1 Q2 ..."',
+                   help="configuration: nq numbers separated by spaces or commas (a floating "
+                        "base: x y z qx qy qz qw, then the joints); a list that starts with a "
+                        "minus sign and has no space: --q=-0.1,0.2")
+    p.add_argument("--qd", type=number_list, metavar='"V1 V2 ..."',
+                   help="velocity (nv numbers): also print the twist")
+    p.add_argument("--representation", default="body", choices=REPRESENTATIONS,
+                   help="body (Pinocchio LOCAL, default), spatial (WORLD), hybrid "
+                        "(LOCAL_WORLD_ALIGNED) or mixed (world velocity of the origin, body "
+                        "angular velocity)")
+    p.add_argument("--floating-base", action="store_true",
+                   help="the base link is a free body: q = (x, y, z, qx, qy, qz, qw, joints)")
+    p.add_argument("--json", action="store_true", help="print pose, twist and Jacobian as JSON")
+    _add_model_options(p)
 
     p = sub.add_parser(
         "feedforward", help="τ, τ', τ'' (and SEA/VSA motor references) along a trajectory",
@@ -76,6 +107,24 @@ def get_argument_parser():
                         "deflection θ − q, τ_m) per joint; any matplotlib format (.png, .pdf, "
                         ".svg, ...); needs matplotlib (pip install 'mbs_dynamics[plot]')")
     p.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    _add_model_options(p)
+
+    p = sub.add_parser(
+        "codegen", help="C99 source and header of the robot's dynamics for C/C++ loops",
+        description="Write P.h and P.c: straight-line C99 for this robot (libm only, no "
+                    "allocation, re-entrant): P_inverse_dynamics, P_torque_derivatives (τ, τ', "
+                    "τ''), P_mass_matrix, P_gravity_torques, P_forward_dynamics and "
+                    "P_frame_jacobian_<frame> (LOCAL, rows linear, angular) for each --frames.")
+    p.add_argument("urdf", type=robot_file, metavar="ROBOT",
+                   help="URDF file, or the name of a bundled robot (e.g. arm7, quad12)")
+    p.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
+                   help="directory to write P.h and P.c into (created if missing)")
+    p.add_argument("--frames", nargs="+", default=[], metavar="F",
+                   help="URDF links whose Jacobians to generate")
+    p.add_argument("--prefix", default="robot", metavar="P",
+                   help="C identifier prefix of every generated name (default robot)")
+    p.add_argument("--floating-base", action="store_true",
+                   help="the base link is a free body: q = (x, y, z, qx, qy, qz, qw, joints)")
     _add_model_options(p)
 
     for name, (_, text) in LAZY.items():
@@ -148,7 +197,10 @@ def _describe(robot):
             "moving_mass": float(masses.sum() + (m.base_inertia[3, 3] if m.floating_base
                                                  else 0.0)),
             "base_fixed_links": sorted(fixed.get(-1, [])), "joints": joints,
-            "children": {str(k): v for k, v in children.items()}}
+            "children": {str(k): v for k, v in children.items()},
+            "frames": [{"name": f, "body": (m.base_link if m.link_frames[f][0] < 0
+                                            else m.link_names[m.link_frames[f][0]])}
+                       for f in robot.frame_names]}
 
 
 def _print_info(d, out):
@@ -185,6 +237,11 @@ def _print_info(d, out):
         print(f"{'  ' * depth}└─ {j['name']} [{j['type']}] → {j['child_link']} "
               f"({j['body_mass']:.4g} kg)", file=out)
         stack.extend((c, depth + 1) for c in reversed(d["children"][str(i)]))
+    print(f"\nframes ({len(d['frames'])}: every link, base first then depth-first; "
+          "`kinematics --frame`):", file=out)
+    for f in d["frames"]:
+        on = "" if f["body"] == f["name"] else f" (on {f['body']})"
+        print(f"  {f['name']}{on}", file=out)
     if d.get("closed_loops"):
         cl = d["closed_loops"]
         print(f"\nclosed loops (the tree above is the spanning tree); actuated joints "
@@ -222,9 +279,9 @@ def _compute(robot, traj, actuator, ts, progress=None, source="the trajectory"):
         for a in range(0, N, CHUNK):
             b = min(N, a + CHUNK)
             traj.sample_many(ts[a:b], out=qs[a:b])
+            _check_finite(qs[a:b], Q_COLUMNS, ts[a:b], robot, source)  # before the dynamics
             robot.torque_derivatives(qs[a:b], out=taus[a:b])
-            for block, names in ((qs, Q_COLUMNS), (taus, FF_COLUMNS)):
-                _check_finite(block[a:b], names, ts[a:b], robot, source)
+            _check_finite(taus[a:b], FF_COLUMNS, ts[a:b], robot, source)
             if actuator is not None:
                 actuator.reference(qs[a:b], taus[a:b], out=ref[a:b])
                 _check_finite(ref[a:b], ACT_COLUMNS, ts[a:b], robot, source)
@@ -375,6 +432,79 @@ def cmd_feedforward(args):
     return 0
 
 
+def _vector(values, size, option, what):
+    if len(values) != size:
+        raise InputError(f"{option} has {len(values)} numbers, expected {size} ({what})")
+    return np.array(values)
+
+
+def cmd_kinematics(args):
+    robot = _load_robot(args)
+    names = ", ".join(robot.joint_names[:4]) + (", ..." if robot.n > 4 else "")
+    base = "x y z qx qy qz qw, " if robot.floating_base else ""
+    q = _vector(args.q, robot.nq, "--q", base + names)
+    qd = None if args.qd is None else _vector(args.qd, robot.nv, "--qd", (
+        "vx vy vz wx wy wz of the base, " if robot.floating_base else "") + names)
+    rep = args.representation
+    try:
+        T = robot.frame_placement(q, args.frame)
+        J = robot.frame_jacobian(q, args.frame, rep)
+        V = None if qd is None else robot.frame_velocity(q, qd, args.frame, rep)
+    except ValueError as exc:
+        raise InputError(" ".join(str(exc).split())) from None
+    world = "the world" if robot.floating_base else f"the base link {robot.base_link!r}"
+    if args.json:
+        json.dump({"frame": args.frame, "representation": rep, "q": q.tolist(),
+                   "pose": T.tolist(), "twist": None if V is None else V.tolist(),
+                   "jacobian": J.tolist(), "columns": list(_columns_of(robot))}, sys.stdout,
+                  indent=1)
+        print()
+        return 0
+    np.set_printoptions(precision=6, suppress=True, linewidth=120)
+    print(f"frame {args.frame!r} of {robot.model.name!r}, representation {rep!r} "
+          f"({_PIN_NAME[rep]})")
+    print(f"pose in {world} (4×4):")
+    print(_indent(T))
+    if V is not None:
+        print("twist (vx vy vz [m/s], wx wy wz [rad/s]):")
+        print(_indent(V[None]))
+    cols = _columns_of(robot)
+    print(f"Jacobian (6 × {robot.nv}; rows vx vy vz wx wy wz; columns {', '.join(cols)}):")
+    print(_indent(J))
+    return 0
+
+
+_PIN_NAME = {"body": "Pinocchio LOCAL", "spatial": "Pinocchio WORLD",
+             "hybrid": "Pinocchio LOCAL_WORLD_ALIGNED",
+             "mixed": "world velocity of the origin, body angular velocity"}
+
+
+def _columns_of(robot):
+    base = ("base_vx", "base_vy", "base_vz", "base_wx", "base_wy", "base_wz")
+    return (base if robot.floating_base else ()) + tuple(robot.joint_names)
+
+
+def _indent(a):
+    return "\n".join("  " + line for line in np.array2string(np.asarray(a)).splitlines())
+
+
+def cmd_codegen(args):
+    from .codegen import generate
+    robot = _load_robot(args)
+    if args.output.exists() and not args.output.is_dir():
+        raise InputError(f"-o {args.output}: exists and is not a directory")
+    try:
+        files = generate(robot, frames=args.frames, prefix=args.prefix)
+    except ValueError as exc:
+        raise InputError(" ".join(str(exc).split())) from None
+    args.output.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (args.output / name).write_text(text)
+    print(f"wrote {', '.join(str(args.output / n) for n in files)} "
+          f"({robot.nv} velocities, {len(args.frames)} frame Jacobians)")
+    return 0
+
+
 def cmd_lazy(name, rest):
     """Run ``demo`` from its own module (imported only now)."""
     import importlib
@@ -398,7 +528,8 @@ def main(argv=None) -> int:
         if argv and argv[0] in LAZY:  # their options belong to their own parser
             return cmd_lazy(argv[0], argv[1:])
         args = get_argument_parser().parse_args(argv)
-        return {"info": cmd_info, "feedforward": cmd_feedforward}[args.command](args)
+        return {"info": cmd_info, "feedforward": cmd_feedforward,
+                "kinematics": cmd_kinematics, "codegen": cmd_codegen}[args.command](args)
     except InputError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2

@@ -120,6 +120,23 @@ def example_robot_data_dir():
     return None
 
 
+#: Longest label derived from an input file name (it goes into output file names).
+MAX_LABEL = 40
+
+
+def file_label(stem):
+    """A bounded, file-name-safe label from an input file's name: characters other than
+    letters, digits, ``._-`` become ``_``; a name longer than :data:`MAX_LABEL` is cut and
+    given 8 hex digits of its SHA-1, so distinct long names stay distinct."""
+    import hashlib
+    import re
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", stem) or "robot"
+    if len(safe) <= MAX_LABEL and safe == stem:
+        return safe
+    digest = hashlib.sha1(stem.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{safe[:MAX_LABEL - 9]}-{digest}"
+
+
 def resolve_robot(name):
     """``--robot`` → (URDF path, default locked joints, bundled trajectory or None, label).
 
@@ -138,7 +155,7 @@ def resolve_robot(name):
         return root / rel, dict(locks), None, name
     path = Path(name)
     if path.is_file():
-        return path, {}, None, path.stem
+        return path, {}, None, file_label(path.stem)
     raise InputError(f"--robot {name}: neither a robot name "
                      f"({', '.join(list(BUNDLED) + list(EXAMPLE_ROBOTS))}) nor a URDF file")
 

@@ -6,7 +6,9 @@ crosses into one compiled kernel and returns a new array or fills ``out``. Input
 array-like (lists, read-only, strided, Fortran-ordered, float32 or integer arrays are converted
 once); complex input is a ``TypeError``; ``out`` must be a writable float64 C-contiguous array of
 exactly the result's shape (otherwise ``ValueError``), and may share memory with an input.
-A Robot is not thread-safe (its Data is shared by its calls): give each thread ``robot.copy()``.
+A Robot serves one thread at a time (its Data is the workspace of every call): a call while another
+thread is inside one raises RuntimeError "Robot is in use by another thread" (never a wrong
+number; ``kernels._data.BUSY_MESSAGE``); give each thread ``robot.copy()``.
 
 Vectors follow ``robot.joint_names``. With a floating base (``load_urdf(..., floating_base=True)``)
 they use Pinocchio's free-flyer layout: ``q = (x, y, z, qx, qy, qz, qw, joints)`` (nq = 7 + n),
@@ -17,7 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kernels import _aba, _crba, _rnea
+from .identification import _derivatives, _regressor
+from .identification import parameters as _params
+from .kernels import _aba, _crba, _rnea, _rnea_repr
+from .kinematics import _frames
 from .model import model as _model
 
 _ND = np.ndarray
@@ -26,11 +31,13 @@ _ND = np.ndarray
 class Robot:
     """Rigid-body dynamics of a robot loaded from URDF (see :func:`mbs_dynamics.load_urdf`).
 
-    Conventions: body-fixed twists ``(ω, v)``, wrenches ``(m, f)``, SI units, gravity in the base
-    (world) frame; ``q`` of revolute/continuous joints in rad, prismatic in m.
+    Conventions: every public 6-vector is ``(linear, angular)`` — twists ``(v, ω)``, wrenches
+    ``(f, m)`` (``f_ext``, the floating base's twist and wrench), as Pinocchio and
+    geometry_msgs; the kernels work angular-first inside. SI units, gravity in the base (world)
+    frame; ``q`` of revolute/continuous joints in rad, prismatic in m.
     """
 
-    __slots__ = ("_model", "_data", "_n", "_nq", "_nv", "_fb")
+    __slots__ = ("_model", "_data", "_n", "_nq", "_nv", "_fb", "_fk", "_jf")
 
     def __init__(self, model: _model.Model, kmax: int = 2):
         self._model = model
@@ -39,6 +46,7 @@ class Robot:
         self._nq = model.nq
         self._nv = model.nv
         self._fb = model.floating_base
+        self._fk = _frames.FrameData(self._data, model)  # frame table + scratch (kinematics/)
 
     # ---------------------------------------------------------------- description
     @property
@@ -125,17 +133,22 @@ class Robot:
         return Robot(_model.add_payload(self._model, link, mass, com, inertia), self._data.kmax)
 
     # ---------------------------------------------------------------- inverse dynamics
-    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None, representation="body"):
         """τ = M(q) q̈ + C(q, q̇) q̇ + Q_grav(q) − Q_ext (RNEA, seed 000 eq. 67–68).
 
         Args:
             q: (nq,) positions; qd, qdd: (nv,) velocities, accelerations; or (N, ·) batches.
-            f_ext: optional dict link name → wrench ``(m, f)`` (6,) in that link's frame, acting
-                on the link (as Pinocchio's ``fext``; not with a batch).
+            f_ext: optional dict link name → wrench ``(f, m)`` (6,) (force, then moment) in that
+                link's frame, acting on the link (as Pinocchio's ``fext``; not with a batch).
             out: optional (nv,) / (N, nv) array to fill.
+            representation: ``"body"`` (default, the fastest: eq. 67–68), ``"spatial"``
+                (eq. 69–72) or ``"hybrid"`` (eq. 73–77): the recursion that computes τ (the
+                result is the same at round-off; see :meth:`_inverse_dynamics_repr`).
         Returns:
             τ, shape (nv,) or (N, nv) [N m or N; a floating base's wrench in its frame].
         """
+        if representation != "body":
+            return self._inverse_dynamics_repr(q, qd, qdd, f_ext, out, representation)
         if f_ext is None and type(q) is _ND and q.ndim == 1:
             return _rnea.inverse_dynamics(self._data, q, qd, qdd, None, out)
         if np.ndim(q) == 2:
@@ -171,13 +184,13 @@ class Robot:
         return _aba.forward_dynamics(self._data, q, qd, tau, fx, out)
 
     def _fext(self, f_ext, rows):
-        """Link wrenches (link frame) → body wrenches (body frame), (rows, nb, 6):
-        m_b = R m + p × R f, f_b = R f. A value may be (6,) or a jet (r ≤ rows, 6) of rows
-        W, W′, W″, …"""
+        """Public link wrenches ``(f, m)`` (link frame) → the kernels' body wrenches ``(m, f)``
+        (body frame), (rows, nb, 6): m_b = R m + p × R f, f_b = R f. A value may be (6,) or a
+        jet (r ≤ rows, 6) of rows W, W′, W″, …"""
         fb = 1 if self._fb else 0
         W = np.zeros((rows, self._n + fb, 6))
         if not hasattr(f_ext, "items"):
-            raise ValueError("f_ext must be a dict link name → wrench (m, f)")
+            raise ValueError("f_ext must be a dict link name → wrench (f, m)")
         for link, w in f_ext.items():
             if link not in self._model.link_frames:
                 raise ValueError(f"f_ext: unknown link '{link}'")
@@ -185,7 +198,7 @@ class Robot:
                 raise TypeError(f"f_ext['{link}'] must be real")
             try:
                 w = np.asarray(w, dtype=float)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 raise ValueError(f"f_ext['{link}'] must be numbers") from None
             if w.shape == (6,):
                 w = w[None]
@@ -198,9 +211,9 @@ class Robot:
             if body < 0 and not fb:
                 continue  # a wrench on the fixed base produces no joint torque
             R, p = S[:3, :3], S[:3, 3]
-            f = w[:, 3:] @ R.T
+            f = w[:, :3] @ R.T
             b = body + fb
-            W[:w.shape[0], b, :3] += w[:, :3] @ R.T + np.cross(p, f)
+            W[:w.shape[0], b, :3] += w[:, 3:] @ R.T + np.cross(p, f)
             W[:w.shape[0], b, 3:] += f
         return W
 
@@ -216,7 +229,7 @@ class Robot:
                 eq. 28 and 38, fixed base, k ≤ 2, no f_ext; dense, for cross-checks).
             out: optional (k+1, nv) / (N, k+1, nv) array to fill.
             f_ext: optional dict link name → external wrench jet: (6,) or (r ≤ k+1, 6) rows
-                W, W′, W″, … ``(m, f)`` in the link frame acting on the link (a legged robot's
+                W, W′, W″, … ``(f, m)`` (force, moment) in the link frame acting on the link (a legged robot's
                 contact forces and their rates); single samples only.
         Returns:
             (k+1, nv) rows τ, τ′, …, τ^(k) (or (N, k+1, nv)).
@@ -246,7 +259,7 @@ class Robot:
             return _rnea.torque_derivatives(d, q, vs, fx, out)
         try:
             kind = np.asarray(qs).dtype.kind
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             kind = "O"
         if kind == "c":
             raise TypeError("qs must be real, got a complex array")
@@ -305,6 +318,190 @@ class Robot:
         """Generalized gravity forces Q_grav(q) = Jᵀ𝖬UG (seed 004 eq. 25–26). (nv,)."""
         return _rnea.gravity(self._data, q, out)
 
+    # ---- kinematics (mbs_dynamics/kinematics/)
+    @property
+    def frame_names(self):
+        """Every URDF link of the model — including links merged into a body by fixed joints
+        (flanges, sensors, ``*_hand_tcp``) — base link first, then depth-first (children by
+        joint name); Pinocchio's ``FrameType.BODY`` frames (:mod:`mbs_dynamics.kinematics.frames`).
+        """
+        return self._fk.names
+
+    def frame_placement(self, q, frame, out=None):
+        """Pose (4, 4) of ``frame`` in the world — the base link frame for a fixed base, the
+        world for a floating base (seed 001 eq. 10, ``C_f = C_b S_f``); (N, 4, 4) for q (N, nq).
+        """
+        return _frames.placement(self._fk, q, frame, out)
+
+    def frame_velocity(self, q, qd, frame, representation="body", out=None):
+        """Twist (6,) = (linear, angular) of ``frame`` in ``representation`` (seed 001 §3):
+        ``"body"`` (Pinocchio LOCAL: origin velocity and ω in the frame), ``"spatial"`` (WORLD:
+        ω and the velocity of the frame's point at the world origin, in the world), ``"hybrid"``
+        (LOCAL_WORLD_ALIGNED: origin velocity ṗ and ω in the world) or ``"mixed"`` (§3.4: ṗ in
+        the world with ω in the frame). (N, 6) for batches."""
+        return _frames.velocity(self._fk, q, qd, frame, representation, out)
+
+    def frame_jacobian(self, q, frame, representation="body", out=None):
+        """J (6, nv), rows (linear, angular), with twist = J q̇ in ``representation`` (see
+        :meth:`frame_velocity`; seed 001 eq. 16, 22, 36, 46); (N, 6, nv) for q (N, nq)."""
+        return _frames.jacobian(self._fk, q, frame, representation, out)
+
+    def frame_jacobian_derivative(self, q, qd, frame, representation="body", out=None):
+        """J̇ (6, nv): the exact time derivative of :meth:`frame_jacobian` in that
+        representation along q̇ (Pinocchio's ``getFrameJacobianTimeVariation``); (N, 6, nv)."""
+        return _frames.jacobian_derivative(self._fk, q, qd, frame, representation, out)
+
+    def frame_acceleration(self, q, qd, qdd, frame, representation="body", out=None):
+        """d/dt of the frame's twist in ``representation`` = J q̈ + J̇ q̇, (6,) (linear,
+        angular); (N, 6) for batches. Hybrid: (p̈, ω̇) (Pinocchio's classical acceleration in
+        LOCAL_WORLD_ALIGNED); spatial: Pinocchio's WORLD acceleration."""
+        return _frames.acceleration(self._fk, q, qd, qdd, frame, representation, out)
+
+    # ---- kinematics: derivatives, Christoffel, RNEA representations (mbs_dynamics/kinematics/)
+    def _inverse_dynamics_repr(self, q, qd, qdd, f_ext, out, representation):
+        """:meth:`inverse_dynamics` by the spatial (seed 000 eq. 69–72) or the hybrid (eq. 73–77)
+        recursive Newton–Euler algorithm (:mod:`mbs_dynamics.kernels._rnea_repr`)."""
+        rep = _RNEA_REPS.get(representation) if isinstance(representation, str) else None
+        if rep is None:
+            raise ValueError(f"representation must be one of {sorted(_RNEA_REPS) + ['body']} "
+                             f"for inverse_dynamics, got {representation!r}")
+        if np.ndim(q) == 2:
+            if f_ext is not None:
+                raise ValueError("f_ext is not supported with batch inputs")
+            return _rnea_repr.inverse_dynamics_batch(self._data, rep, q, qd, qdd, out)
+        fx = None if f_ext is None else self._fext(f_ext, 1)[0]
+        return _rnea_repr.inverse_dynamics(self._data, rep, q, qd, qdd, fx, out)
+
+    def _q_checked(self, q):
+        """q (nq,) or a batch (N, nq) as a finite float64 array with unit base quaternions,
+        else ValueError."""
+        from .kernels._data import _check_array
+        if np.ndim(q) == 2:
+            q = _check_array(q, "q", 2, (-1, self._nq))
+        else:
+            q = _check_array(q, "q", 1, (self._nq,))
+        if self._fb:
+            r = np.einsum("...i,...i->...", q[..., 3:7], q[..., 3:7])
+            bad = np.flatnonzero(~(np.abs(np.atleast_1d(r) - 1.0) <= 1e-6))
+            if bad.size:
+                x = np.atleast_2d(q)[bad[0], 3:7]
+                raise ValueError(f"q: the base quaternion (qx, qy, qz, qw) = {tuple(x)} is not "
+                                 "a unit quaternion")
+        return q
+
+    def _each(self, fn, q, shape):
+        """fn(q) for q (nq,), or stacked over the rows of a batch (N, nq)."""
+        if q.ndim == 1:
+            return fn(q)
+        out = np.empty((len(q),) + shape)
+        for i, x in enumerate(q):
+            out[i] = fn(x)
+        return out
+
+    def christoffel(self, q):
+        """Christoffel symbols of the first kind Γ (nv, nv, nv) of M(q) — (N, nv, nv, nv) for q
+        (N, nq) — in closed form from Lie brackets of the joint screws (seed 000 eq. 86–87; not
+        by differencing):
+        ``Γ[i, j, k] = ½(∂M_ij/∂q_k + ∂M_ik/∂q_j − ∂M_jk/∂q_i)``, symmetric in (j, k), so that
+        ``C(q, q̇)[i, j] = Σ_k Γ[i, j, k] q̇_k`` and C q̇ is the Coriolis/centrifugal force.
+
+        Floating base: the derivatives are along ``q ⊕ ε e_k`` (the base moved by its body twist,
+        Pinocchio's ``integrate``); the Coriolis force then also has the Euler–Poincaré term of
+        the base, ``rnea(q, v, 0) − g = Σ Γ v v − [ad_νᵀ (M v)_base; 0]``
+        (:func:`mbs_dynamics.kinematics.christoffel.euler_poincare`)."""
+        if np.ndim(q) == 1:
+            return _closed.christoffel(self._data, q, None)
+        nv = self._nv
+        return self._each(lambda x: _closed.christoffel(self._data, x, None), self._q_checked(q),
+                          (nv, nv, nv))
+
+    def frame_derivatives(self, qs, frame, representation="body", out=None):
+        """The twist of ``frame`` and every time derivative the input determines (seed 000 §2:
+        acceleration eq. 7/18/29, jerk eq. 14/22/32, and higher), O(n), in ``representation``
+        (``"body" | "spatial" | "hybrid" | "mixed"``, as :meth:`frame_velocity`); each row is the
+        time derivative of the previous one, ordered (linear, angular).
+
+        Args:
+            qs: (r, n) rows q, q′, …, q^(r−1) (fixed base; the (k+3)-row input of
+                :meth:`torque_derivatives` gives V … V^(k+1)); or a pair ``(q, vs)``, q (nq,) and
+                vs (r, nv) rows v, v′, … (floating base: the base body-twist jet); batches
+                (N, r, n) or (q (N, nq), vs (N, r, nv)).
+            frame: a name of :attr:`frame_names`.
+        Returns:
+            (r−1, 6) for ``qs``, (r, 6) for ``(q, vs)`` (or (N, ·, 6)).
+        """
+        try:
+            jf = self._jf
+        except AttributeError:  # made on first use (the packed frame table of the jet kernel)
+            jf = self._jf = _kderivs.jet_frames(self._data, self._model)
+        return jf.derivatives(qs, frame, representation, out)
+
+    def kinematic_hessian(self, q, frame, representation="body"):
+        """H (6, nv, nv) with ``H[:, i, k] = ∂J[:, i]/∂q_k`` for J = :meth:`frame_jacobian` of
+        ``frame`` in ``representation`` ((N, 6, nv, nv) for q (N, nq)), in closed form from Lie
+        brackets of the joint screws (seed 000 eq. 3–6, 16, 26); rows (linear, angular).
+        Floating base: the derivative along a base coordinate is along ``q ⊕ ε e_k``
+        (Pinocchio's convention, ``computeJointKinematicHessians``)."""
+        index, kb, S12, names = _kderivs.packed_table(self._model)
+        f = index.get(frame) if isinstance(frame, str) else None
+        if f is None:
+            raise _kframes.unknown_frame(frame, names)
+        rep = _REPS4.get(representation) if isinstance(representation, str) else None
+        if rep is None:
+            _kframes.representation_index(representation)   # raises, listing the four
+        if np.ndim(q) == 1:
+            return _closed.kinematic_hessian(self._data, kb, S12, f, q, rep, None)
+        nv = self._nv
+        return self._each(lambda x: _closed.kinematic_hessian(self._data, kb, S12, f, x, rep,
+                                                              None),
+                          self._q_checked(q), (6, nv, nv))
+
+    # ---- identification (mbs_dynamics/identification/)
+    def inertial_parameters(self) -> np.ndarray:
+        """(nb, 10) inertial parameters, one row per moving body in Pinocchio's order (a floating
+        base first, then the bodies of ``joint_names``): ``(m, m c_x, m c_y, m c_z, I_xx, I_xy,
+        I_yy, I_xz, I_yz, I_zz)`` about the body (joint) frame, fixed links merged — Pinocchio's
+        ``Inertia.toDynamicParameters()``. ``τ = regressor(q, q̇, q̈) @ π.ravel()``."""
+        return _params.inertial_parameters(self._model)
+
+    def with_inertial_parameters(self, pi) -> "Robot":
+        """A new Robot whose bodies have the parameters ``pi`` ((nb, 10) or (10·nb,)), validated as
+        ``load_urdf`` validates a URDF: ValueError naming the body (link) whose mass is negative,
+        whose inertia about its COM is not positive semi-definite, …, or the joint that moves no
+        mass."""
+        return Robot(_params.model_with_parameters(self._model, pi), self._data.kmax)
+
+    def regressor(self, q, qd, qdd, out=None):
+        """Joint-torque regressor Y (nv, 10·nb) with ``τ = Y π`` (π = ``inertial_parameters()``
+        flattened; seed 000 §6), columns in blocks of 10 per body; batches (N, ·) → (N, nv, 10·nb).
+        Pinocchio's ``computeJointTorqueRegressor``; ``out`` as in :meth:`inverse_dynamics`."""
+        return _regressor.regressor(self._data, q, qd, qdd, out)
+
+    def regressor_derivatives(self, qs, out=None):
+        """Y, Y′, …, Y^(k) (k+1, nv, 10·nb) with ``τ^(r) = Y^(r) π`` along a trajectory, from the
+        inputs of :meth:`torque_derivatives`: qs (k+3, n), or a pair ``(q, vs)`` (floating base),
+        batches (N, …) → (N, k+1, nv, 10·nb). O(depth) per column block (MATH.md recursion)."""
+        if isinstance(qs, tuple) and len(qs) == 2:
+            return _regressor.regressor_derivatives(self._data, qs[0], qs[1], out)
+        if self._fb:
+            raise ValueError("qs of a floating-base robot must be a pair (q, vs): q (nq,) = "
+                             f"({self._nq},), vs (k+2, nv) = (k+2, {self._nv})")
+        return _regressor.regressor_derivatives(self._data, qs, None, out)
+
+    def inverse_dynamics_derivatives(self, q, qd, qdd, out=None):
+        """Analytic partial derivatives of :meth:`inverse_dynamics` (seed 000 §6.1):
+        ``(∂τ/∂q, ∂τ/∂q̇, M)``, each (nv, nv), M full (symmetric). A floating base's
+        configuration is perturbed as Pinocchio's ``computeRNEADerivatives`` does (q ⊕ δ =
+        C exp(δ), δ = (linear, angular) in the base frame). ``out``: an optional (3, nv, nv)
+        array whose three slices are returned. Batches: (N, ·) inputs give three (N, nv, nv)
+        arrays (``out`` (3, N, nv, nv))."""
+        return _derivatives.inverse_dynamics_derivatives(self._data, q, qd, qdd, out)
+
+    def forward_dynamics_derivatives(self, q, qd, tau):
+        """``(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹)`` of :meth:`forward_dynamics`, each (nv, nv): with q̈ = FD(q, q̇, τ),
+        ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈) (Pinocchio's ``computeABADerivatives``)."""
+        return _derivatives.forward_dynamics_derivatives(self._data, q, qd, tau)
+
     # ---- loops (mbs_dynamics/loops/)
     def _hdca(self, q, qd, tau, f_ext, out, method):
         """forward_dynamics(method="hdca"): validated like the ABA path, then the HDCA kernel."""
@@ -326,3 +523,10 @@ class Robot:
         _check_array(out, "out", nd, q.shape, out=True)
         out[...] = res
         return out
+
+
+_RNEA_REPS = {"spatial": 1, "hybrid": 2}
+_REPS4 = {"body": 0, "spatial": 1, "hybrid": 2, "mixed": 3}
+
+# the kinematics capability (imported here, not in the header, to keep this block contiguous)
+from .kinematics import _closed, derivatives as _kderivs, frames as _kframes  # noqa: E402

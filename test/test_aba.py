@@ -65,11 +65,11 @@ def test_aba_external_wrenches_match_pinocchio(case):
     pd = pm.createData()
     rng = np.random.default_rng(3)
     q, qd, tau = _state(rng, robot.n)
-    W = rng.normal(size=(robot.n, 6)) * 5.0  # (m, f) in body = joint frames
+    W = rng.normal(size=(robot.n, 6)) * 5.0  # (f, m) in body = joint frames
     # body i frame = the child link frame of joint i
     qdd = robot.forward_dynamics(q, qd, tau, f_ext=dict(zip(robot.link_names, W)))
     # Pinocchio: fext[j] in joint j's local frame, Force(linear, angular)
-    fext = [pin.Force.Zero()] + [pin.Force(w[3:], w[:3]) for w in W]
+    fext = [pin.Force.Zero()] + [pin.Force(w[:3], w[3:]) for w in W]
     ref = pin.aba(pm, pd, pin_q(pm, q), qd, tau, fext)
     assert _rel(qdd, ref) <= RTOL
     # and the wrenches change the answer (the test can fail)
@@ -161,11 +161,11 @@ def test_robot_forward_dynamics_with_link_wrench_matches_pinocchio():
     pd = pm.createData()
     rng = np.random.default_rng(9)
     q, qd, tau = _state(rng, robot.n)
-    w = rng.normal(size=6) * 3.0  # (m, f) in the hand frame
+    w = rng.normal(size=6) * 3.0  # (f, m) in the hand frame
     qdd = robot.forward_dynamics(q, qd, tau, f_ext={"panda_hand": w})
     frame = pm.frames[pm.getFrameId("panda_hand")]
     fext = [pin.Force.Zero() for _ in range(pm.njoints)]
-    fext[frame.parentJoint] = frame.placement.act(pin.Force(w[3:], w[:3]))
+    fext[frame.parentJoint] = frame.placement.act(pin.Force(w[:3], w[3:]))
     ref = pin.aba(pm, pd, pin_q(pm, q), qd, tau, fext)
     assert _rel(qdd, ref) <= RTOL
     # batch through the public method

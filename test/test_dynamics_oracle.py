@@ -81,6 +81,11 @@ def test_coriolis_and_gravity(pair):
         g = pin.computeGeneralizedGravity(pm, pd, pq)
         assert_rel(robot.gravity_torques(q), g)
         assert_rel(robot.coriolis_matrix(q, qd) @ qd, pin.nonLinearEffects(pm, pd, pq, qd) - g)
+        # the whole matrix: the same symmetric split of the gyroscopic terms as Pinocchio's
+        assert_rel(robot.coriolis_matrix(q, qd), pin.computeCoriolisMatrix(pm, pd, pq, qd).copy())
+        assert_rel(robot.mass_matrix_derivative(q, qd),
+                   pin.computeCoriolisMatrix(pm, pd, pq, qd).copy()
+                   + pin.computeCoriolisMatrix(pm, pd, pq, qd).copy().T)
 
 
 def test_structural_properties(pair):
@@ -183,7 +188,7 @@ def test_external_wrenches():
         w = rng.normal(size=6)
         fext[link] = w
         jid = pm.getJointId(robot.joint_names[robot.link_names.index(link)])
-        pf[jid] += pin.Force(w[3:], w[:3])  # Pinocchio: linear first
+        pf[jid] += pin.Force(w[:3], w[3:])  # (f, m): Pinocchio's order
     # a link attached by a fixed joint, if the random robot has one below a body
     fixed = [ln for ln, (b, S) in robot.model.link_frames.items()
              if b >= 0 and ln not in robot.link_names]
@@ -192,7 +197,7 @@ def test_external_wrenches():
         w = rng.normal(size=6)
         fext[ln] = w
         fr = pm.frames[pm.getFrameId(ln)]
-        pf[fr.parentJoint] += fr.placement.act(pin.Force(w[3:], w[:3]))
+        pf[fr.parentJoint] += fr.placement.act(pin.Force(w[:3], w[3:]))
     expect = pin.rnea(pm, pd, pin_q(pm, q), qd, qdd, pin.StdVec_Force(pf) if hasattr(pin, "StdVec_Force") else pf)
     assert_rel(robot.inverse_dynamics(q, qd, qdd, f_ext=fext), expect)
     assert fixed, "the test robot should have a link fixed below a body"

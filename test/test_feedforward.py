@@ -178,7 +178,7 @@ def test_floating_base_feedforward_uses_the_base_motion_and_contact_jets():
                                atol=1e-14)
     np.testing.assert_allclose(ff.tau_motor, B * ff.theta_ddot + ff.tau, rtol=1e-14, atol=1e-14)
     # stance: a foot contact wrench jet enters τ, τ′, τ″
-    jet = np.array([[0, 0, 0, 0, 0, 40.0], [0, 0, 0, 0, 0, 5.0], [0, 0, 0, 0, 0, -2.0]])
+    jet = np.array([[0, 0, 40.0, 0, 0, 0], [0, 0, 5.0, 0, 0, 0], [0, 0, -2.0, 0, 0, 0]])  # (f, m)
     fc = sea_feedforward(robot, (q, vs), K, B, f_ext={"LF_foot": jet})
     np.testing.assert_array_equal(
         fc.tau_ddot, robot.torque_derivatives((q, vs), f_ext={"LF_foot": jet})[2, 6:])

@@ -232,11 +232,11 @@ def _pin_tau_dot(pm, pd, motion, t, fext_fn=None):
     else:
         f, fd, jid = fext_fn(t)
         fext = [pin.Force.Zero() for _ in range(pm.njoints)]
-        fext[jid] = pin.Force(f[3:], f[:3])
+        fext[jid] = pin.Force(f[:3], f[3:])  # (f, m)
         pin.computeRNEADerivatives(pm, pd, q, v, a, fext)
         pin.computeJointJacobians(pm, pd, q)
         J = pin.getJointJacobian(pm, pd, jid, pin.ReferenceFrame.LOCAL)
-        extra = -J.T @ np.r_[fd[3:], fd[:3]]
+        extra = -J.T @ fd
     M = np.triu(pd.M) + np.triu(pd.M, 1).T
     return pd.dtau_dq @ v + pd.dtau_dv @ a + M @ ad + extra
 
@@ -273,17 +273,17 @@ def test_external_wrench_jets_on_a_foot():
     motion = Motion(robot.n, seed=5)
     link = "FL_FOOT"
     frame = pm.frames[pm.getFrameId(link)]
-    W0, W1 = np.array([0.3, -0.2, 0.1, 2.0, -1.0, 15.0]), np.array([0.1, 0.2, -0.1, 1.0, 3.0, -4.0])
+    W0, W1 = np.array([2.0, -1.0, 15.0, 0.3, -0.2, 0.1]), np.array([1.0, 3.0, -4.0, 0.1, 0.2, -0.1])
 
-    def wrench(t, k):  # W(t) = W0 + W1 sin(2t), in the foot frame, (m, f)
+    def wrench(t, k):  # W(t) = W0 + W1 sin(2t), in the foot frame, (f, m)
         return W0 * (k == 0) + W1 * 2 ** k * np.sin(2 * t + k * np.pi / 2)
 
     def fext_fn(t):  # Pinocchio wants it in the parent joint frame, force first
         f, fd = wrench(t, 0), wrench(t, 1)
         to_joint = frame.placement.act
-        fj = to_joint(pin.Force(f[3:], f[:3]))
-        fdj = to_joint(pin.Force(fd[3:], fd[:3]))
-        return (np.r_[fj.angular, fj.linear], np.r_[fdj.angular, fdj.linear], frame.parentJoint)
+        fj = to_joint(pin.Force(f[:3], f[3:]))
+        fdj = to_joint(pin.Force(fd[:3], fd[3:]))
+        return (np.r_[fj.linear, fj.angular], np.r_[fdj.linear, fdj.angular], frame.parentJoint)
 
     t = 0.9
     q, vs = motion.q(t), motion.v(t, 3)
@@ -291,7 +291,7 @@ def test_external_wrench_jets_on_a_foot():
     out = robot.torque_derivatives((q, vs), f_ext={link: jet})
     fj = fext_fn(t)[0]
     fext = [pin.Force.Zero() for _ in range(pm.njoints)]
-    fext[frame.parentJoint] = pin.Force(fj[3:], fj[:3])
+    fext[frame.parentJoint] = pin.Force(fj[:3], fj[3:])
     assert _rel(out[0], pin.rnea(pm, pd, _pinq(pm, q), vs[0], vs[1], fext)) <= RTOL
     assert _rel(out[1], _pin_tau_dot(pm, pd, motion, t, fext_fn)) <= 1e-11
     ref2 = _fd8(lambda s: _pin_tau_dot(pm, pd, motion, s, fext_fn), t, 0.005)

@@ -267,7 +267,7 @@ def test_external_wrenches(pair):
     for i in picks:
         w = rng.normal(size=6)
         f_ext[full.link_names[i]] = w
-        fext[o.pm.getJointId(full.joint_names[i])] = pin.Force(np.r_[w[3:], w[:3]])
+        fext[o.pm.getJointId(full.joint_names[i])] = pin.Force(w)  # (f, m) both
     assert_rel(robot.inverse_dynamics(q, qd, qdd, f_ext=f_ext), o.tau(q, qd, qdd, fext))
     tau = robot.inverse_dynamics(q, qd, qdd, f_ext=f_ext)
     assert_rel(robot.forward_dynamics(q, qd, tau, f_ext=f_ext), qdd, 1e-10)

@@ -271,7 +271,7 @@ def _vector(value, what, n=None):
     """Scalar or (n,) -> float (n,) array (n=None: any length, scalars become shape (1,))."""
     try:
         arr = np.array(value, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{what} must be a number or a list of numbers, got {value!r}") from None
     if arr.ndim == 0:
         arr = np.full(1 if n is None else n, float(arr))

@@ -56,6 +56,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .feedforward import require_fixed_base
 from .trajectory import Trajectory, TrajectoryError, parse_joint_trajectory
 
 __all__ = ["FeedforwardController", "Output", "REJECTION_CAUSES", "MODES"]
@@ -138,6 +139,7 @@ class _ModelState:
     """Everything that depends on the robot model: index maps and work arrays (built off-line)."""
 
     def __init__(self, robot, joints):
+        require_fixed_base(robot, "FeedforwardController")
         names = tuple(robot.joint_names)
         self.robot = robot
         self.n = n = len(names)
@@ -191,8 +193,8 @@ class FeedforwardController:
     """Feedforward torque (and motor reference) decisions from the latest inputs.
 
     Args:
-        robot: a :class:`mbs_dynamics.Robot`. Used only by this controller (a Robot is not
-            thread-safe; pass ``robot.copy()`` if it is shared).
+        robot: a fixed-base :class:`mbs_dynamics.Robot`. Used only by this controller (a Robot
+            serves one thread at a time; pass ``robot.copy()`` if it is shared).
         joints: names of the controlled joints, in output order (a subset of
             ``robot.joint_names``); default: all joints in model order.
         actuator: None (rigid) or an actuator with ``reference(qs, taus, out)`` for m joints, as
@@ -203,8 +205,8 @@ class FeedforwardController:
         stats_window: number of recent compute times kept for :meth:`compute_stats`.
 
     Raises:
-        ValueError: unknown or duplicate ``joints``; a negative or NaN timeout; an actuator
-            that does not accept the joint count.
+        ValueError: a floating-base robot; unknown or duplicate ``joints``; a negative or NaN
+            timeout; an actuator that does not accept the joint count.
 
     Example:
         >>> ctl = FeedforwardController(robot)
@@ -270,7 +272,11 @@ class FeedforwardController:
 
     @joint_state_timeout.setter
     def joint_state_timeout(self, value):
-        value = float(value)
+        try:
+            value = float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"joint_state_timeout must be a number of seconds >= 0, got "
+                             f"{value!r:.60}") from None
         if math.isnan(value) or value < 0.0:
             raise ValueError(f"joint_state_timeout must be >= 0 s (0 disables the check), "
                              f"got {value}")
@@ -366,13 +372,19 @@ class FeedforwardController:
         if isinstance(names, str):
             raise _Rejected("invalid", "joint state names must be a list of strings")
         names = tuple(names)
-        pos = np.asarray(positions, dtype=float)
+        try:
+            pos = np.asarray(positions, dtype=float)
+        except (TypeError, ValueError, OverflowError):
+            raise _Rejected("invalid", "joint state positions must be numbers") from None
         if pos.ndim != 1 or pos.shape[0] != len(names):
             raise _Rejected("wrong_size", f"joint state has {len(names)} names but "
                                           f"positions of shape {pos.shape}")
         vel = None
         if velocities is not None and len(velocities) != 0:
-            vel = np.asarray(velocities, dtype=float)
+            try:
+                vel = np.asarray(velocities, dtype=float)
+            except (TypeError, ValueError, OverflowError):
+                raise _Rejected("invalid", "joint state velocities must be numbers") from None
             if vel.ndim != 1 or vel.shape[0] != len(names):
                 raise _Rejected("wrong_size", f"joint state has {len(names)} names but "
                                               f"velocities of shape {vel.shape}")
@@ -557,7 +569,7 @@ class FeedforwardController:
     def _cycle(self, now, out):
         try:
             now = float(now)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             now = math.nan
         if not math.isfinite(now):
             self._count("bad_time", "update() time is not finite")
@@ -712,7 +724,7 @@ class FeedforwardController:
 def _finite_time(value, what):
     try:
         t = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise _Rejected("bad_time", f"{what} is not a number") from None
     if not math.isfinite(t):
         raise _Rejected("bad_time", f"{what} is not finite")

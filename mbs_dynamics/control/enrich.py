@@ -40,7 +40,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from .feedforward import feedforward
+from .feedforward import feedforward, require_fixed_base
 from .trajectory import TrajectoryError, parse_joint_trajectory
 
 __all__ = ["TrajectoryEnricher", "EnrichedTrajectory", "EnrichmentError", "OUTPUTS",
@@ -149,18 +149,22 @@ class TrajectoryEnricher:
         max_points: largest number of points produced (memory bound of one goal).
 
     Raises:
-        ValueError: an unknown ``output``, ``motor`` without an actuator, a negative or
-            non-finite ``sample_period``, ``max_points`` < 1.
+        ValueError: a floating-base robot, an unknown ``output``, ``motor`` without an actuator,
+            a negative or non-finite ``sample_period``, ``max_points`` < 1.
     """
 
     def __init__(self, robot, *, output="effort", actuator=None, sample_period=0.01,
                  max_points=200_000):
+        require_fixed_base(robot, "TrajectoryEnricher")
         if output not in OUTPUTS:
             raise ValueError(f"output must be one of {OUTPUTS}, got {output!r}")
         if output == "motor" and actuator is None:
             raise ValueError("output 'motor' needs an elastic actuator (actuator.type sea or "
                              "vsa); a rigid robot has no motor side: use output 'effort'")
-        sample_period = float(sample_period)
+        try:
+            sample_period = float(sample_period)
+        except (TypeError, ValueError, OverflowError):
+            sample_period = float("nan")
         if not (np.isfinite(sample_period) and sample_period >= 0.0):
             raise ValueError(f"sample_period must be a finite number of seconds >= 0, got "
                              f"{sample_period}")
@@ -219,6 +223,13 @@ class TrajectoryEnricher:
         qs = qs[0]
         model_qs = np.empty_like(qs)
         model_qs[:, :, cols] = qs
+        bad = ~np.isfinite(qs)
+        if bad.any():                            # the spline overflowed between waypoints
+            k, r, j = np.argwhere(bad)[0]
+            what = ("position", "velocity", "acceleration", "jerk", "snap")[r]
+            raise EnrichmentError(f"the spline's {what} of joint {names[j]!r} at t = "
+                                  f"{times[k]:.6g} s is not finite (extreme waypoints?); nothing "
+                                  "forwarded")
         try:
             with np.errstate(all="ignore"):
                 if self.output == "effort":     # τ only: batch RNEA (no τ', τ'' needed)
@@ -230,6 +241,8 @@ class TrajectoryEnricher:
         except ArithmeticError as exc:           # e.g. the VSA spring cannot be inverted
             raise EnrichmentError(f"the actuator model fails along the trajectory: {exc}") \
                 from None
+        except ValueError as exc:                # the dynamics refuses a sample
+            raise EnrichmentError(f"the dynamics fails along the trajectory: {exc}") from None
         pos, vel, acc, eff = (np.ascontiguousarray(np.asarray(r)[:, cols]) for r in rows)
         for what, arr in (("positions", pos), ("velocities", vel), ("accelerations", acc),
                           ("effort", eff)):

@@ -21,6 +21,17 @@ import numpy as np
 
 from .actuators import SEA, VSA, vsa_spring
 
+
+def require_fixed_base(robot, who):
+    """ValueError naming ``who`` when ``robot`` has a floating base: the joint-space feedforward
+    (controller, enricher) drives the joints of a fixed-base arm; its vectors would miss the
+    base's 7 position and 6 velocity coordinates and every call would fail."""
+    if getattr(robot, "floating_base", False):
+        raise ValueError(
+            f"{who} needs a fixed-base robot, got a floating-base one (nq = {robot.nq}, "
+            f"nv = {robot.nv} with the base): load the URDF without floating_base=True (the "
+            "base fixed to the world) for joint-space feedforward")
+
 __all__ = ["FeedforwardResult", "feedforward", "sea_feedforward", "vsa_feedforward"]
 
 
@@ -94,7 +105,7 @@ def feedforward(robot, qs, actuator=None, sigmas=None, *, f_ext=None):
             v, v′, v″, v‴ — the base-motion jet (linear, angular in the base frame) and the
             joints' (see :meth:`mbs_dynamics.Robot.torque_derivatives`); batches (N, …).
         f_ext: optional dict link → external wrench jet (6,) or (r ≤ 3, 6) rows W, W′, W″
-            ``(m, f)`` in the link frame (e.g. the contact forces of a legged robot and their
+            ``(f, m)`` (force, moment) in the link frame (e.g. the contact forces of a legged robot and their
             rates); single samples only.
         actuator: None (rigid), :class:`~mbs_dynamics.actuators.SEA` or
             :class:`~mbs_dynamics.actuators.VSA`.

@@ -46,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..model.limits import MAX_POINTS, load_data_file
 from ._spline import sample as _sample_one
 from ._spline import sample_many as _sample_many
 
@@ -104,7 +105,12 @@ def _as_float_row(row, what, n):
         raise TrajectoryError(f"{what} is not a list of numbers")
     try:
         arr = np.asarray(row, dtype=float)
-    except (TypeError, ValueError) as exc:
+    except OverflowError:  # an integer beyond the float range, e.g. 10**400
+        big = [i for i, x in enumerate(row) if isinstance(x, int) and not _float_ok(x)]
+        at = f"[{big[0]}]" if big else ""
+        raise TrajectoryError(f"{what}{at} is an integer too large for a float (must be "
+                              "finite)", "non_finite") from None
+    except (TypeError, ValueError, OverflowError) as exc:
         raise TrajectoryError(f"{what} is not a list of numbers ({exc})") from None
     if arr.ndim != 1 or arr.shape[0] != n:
         got = arr.shape[0] if arr.ndim == 1 else f"shape {arr.shape}"
@@ -116,6 +122,14 @@ def _as_float_row(row, what, n):
     return arr
 
 
+def _float_ok(x):
+    try:
+        float(x)
+        return True
+    except (OverflowError, TypeError, ValueError):
+        return False
+
+
 def _time_from_start(value, where):
     """float seconds or a {sec, nanosec} mapping (builtin_interfaces/Duration) -> float."""
     if isinstance(value, Mapping):
@@ -125,14 +139,20 @@ def _time_from_start(value, where):
                                   "(expected sec, nanosec)")
         try:
             t = float(value.get("sec", 0)) + 1e-9 * float(value.get("nanosec", 0))
-        except (TypeError, ValueError):
+        except OverflowError:
+            raise TrajectoryError(f"{where}.time_from_start {value!r:.60} is too large (must be "
+                                  "finite)", "non_finite") from None
+        except (TypeError, ValueError, OverflowError):
             raise TrajectoryError(f"{where}.time_from_start {value!r} is not numeric") from None
     elif isinstance(value, (bool, str, bytes)) or value is None:
         raise TrajectoryError(f"{where}.time_from_start {value!r} is not a number")
     else:
         try:
             t = float(value)
-        except (TypeError, ValueError):
+        except OverflowError:
+            raise TrajectoryError(f"{where}.time_from_start is an integer too large for a float "
+                                  "(must be finite)", "non_finite") from None
+        except (TypeError, ValueError, OverflowError):
             raise TrajectoryError(f"{where}.time_from_start {value!r} is not a number") from None
     if not math.isfinite(t):
         raise TrajectoryError(f"{where}.time_from_start is {t} (must be finite)", "non_finite")
@@ -255,6 +275,9 @@ def parse_joint_trajectory(d, *, strict=True):
     points = d["points"]
     if not isinstance(points, (list, tuple)):
         raise TrajectoryError("trajectory 'points' must be a list")
+    if len(points) > MAX_POINTS:  # before anything is built from them
+        raise TrajectoryError(f"trajectory has {len(points)} points, more than the limit of "
+                              f"{MAX_POINTS} (mbs_dynamics.model.limits.MAX_POINTS)")
     names = d["joint_names"]
     if not isinstance(names, (list, tuple)):
         raise TrajectoryError("trajectory 'joint_names' must be a list")
@@ -364,8 +387,31 @@ def _derivative_coefficients(c, h):
     for d in range(NDERIV):
         scale = 1.0 / h2 ** d
         for p in range(NCOEF - d):
-            out[:, d, p, :] = c[:, p + d, :] * (_falling(p + d, d) * scale)[:, None]
+            cp = c[:, p + d, :]
+            # 0 * inf (a motionless segment of a tiny duration) is 0, not NaN
+            out[:, d, p, :] = np.where(cp == 0.0, 0.0, cp * (_falling(p + d, d) * scale)[:, None])
     return out
+
+
+#: Largest |coefficient| of the spline's q, q′, …, q⁗ polynomials: the ten terms of one sample
+#: then stay finite (a larger one means waypoints far too far apart for their times).
+MAX_COEFFICIENT = 1e300
+
+
+def _check_spline(coef, t, names):
+    """TrajectoryError (cause ``non_finite``) naming the segment, joint and derivative when the
+    spline overflows (its samples would be inf or NaN)."""
+    bad = ~(np.abs(coef) <= MAX_COEFFICIENT)   # (2m, 5, 10, n); NaN counts as bad
+    if bad.any():
+        seg, d, _, j = np.argwhere(bad)[0]
+        k = seg // 2
+        what = ("position", "velocity", "acceleration", "jerk", "snap")[d]
+        raise TrajectoryError(
+            f"the spline between points[{k}] (t = {t[k]:.6g} s) and points[{k + 1}] (t = "
+            f"{t[k + 1]:.6g} s) overflows: the {what} of joint {names[j]!r} exceeds "
+            f"{MAX_COEFFICIENT:g}, its samples are not finite (the points are too close in "
+            "time for their change)",
+            "non_finite")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -400,7 +446,10 @@ class Trajectory:
         n = len(names)
         try:
             t = np.array(times, dtype=float)
-        except (TypeError, ValueError):
+        except OverflowError:
+            raise TrajectoryError("times holds an integer too large for a float (must be "
+                                  "finite)", "non_finite") from None
+        except (TypeError, ValueError, OverflowError):
             raise TrajectoryError(f"times must be a list of numbers, got {times!r}") from None
         if t.ndim != 1:
             raise TrajectoryError(f"times must be a 1-D list, got shape {t.shape}")
@@ -411,8 +460,10 @@ class Trajectory:
         pos = _as_float_matrix(positions, "positions", npts, n)
         vel = self._optional(velocities, "velocities", npts, n)
         acc = self._optional(accelerations, "accelerations", npts, n)
-        state = _knot_states(t, pos, vel, acc)
-        coef = _derivative_coefficients(_hermite_coefficients(t, state), np.diff(t))
+        with np.errstate(all="ignore"):  # overflow is reported below, in one line
+            state = _knot_states(t, pos, vel, acc)
+            coef = _derivative_coefficients(_hermite_coefficients(t, state), np.diff(t))
+            _check_spline(coef, t, names)
         self._setup(names, t, pos, vel, acc, coef)
 
     def _setup(self, names, t, pos, vel, acc, coef):
@@ -509,7 +560,10 @@ class Trajectory:
         elif out.shape != (NDERIV, len(self._names)) or out.dtype != np.float64:
             raise ValueError(f"out must be a float64 array of shape {(NDERIV, self.n)}, "
                              f"got {out.dtype} {out.shape}")
-        t = float(t)
+        try:
+            t = float(t)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"t must be a finite number of seconds, got {t!r:.60}") from None
         if not math.isfinite(t):
             raise ValueError(f"t must be finite, got {t}")
         _sample_one(self._times, self._coef, self._hold0, self._hold1, t, out)
@@ -525,7 +579,10 @@ class Trajectory:
         Returns:
             (N, 5, n) array.
         """
-        ts = np.ascontiguousarray(ts, dtype=float)
+        try:
+            ts = np.ascontiguousarray(ts, dtype=float)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError("ts must be a 1-D array of finite numbers of seconds") from None
         if ts.ndim != 1:
             raise ValueError(f"ts must be 1-D, got shape {ts.shape}")
         if not np.all(np.isfinite(ts)):
@@ -540,6 +597,10 @@ class Trajectory:
 
     def times_at_rate(self, rate):
         """Sample times from the first to the last point at ``rate`` [Hz], both ends included."""
+        try:
+            rate = float(rate)
+        except (TypeError, ValueError, OverflowError):
+            rate = math.nan
         if not (rate > 0 and np.isfinite(rate)):
             raise ValueError(f"rate must be a positive finite number of Hz, got {rate}")
         count = int(math.floor((self.end_time - self.start_time) * rate + 1e-9)) + 1
@@ -604,25 +665,13 @@ class Trajectory:
     def load(cls, path):
         """Read a YAML (.yaml/.yml) or JSON (.json) file holding :meth:`to_dict`'s structure.
 
-        A top-level ``trajectory:`` key around the structure is accepted too.
+        A top-level ``trajectory:`` key around the structure is accepted too. The file passes
+        the limits of :mod:`mbs_dynamics.model.limits` (size, nesting, aliases, at most
+        ``MAX_POINTS`` points) before anything is built; every failure is a ValueError whose
+        message starts with the path.
         """
         path = Path(path)
-        text = path.read_text()
-        suffix = path.suffix.lower()
-        if suffix == ".json":
-            try:
-                d = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: invalid JSON ({exc})") from None
-        elif suffix in (".yaml", ".yml"):
-            import yaml
-            try:
-                d = yaml.safe_load(text)
-            except yaml.YAMLError as exc:
-                raise ValueError(f"{path}: invalid YAML ({exc})".replace("\n", " ")) from None
-        else:
-            raise ValueError(f"{path}: unknown trajectory file type '{suffix}' "
-                             "(use .yaml, .yml or .json)")
+        d = load_data_file(path, "trajectory")  # the package's resource limits (model.limits)
         if isinstance(d, dict) and set(d) == {"trajectory"}:
             d = d["trajectory"]
         try:

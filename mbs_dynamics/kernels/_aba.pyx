@@ -22,7 +22,8 @@ import numpy as np
 cimport numpy as cnp
 from libc.math cimport isfinite, sqrt
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, as_out,
+from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, claim,
+                                 unclaim, as_out,
                                  fresh_if_alias, load_fx, out_vec, take_states)
 from mbs_dynamics.kernels._spatial cimport (ad_X, add_adT, add_to_parent, add_X, axpy6, base_gravity,
                                     copy6, inertia_times, joint_pose, load_jet, quat_pose, to_child,
@@ -258,7 +259,7 @@ def _singular():
                      "URDF's inertials), or the state is not finite")
 
 
-def forward_dynamics(Data d, q, qd, tau, fx, out):
+cdef object _forward_dynamics(Data d, q, qd, tau, fx, out):
     """q̈ (nv,) = FD(q, v, τ) with optional body wrenches fx (nb, 6)."""
     cdef KModel* m = &d.m
     q, qd, tau = take_states(m, q, qd, tau, "qd", "tau", False)
@@ -276,7 +277,7 @@ def forward_dynamics(Data d, q, qd, tau, fx, out):
     return out
 
 
-def forward_dynamics_batch(Data d, q, qd, tau, out):
+cdef object _forward_dynamics_batch(Data d, q, qd, tau, out):
     """q̈ (N, nv) for N states."""
     cdef KModel* m = &d.m
     q, qd, tau = take_states(m, q, qd, tau, "qd", "tau", True)
@@ -353,8 +354,8 @@ cdef int rk4_sea_step(const KModel* m, KWork* w, const double* x, const double* 
     return 2 if bad(out, 4 * n) else 0
 
 
-def rk4_rigid(Data d, double[:, ::1] x, double[::1] tau, fx, double h, double[:, :, ::1] stages,
-              double[:, ::1] out):
+cdef object _rk4_rigid(Data d, double[:, ::1] x, double[::1] tau, fx, double h,
+                       double[:, :, ::1] stages, double[:, ::1] out):
     """One RK4 step of the rigid fixed-base plant; returns 0, or 2 if the state diverged.
     Arguments are trusted (the simulator made them): x, out (2, n), stages (5, 2, n)."""
     cdef bint use_fx = fx is not None
@@ -363,11 +364,54 @@ def rk4_rigid(Data d, double[:, ::1] x, double[::1] tau, fx, double h, double[:,
     return rk4_rigid_step(&d.m, &d.w, &x[0, 0], &tau[0], use_fx, h, &stages[0, 0, 0], &out[0, 0])
 
 
-def rk4_sea(Data d, double[:, ::1] x, double[::1] tau_m, double[::1] K, double[::1] B,
-            double[::1] Dm, fx, double h, double[:, :, ::1] stages, double[:, ::1] out):
+cdef object _rk4_sea(Data d, double[:, ::1] x, double[::1] tau_m, double[::1] K, double[::1] B,
+                     double[::1] Dm, fx, double h, double[:, :, ::1] stages, double[:, ::1] out):
     """One RK4 step of the series-elastic fixed-base plant (see rk4_sea_step)."""
     cdef bint use_fx = fx is not None
     if use_fx:
         load_fx(d, fx, 1)
     return rk4_sea_step(&d.m, &d.w, &x[0, 0], &tau_m[0], &K[0], &B[0], &Dm[0], use_fx, h,
                         &stages[0, 0, 0], &out[0, 0])
+
+
+# ---------------------------------------------------------------------------------------------
+# the public entries: each takes the Data's owner flag (one thread at a time) around its kernel
+# ---------------------------------------------------------------------------------------------
+
+def forward_dynamics(Data d, q, qd, tau, fx, out):
+    """q̈ (nv,) = FD(q, v, τ) with optional body wrenches fx (nb, 6)."""
+    claim(d)
+    try:
+        return _forward_dynamics(d, q, qd, tau, fx, out)
+    finally:
+        unclaim(d)
+
+
+def forward_dynamics_batch(Data d, q, qd, tau, out):
+    """q̈ (N, nv) for N states."""
+    claim(d)
+    try:
+        return _forward_dynamics_batch(d, q, qd, tau, out)
+    finally:
+        unclaim(d)
+
+
+def rk4_rigid(Data d, double[:, ::1] x, double[::1] tau, fx, double h, double[:, :, ::1] stages,
+              double[:, ::1] out):
+    """One RK4 step of the rigid fixed-base plant; returns 0, or 2 if the state diverged.
+    Arguments are trusted (the simulator made them): x, out (2, n), stages (5, 2, n)."""
+    claim(d)
+    try:
+        return _rk4_rigid(d, x, tau, fx, h, stages, out)
+    finally:
+        unclaim(d)
+
+
+def rk4_sea(Data d, double[:, ::1] x, double[::1] tau_m, double[::1] K, double[::1] B,
+            double[::1] Dm, fx, double h, double[:, :, ::1] stages, double[:, ::1] out):
+    """One RK4 step of the series-elastic fixed-base plant (see rk4_sea_step)."""
+    claim(d)
+    try:
+        return _rk4_sea(d, x, tau_m, K, B, Dm, fx, h, stages, out)
+    finally:
+        unclaim(d)

@@ -10,10 +10,11 @@ unit twists as its screws and reports its rows and columns in Pinocchio's order 
 import numpy as np
 cimport numpy as cnp
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, check_finite,
+from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, claim,
+                                 unclaim, check_finite,
                                  check_quat, out_mat, vec)
-from mbs_dynamics.kernels._spatial cimport (ad_X, add_adT, add_to_parent, axpy6, copy6, inertia_times,
-                                    joint_pose, load_jet, set_X, to_child, X_dot, zero6)
+from mbs_dynamics.kernels._spatial cimport (axpy6, copy6,
+                                    joint_pose, load_jet, set_X, X_dot, zero6)
 
 cnp.import_array()
 
@@ -175,102 +176,270 @@ cdef void crba(const KModel* m, KWork* w, double* out) noexcept nogil:
 
 
 # ---------------------------------------------------------------------------------------------
-# C̄ (eq. 54) and Ṁ (eq. 29–30)
+# C̄ (eq. 54) and Ṁ (eq. 29–30), O(n d) in the world frame
 # ---------------------------------------------------------------------------------------------
-cdef void coriolis_column(const KModel* m, KWork* w, int c, const double* Xc, int col,
-                          int mode, double* out) noexcept nogil:
-    """Column ``col`` of C̄ (mode 0) or of the lower half of Ṁ (mode 1) for the screw Xc of body
-    c. With J̇ = −AaJ (eq. 19), J_i = T_i J_λ, J̇_i = T_i J̇_λ − q̇_i ad_{X_i} J_i over the subtree
-    of c (J_c = Xc, J̇_c = 0), and the product with Jᵀ as the backward accumulation
-    P_λ += T_iᵀ P_i, of the body terms
+cdef inline void cross_mat(const double* x, double* A, int lda) noexcept nogil:
+    """A (3×3 block, leading dimension lda) = x̃."""
+    A[0] = 0.0
+    A[1] = -x[2]
+    A[2] = x[1]
+    A[lda] = x[2]
+    A[lda + 1] = 0.0
+    A[lda + 2] = -x[0]
+    A[2 * lda] = -x[1]
+    A[2 * lda + 1] = x[0]
+    A[2 * lda + 2] = 0.0
 
-        Y_i = 𝖬_i (J̇_i + ½ ad_{V_i} J_i) − ½ ad_{V_i}ᵀ 𝖬_i J_i − ½ ad_{J_i}ᵀ 𝖬_i V_i   (C̄)
-        Y_i = 𝖬_i J̇_i                                                           (Ṁ, eq. 30)
 
-    The C̄ term is the symmetric split of the gyroscopic operator that Pinocchio's
-    ``computeCoriolisMatrix`` uses; for a fixed base it equals eq. 54 of seed 004 (checked
-    against both), and for a floating base, where the free joint's ``a_0 = ad_ν`` makes the
-    factorisation of eq. 54 differ, it keeps ``C̄ v`` = Coriolis and ``Ṁ − 2C̄`` skew while
-    matching Pinocchio."""
-    cdef int nb = m.nb, nv = m.nv, i, end, par, a, r
-    cdef double* s = w.S
-    cdef double* s2 = w.S + 6
-    cdef double* V
-    cdef double* J
-    cdef double* Jd
-    cdef double* P
-    copy6(Xc, w.J + 6 * c)
-    zero6(w.Jd + 6 * c)
-    end = c + 1
-    while end < nb and m.parent[end] >= c:
-        i = end
-        par = m.parent[i]
-        to_child(w.T + 12 * i, w.J + 6 * par, w.J + 6 * i)
-        to_child(w.T + 12 * i, w.Jd + 6 * par, w.Jd + 6 * i)
-        ad_X(m, i, w.J + 6 * i, s, False)
-        axpy6(-w.qj[nb + i], s, w.Jd + 6 * i)
-        end += 1
-    for i in range(c, end):
-        P = w.P + 6 * i
-        J = w.J + 6 * i
-        Jd = w.Jd + 6 * i
-        if mode == 1:
-            inertia_times(m, i, Jd, P)
-            continue
-        V = w.V + 6 * i
-        # J̇ + ½ ad_V J, ad_V (a, b) = (ω × a, v × a + ω × b)
-        s[0] = Jd[0] + 0.5 * (V[1] * J[2] - V[2] * J[1])
-        s[1] = Jd[1] + 0.5 * (V[2] * J[0] - V[0] * J[2])
-        s[2] = Jd[2] + 0.5 * (V[0] * J[1] - V[1] * J[0])
-        s[3] = Jd[3] + 0.5 * (V[4] * J[2] - V[5] * J[1] + V[1] * J[5] - V[2] * J[4])
-        s[4] = Jd[4] + 0.5 * (V[5] * J[0] - V[3] * J[2] + V[2] * J[3] - V[0] * J[5])
-        s[5] = Jd[5] + 0.5 * (V[3] * J[1] - V[4] * J[0] + V[0] * J[4] - V[1] * J[3])
-        inertia_times(m, i, s, P)
-        inertia_times(m, i, J, s2)
-        add_adT(V, s2, P, 0.5)
-        add_adT(J, w.A + 6 * i, P, 0.5)
-    for i in range(end - 1, c, -1):
-        out[col_of(m, i) * nv + col] = X_dot(m, i, w.P + 6 * i)
-        add_to_parent(w.T + 12 * i, w.P + 6 * i, w.P + 6 * m.parent[i])
-    P = w.P + 6 * c
-    if m.jtype[c] == FREE:
-        for a in range(6):
-            out[base_col(a) * nv + col] = P[a]
-    else:
-        out[col_of(m, c) * nv + col] = X_dot(m, c, P)
-    copy6(P, s)
-    carry_up(m, w, c, s, out, col, nv, False)
+cdef inline double dot6(const double* a, const double* b) noexcept nogil:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+
+
+cdef inline void mat6_vec(const double* A, const double* x, double* y) noexcept nogil:
+    """y = A x (A row-major 6×6)."""
+    cdef int r
+    for r in range(6):
+        y[r] = dot6(A + 6 * r, x)
+
+
+cdef void world_inertia(const KModel* m, int i, const double* C, double* Mw) noexcept nogil:
+    """𝖬ʷ_i = Ad_{C_i}^{-T} 𝖬_i Ad_{C_i}^{-1} (6×6, row-major) for the world pose C_i = (R, p):
+    h = R h_b + m p, Θ = R Θ_b Rᵀ − m p̃p̃ − p̃ (R h_b)~ − (R h_b)~ p̃ (parallel axes, seed 004
+    eq. 24)."""
+    cdef const double* R = C
+    cdef const double* p = C + 9
+    cdef const double* hb = m.h + 3 * i
+    cdef const double* Tb = m.Th + 9 * i
+    cdef double mass = m.mass[i]
+    cdef double hr[3]
+    cdef double h[3]
+    cdef double RT[9]
+    cdef double P[9]
+    cdef double H[9]
+    cdef int a, b, c
+    for a in range(3):
+        hr[a] = R[3 * a] * hb[0] + R[3 * a + 1] * hb[1] + R[3 * a + 2] * hb[2]
+        h[a] = hr[a] + mass * p[a]
+    # RT = R Θ_b
+    for a in range(3):
+        for b in range(3):
+            RT[3 * a + b] = R[3 * a] * Tb[b] + R[3 * a + 1] * Tb[3 + b] + R[3 * a + 2] * Tb[6 + b]
+    cross_mat(p, P, 3)
+    cross_mat(hr, H, 3)
+    for a in range(3):
+        for b in range(3):
+            # (R Θ_b Rᵀ)_ab
+            Mw[6 * a + b] = (RT[3 * a] * R[3 * b] + RT[3 * a + 1] * R[3 * b + 1]
+                             + RT[3 * a + 2] * R[3 * b + 2])
+            for c in range(3):
+                Mw[6 * a + b] -= (mass * P[3 * a + c] * P[3 * c + b] + P[3 * a + c] * H[3 * c + b]
+                                  + H[3 * a + c] * P[3 * c + b])
+    # [[Θ, h̃], [−h̃, m I]]
+    cross_mat(h, Mw + 3, 6)
+    cross_mat(h, Mw + 18, 6)
+    for a in range(3):
+        for b in range(3):
+            Mw[18 + 6 * a + b] = -Mw[18 + 6 * a + b]
+            Mw[21 + 6 * a + b] = mass if a == b else 0.0
+
+
+cdef void gyro(const double* Mw, const double* V, int mode, double* B) noexcept nogil:
+    """The body term of C̄ (mode 0) or of Ṁ's 𝖬J̇ part (mode 1) in the world frame, linear in
+    the column's screw S: Y = 𝖬ʷṠ + B S with
+        B = −½(𝖬ʷ ad_V + ad_Vᵀ 𝖬ʷ + H(𝖬ʷV))   (C̄; ad_Sᵀ h = H(h) S, H(μ, f) = [[μ̃, f̃], [f̃, 0]])
+        B = −𝖬ʷ ad_V                            (Ṁ),
+    V = (ω, v) the body's spatial twist, 𝖬ʷ = [[Θ, h̃], [−h̃, m]]. For C̄ the blocks collapse
+    ([h̃, ω̃] = (h × ω)~): B = [[−½(Θω̃ − ω̃Θ + h̃ṽ + ṽh̃ + μ̃), 0], [−f̃, 0]] with
+    (μ, f) = 𝖬ʷV, so only its first three columns are stored (B row-major 6×3); for Ṁ, 6×6."""
+    cdef double Wt[9]
+    cdef double Vt[9]
+    cdef double Hh[9]
+    cdef double h[3]
+    cdef double mu[3]
+    cdef double f[3]
+    cdef double s, mass = Mw[21]
+    cdef int r, c, k
+    h[0] = Mw[6 * 2 + 4]         # (h̃)[2][1] = h_0 at row 2, col 3 + 1
+    h[1] = Mw[6 * 0 + 5]         # (h̃)[0][2] = h_1 at row 0, col 3 + 2
+    h[2] = Mw[6 * 1 + 3]         # (h̃)[1][0] = h_2 at row 1, col 3 + 0
+    cross_mat(V, Wt, 3)
+    cross_mat(V + 3, Vt, 3)
+    cross_mat(h, Hh, 3)
+    if mode == 1:
+        # 𝖬 ad_V = [[Θω̃ + h̃ṽ, h̃ω̃], [−h̃ω̃ + mṽ, mω̃]]
+        for r in range(3):
+            for c in range(3):
+                s = 0.0
+                for k in range(3):
+                    s += Mw[6 * r + k] * Wt[3 * k + c] + Hh[3 * r + k] * Vt[3 * k + c]
+                B[6 * r + c] = -s
+                s = 0.0
+                for k in range(3):
+                    s += Hh[3 * r + k] * Wt[3 * k + c]
+                B[6 * r + 3 + c] = -s
+                B[6 * (3 + r) + c] = s - mass * Vt[3 * r + c]
+                B[6 * (3 + r) + 3 + c] = -mass * Wt[3 * r + c]
+        return
+    for r in range(3):
+        mu[r] = (Mw[6 * r] * V[0] + Mw[6 * r + 1] * V[1] + Mw[6 * r + 2] * V[2]
+                 + Mw[6 * r + 3] * V[3] + Mw[6 * r + 4] * V[4] + Mw[6 * r + 5] * V[5])
+    f[0] = -(h[1] * V[2] - h[2] * V[1]) + mass * V[3]
+    f[1] = -(h[2] * V[0] - h[0] * V[2]) + mass * V[4]
+    f[2] = -(h[0] * V[1] - h[1] * V[0]) + mass * V[5]
+    for r in range(3):
+        for c in range(3):
+            s = 0.0
+            for k in range(3):
+                s += (Mw[6 * r + k] * Wt[3 * k + c] - Wt[3 * r + k] * Mw[6 * k + c]
+                      + Hh[3 * r + k] * Vt[3 * k + c] + Vt[3 * r + k] * Hh[3 * k + c])
+            B[3 * r + c] = -0.5 * s
+    B[1] += 0.5 * mu[2]          # −½ μ̃
+    B[2] -= 0.5 * mu[1]
+    B[3] -= 0.5 * mu[2]
+    B[5] += 0.5 * mu[0]
+    B[6] += 0.5 * mu[1]
+    B[7] -= 0.5 * mu[0]
+    cross_mat(f, B + 9, 3)
+    for r in range(9, 18):
+        B[r] = -B[r]
+
+
+cdef inline int n_cols(const KModel* m, int b) noexcept nogil:
+    return 6 if m.jtype[b] == FREE else 1
+
+
+cdef inline int col_k(const KModel* m, int b, int a) noexcept nogil:
+    """The a-th velocity column of body b."""
+    return base_col(a) if m.jtype[b] == FREE else col_of(m, b)
 
 
 cdef void coriolis(const KModel* m, KWork* w, int mode, double* out) noexcept nogil:
-    cdef int nb = m.nb, nv = m.nv, i, j, a, par
-    cdef double* Xc = w.S + 12
-    cdef double sm
+    """C̄ (mode 0) or Ṁ (mode 1), the O(n·depth) way (as Pinocchio's computeCoriolisMatrix):
+    in the world frame a column of the system Jacobian is the same screw S_c = Ad_{C_k} X_k for
+    every body of its subtree, and Ṡ_c = ad_{V_k} S_c (V_k the spatial twist of body k, seed 001
+    §3.2). With the body terms Y_i = 𝖬ʷ_i Ṡ + B_i S (see :func:`gyro`; the world-frame form of
+    ``𝖬(J̇ + ½ad_V J) − ½ad_Vᵀ𝖬J − ½ad_Jᵀ𝖬V``, the symmetric split of seed 004 eq. 54 that
+    Pinocchio uses) and the subtree composites 𝖬ᶜ_k = Σ 𝖬ʷ_i, Bᶜ_k = Σ B_i:
+
+        C̄[r, c] = S_rᵀ (𝖬ᶜ_k Ṡ_c + Bᶜ_k S_c)      k = the deeper body of r and c
+
+    (zero when neither is an ancestor of the other), i.e. one 6-vector per column carried to
+    every ancestor column by a dot product, and two per row for the other triangle. Ṁ = A + Aᵀ
+    with A = Σ J_iᵀ 𝖬_i J̇_i (eq. 29–30), the same sum with B_i = −𝖬ʷ_i ad_{V_i}."""
+    cdef int nb = m.nb, nv = m.nv, i, j, a, b, par, ci, cj, kk
+    cdef double* C
+    cdef double* Cp
+    cdef double* T
+    cdef double* S
+    cdef double* Sd
+    cdef double* V
+    cdef double* Ic
+    cdef double* Bc
+    cdef double* F = w.S
+    cdef double* G = w.S + 6
+    cdef double* Hh = w.S + 12
+    cdef double* Bi = w.S + 36
+    cdef double* X = w.S + 18
+    cdef double sm, qd
+    cdef int bw = 3 if mode == 0 else 6    # stored columns of the body terms B (see gyro)
     poses(m, w)
-    # body twists V_i = T_i V_λ + X_i q̇_i (the base: ν)
-    for i in range(nb):
-        par = m.parent[i]
-        if m.jtype[i] == FREE:
-            copy6(w.nu, w.V + 6 * i)
-            continue
-        if par >= 0:
-            to_child(w.T + 12 * i, w.V + 6 * par, w.V + 6 * i)
-        else:
-            zero6(w.V + 6 * i)
-        for a in range(3):
-            w.V[6 * i + a + (0 if m.jtype[i] == REVOLUTE else 3)] += m.axis[3 * i + a] * w.qj[nb + i]
-    for i in range(nb):
-        inertia_times(m, i, w.V + 6 * i, w.A + 6 * i)    # 𝖬_i V_i
     for i in range(nv * nv):
         out[i] = 0.0
-    if m.fb:
-        for a in range(6):
-            zero6(Xc)
-            Xc[a] = 1.0
-            coriolis_column(m, w, 0, Xc, base_col(a), mode, out)
-    for i in range(m.fb, nb):
-        set_X(m, i, Xc)
-        coriolis_column(m, w, i, Xc, col_of(m, i), mode, out)
+    # forward: world poses, screws S, spatial twists, Ṡ, world inertias and body terms
+    for i in range(nb):
+        par = m.parent[i]
+        C = w.Cw + 12 * i
+        T = w.T + 12 * i
+        if par < 0:
+            for a in range(12):
+                C[a] = T[a]
+            zero6(w.Vs + 6 * i)
+        else:
+            Cp = w.Cw + 12 * par
+            for a in range(3):
+                for b in range(3):
+                    C[3 * a + b] = Cp[3 * a] * T[b] + Cp[3 * a + 1] * T[3 + b] + Cp[3 * a + 2] * T[6 + b]
+                C[9 + a] = Cp[3 * a] * T[9] + Cp[3 * a + 1] * T[10] + Cp[3 * a + 2] * T[11] + Cp[9 + a]
+            copy6(w.Vs + 6 * par, w.Vs + 6 * i)
+        V = w.Vs + 6 * i
+        for a in range(n_cols(m, i)):
+            ci = col_k(m, i, a)
+            if m.jtype[i] == FREE:
+                zero6(X)
+                X[a] = 1.0
+                qd = w.nu[a]
+            else:
+                set_X(m, i, X)
+                qd = w.qj[nb + i]
+            S = w.Sw + 6 * ci
+            for b in range(3):      # Ad_C X: ω = R X_ω, v = R X_v + p × ω
+                S[b] = C[3 * b] * X[0] + C[3 * b + 1] * X[1] + C[3 * b + 2] * X[2]
+                S[3 + b] = C[3 * b] * X[3] + C[3 * b + 1] * X[4] + C[3 * b + 2] * X[5]
+            S[3] += C[10] * S[2] - C[11] * S[1]
+            S[4] += C[11] * S[0] - C[9] * S[2]
+            S[5] += C[9] * S[1] - C[10] * S[0]
+            axpy6(qd, S, V)
+        for a in range(n_cols(m, i)):
+            ci = col_k(m, i, a)
+            S = w.Sw + 6 * ci
+            Sd = w.Sdw + 6 * ci     # ad_V S = (ω × a, v × a + ω × b)
+            Sd[0] = V[1] * S[2] - V[2] * S[1]
+            Sd[1] = V[2] * S[0] - V[0] * S[2]
+            Sd[2] = V[0] * S[1] - V[1] * S[0]
+            Sd[3] = V[4] * S[2] - V[5] * S[1] + V[1] * S[5] - V[2] * S[4]
+            Sd[4] = V[5] * S[0] - V[3] * S[2] + V[2] * S[3] - V[0] * S[5]
+            Sd[5] = V[3] * S[1] - V[4] * S[0] + V[0] * S[4] - V[1] * S[3]
+        world_inertia(m, i, C, w.Icw + 36 * i)
+        gyro(w.Icw + 36 * i, V, mode, w.Bc + 36 * i)
+    # backward: subtree composites
+    for i in range(nb - 1, 0, -1):
+        par = m.parent[i]
+        if par >= 0:
+            Ic = w.Icw + 36 * par
+            Bc = w.Bc + 36 * par
+            for a in range(36):
+                Ic[a] += w.Icw[36 * i + a]
+            for a in range(6 * bw):
+                Bc[a] += w.Bc[36 * i + a]
+    # C̄[r, c] = S_rᵀ(𝖬ᶜ_k Ṡ_c + Bᶜ_k S_c), k the deeper body
+    for i in range(nb):
+        Ic = w.Icw + 36 * i
+        Bc = w.Bc + 36 * i
+        for a in range(n_cols(m, i)):
+            ci = col_k(m, i, a)
+            mat6_vec(Ic, w.Sdw + 6 * ci, F)
+            S = w.Sw + 6 * ci
+            for b in range(6):
+                sm = 0.0
+                for kk in range(bw):
+                    sm += Bc[bw * b + kk] * S[kk]
+                F[b] += sm
+            # rows of body i itself and of its ancestors
+            j = i
+            while j >= 0:
+                for b in range(n_cols(m, j)):
+                    cj = col_k(m, j, b)
+                    out[cj * nv + ci] = dot6(w.Sw + 6 * cj, F)
+                j = m.parent[j]
+            # row ci against the columns of the strict ancestors
+            if m.parent[i] < 0:
+                continue
+            S = w.Sw + 6 * ci
+            mat6_vec(Ic, S, F)          # 𝖬ᶜ symmetric
+            for kk in range(bw):        # G = Bᶜᵀ S (bw entries)
+                sm = 0.0
+                for b in range(6):
+                    sm += Bc[bw * b + kk] * S[b]
+                G[kk] = sm
+            j = m.parent[i]
+            while j >= 0:
+                for b in range(n_cols(m, j)):
+                    cj = col_k(m, j, b)
+                    sm = dot6(F, w.Sdw + 6 * cj)
+                    for kk in range(bw):
+                        sm += G[kk] * w.Sw[6 * cj + kk]
+                    out[ci * nv + cj] = sm
+                j = m.parent[j]
     if mode == 1:
         for i in range(nv):
             for j in range(i, nv):
@@ -282,7 +451,7 @@ cdef void coriolis(const KModel* m, KWork* w, int mode, double* out) noexcept no
 # ---------------------------------------------------------------------------------------------
 # public entries
 # ---------------------------------------------------------------------------------------------
-def mass_matrix(Data d, q, out):
+cdef object _mass_matrix(Data d, q, out):
     """M (nv, nv) at q (nq,)."""
     cdef KModel* m = &d.m
     q = vec(q, "q", m.nq)
@@ -297,7 +466,7 @@ def mass_matrix(Data d, q, out):
     return out
 
 
-def coriolis_matrix(Data d, q, qd, out, int mode):
+cdef object _coriolis_matrix(Data d, q, qd, out, int mode):
     """C̄ (mode 0) or Ṁ (mode 1), (nv, nv), at q (nq,), v (nv,)."""
     cdef KModel* m = &d.m
     q = vec(q, "q", m.nq)
@@ -312,3 +481,25 @@ def coriolis_matrix(Data d, q, qd, out, int mode):
     if res is not out:
         out[...] = res
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the public entries: each takes the Data's owner flag (one thread at a time) around its kernel
+# ---------------------------------------------------------------------------------------------
+
+def mass_matrix(Data d, q, out):
+    """M (nv, nv) at q (nq,)."""
+    claim(d)
+    try:
+        return _mass_matrix(d, q, out)
+    finally:
+        unclaim(d)
+
+
+def coriolis_matrix(Data d, q, qd, out, int mode):
+    """C̄ (mode 0) or Ṁ (mode 1), (nv, nv), at q (nq,), v (nv,)."""
+    claim(d)
+    try:
+        return _coriolis_matrix(d, q, qd, out, mode)
+    finally:
+        unclaim(d)

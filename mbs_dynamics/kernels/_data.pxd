@@ -4,6 +4,7 @@
 Layout and meaning of every field: see ``LAYOUT`` in ``_data.pyx`` (one table, documented
 shapes). Twists ``(ω, v)``, wrenches ``(m, f)``, body-fixed (shared/MATH.md).
 """
+from cpython.pythread cimport PyThread_get_thread_ident
 
 cdef enum:
     REVOLUTE = 0
@@ -56,6 +57,14 @@ cdef struct KWork:
     double* u        # (nb,) τ − X^T p^A
     double* A        # (nb, 6) body accelerations
     double* S        # (8, 36) scratch
+    double* Cw       # (nb, 12) world poses (C̄, Ṁ)
+    double* Vs       # (nb, 6) spatial twists
+    double* Sw       # (nv, 6) world-frame column screws
+    double* Sdw      # (nv, 6) their time derivatives
+    double* Icw      # (nb, 36) world-frame subtree composite inertias
+    double* Bc       # (nb, 36) world-frame subtree composites of the C̄/Ṁ body terms
+    double* dX       # (nb, 96) world-frame body quantities of the RNEA derivatives
+    double* dC       # (nb + 5, 36) per velocity coordinate quantities of the RNEA derivatives
 
 
 cdef class Data:
@@ -68,8 +77,31 @@ cdef class Data:
     cdef list _threads       # extra KWork owners for the threaded batch kernels
     cdef KWork* _tw          # their C views
     cdef int _ntw
+    cdef int busy            # how many entries of the owner thread are inside (0: free)
+    cdef unsigned long owner # the thread that holds the workspace while busy > 0
     cdef int _bind(self, dict arrays, KWork* w) except -1
     cdef KWork* thread_works(self, int T) except NULL
+
+
+# ---- the owner flag (thread safety): every public entry that writes a Data takes it first
+cdef int busy_error(Data d) except -1
+
+
+cdef inline int claim(Data d) except -1:
+    """Take ``d`` for the calling thread (re-entrant); RuntimeError if another thread holds it.
+    Check and set run under the GIL without a Python call in between, so they are atomic."""
+    cdef unsigned long me = PyThread_get_thread_ident()
+    if d.busy and d.owner != me:
+        return busy_error(d)
+    d.busy += 1
+    d.owner = me
+    return 0
+
+
+cdef inline void unclaim(Data d) noexcept:
+    """Give ``d`` back (pairs with :func:`claim`, in a ``finally``)."""
+    if d.busy > 0:
+        d.busy -= 1
 
 
 # ---- input conversion at the public entries (numpy the fast way, anything else converted once)

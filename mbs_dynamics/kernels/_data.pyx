@@ -44,8 +44,27 @@ LAYOUT = (
     ("D", lambda nb, k: (nb,), "D_i = X_i^T U_i (ABA)"),
     ("u", lambda nb, k: (nb,), "u_i = τ_i − X_i^T p^A_i (ABA)"),
     ("A", lambda nb, k: (nb, 6), "body accelerations V̇_i incl. gravity (ABA)"),
+    ("Cw", lambda nb, k: (nb, 12), "world pose C_i of each body: R (row-major 9), p (3) (C̄, Ṁ)"),
+    ("Vs", lambda nb, k: (nb, 6), "spatial (world-frame) twist of each body (C̄, Ṁ)"),
+    ("Sw", lambda nb, k: (nb + 5, 6), "world-frame screw S_c = Ad_{C_k} X_k of each velocity column"),
+    ("Sdw", lambda nb, k: (nb + 5, 6), "its time derivative Ṡ_c = ad_{V_k} S_c"),
+    ("Icw", lambda nb, k: (nb, 36), "subtree composite inertia in the world frame (row-major 6×6)"),
+    ("Bc", lambda nb, k: (nb, 36), "subtree composite of the C̄ / Ṁ body terms B_i (world frame)"),
     ("S", lambda nb, k: (8, 36), "scratch"),
+    ("dX", lambda nb, k: (nb, 96), "world-frame body quantities of the RNEA derivatives "
+                                   "(identification/_derivatives.pyx: pose, v, a, composites)"),
+    ("dC", lambda nb, k: (nb + 5, 36), "per velocity coordinate: S, Ψ̇, D, Ψ̈, α, β of the RNEA "
+                                       "derivatives (identification/_derivatives.pyx)"),
 )
+
+#: The message of the RuntimeError a call raises when another thread is using the same Data.
+BUSY_MESSAGE = ("Robot is in use by another thread: its workspace (Data) serves one call at a "
+                "time; give each thread its own robot.copy()")
+
+
+cdef int busy_error(Data d) except -1:
+    raise RuntimeError(BUSY_MESSAGE)
+
 
 cdef inline double* _ptr(object a):
     return <double*> cnp.PyArray_DATA(a)
@@ -61,7 +80,11 @@ def _binomials(int k):
 
 
 cdef class Data:
-    """Preallocated workspace of one :class:`~mbs_dynamics.model.Model` (one thread).
+    """Preallocated workspace of one :class:`~mbs_dynamics.model.Model`, for one thread at a
+    time: every public kernel entry takes its owner flag (``claim``/``unclaim`` of
+    ``_data.pxd``, re-entrant for the holding thread) and another thread's call meanwhile raises
+    RuntimeError (:data:`BUSY_MESSAGE`); :meth:`acquire`/:meth:`release` or ``with data:`` hold
+    it across a sequence of calls.
 
     Attributes:
         model: the frozen model it belongs to.
@@ -74,6 +97,8 @@ cdef class Data:
     def __cinit__(self):
         self._tw = NULL
         self._ntw = 0
+        self.busy = 0
+        self.owner = 0
 
     def __init__(self, model, int kmax=2):
         if kmax < 0:
@@ -151,6 +176,9 @@ cdef class Data:
         w.Ic, w.J, w.Jd, w.P = _ptr(a["Ic"]), _ptr(a["J"]), _ptr(a["Jd"]), _ptr(a["P"])
         w.IA, w.pA, w.c, w.U = _ptr(a["IA"]), _ptr(a["pA"]), _ptr(a["c"]), _ptr(a["U"])
         w.D, w.u, w.A, w.S = _ptr(a["D"]), _ptr(a["u"]), _ptr(a["A"]), _ptr(a["S"])
+        w.Cw, w.Vs, w.Sw, w.Sdw = _ptr(a["Cw"]), _ptr(a["Vs"]), _ptr(a["Sw"]), _ptr(a["Sdw"])
+        w.Icw, w.Bc = _ptr(a["Icw"]), _ptr(a["Bc"])
+        w.dX, w.dC = _ptr(a["dX"]), _ptr(a["dC"])
         return 0
 
     cdef KWork* thread_works(self, int T) except NULL:
@@ -170,11 +198,42 @@ cdef class Data:
 
     def grow(self, int kmax):
         """Resize the jet arrays for derivative orders up to ``kmax`` (no-op if large enough)."""
-        if kmax > self.kmax:
-            self.kmax = kmax
-            self.arrays = self._allocate()
-            self._bind(self.arrays, &self.w)
-            self._ntw = 0
+        claim(self)
+        try:
+            if kmax > self.kmax:
+                self.kmax = kmax
+                self.arrays = self._allocate()
+                self._bind(self.arrays, &self.w)
+                self._ntw = 0
+        finally:
+            unclaim(self)
+
+    # ---- the owner flag: one thread at a time (see BUSY_MESSAGE)
+    def acquire(self):
+        """Take this workspace for the calling thread before a sequence of kernel calls that
+        must not interleave with another thread's (re-entrant: the kernels called in between
+        by the same thread pass). Raises RuntimeError (:data:`BUSY_MESSAGE`) if another thread
+        holds it. Pair every acquire with :meth:`release` (or use ``with data:``)."""
+        claim(self)
+
+    def release(self):
+        """Give back one :meth:`acquire` of the calling thread."""
+        if self.busy and self.owner != PyThread_get_thread_ident():
+            raise RuntimeError("Data.release() from a thread that does not hold it")
+        unclaim(self)
+
+    def __enter__(self):
+        claim(self)
+        return self
+
+    def __exit__(self, *exc):
+        unclaim(self)
+        return False
+
+    @property
+    def in_use(self):
+        """True while a thread is inside a kernel call (or between acquire and release)."""
+        return self.busy > 0
 
     @property
     def n(self):
@@ -315,12 +374,23 @@ cdef int check_quat(const KModel* m, object q, str name) except -1:
     return 0
 
 
-def _check_array(x, str name, int ndim, tuple shape, bint out=False):
-    """Python access to the entry checks: an input (converted, finite) or an ``out`` array."""
+def _check_array(x, str name, int ndim, tuple shape, bint out=False, double bound=-1.0):
+    """Python access to the entry checks: an input (converted, finite) or an ``out`` array.
+    With ``bound`` >= 0, also ValueError naming ``name`` when an entry exceeds it in magnitude
+    (e.g. a MimicRobot's bound that keeps its expansion ``k·q`` finite)."""
+    cdef double* p
+    cdef Py_ssize_t i, N
     if out:
         return as_out(x, name, shape)
     a = as_input(x, name, ndim, shape)
     check_finite(a, name)
+    if bound >= 0.0:
+        p = <double*> cnp.PyArray_DATA(a)
+        N = cnp.PyArray_SIZE(a)
+        for i in range(N):
+            if not (-bound <= p[i] <= bound):
+                raise ValueError(f"{name} has an entry of magnitude {abs(p[i]):.3g}, above "
+                                 f"{bound:.3g}: its mimic expansion would overflow")
     return a
 
 

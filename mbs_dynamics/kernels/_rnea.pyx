@@ -22,12 +22,13 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 cimport openmp
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, as_input, as_out,
+from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, claim,
+                                 unclaim, as_input, as_out,
                                  check_finite, check_quat, fresh_if_alias, load_fx, out_vec,
                                  take_states, vec)
 from mbs_dynamics.kernels._spatial cimport (ad_V, ad_X, add_adT, add_to_parent, add_X, axpy6,
-                                    base_gravity, copy6, inertia_times, joint_pose, load_jet,
-                                    to_child, X_dot, zero6)
+                                    base_gravity, bell, copy6, inertia_times, joint_pose,
+                                    load_jet, phi_small, phi_sum, to_child, X_dot, zero6)
 
 cnp.import_array()
 
@@ -110,53 +111,6 @@ cdef void rnea0(const KModel* m, KWork* w, bint use_fx, double* out) noexcept no
 # ---------------------------------------------------------------------------------------------
 # τ^(k), k = 0..K: the general recursion
 # ---------------------------------------------------------------------------------------------
-cdef inline void bell(const KModel* m, KWork* w, int i, int K1) noexcept nogil:
-    """c[m][j] of Φ_m, m ≤ K1: c[m+1][j] = Σ_l binom(m,l) c[m−l][j−1] (−q^(l+1))."""
-    cdef int nb = m.nb, s = w.kmax + 2, nbn = w.kmax + 3, mm, j, l
-    cdef double acc
-    for mm in range(K1 + 1):
-        for j in range(K1 + 1):
-            w.bell[mm * s + j] = 0.0
-    w.bell[0] = 1.0
-    for mm in range(K1):
-        for j in range(1, mm + 2):
-            acc = 0.0
-            for l in range(mm + 1):
-                acc -= w.binom[mm * nbn + l] * w.bell[(mm - l) * s + j - 1] * w.qj[(l + 1) * nb + i]
-            w.bell[(mm + 1) * s + j] = acc
-
-
-cdef inline void phi_sum(KWork* w, int k, double* d) noexcept nogil:
-    """d += Σ_{m=1..k} binom(k,m) Σ_j c[m][j] Au[k−m][j]  (the Φ_m terms of the k-th derivative)."""
-    cdef int s = w.kmax + 2, nbn = w.kmax + 3, mm, j
-    cdef double c
-    for mm in range(1, k + 1):
-        for j in range(1, mm + 1):
-            c = w.bell[mm * s + j]
-            if c != 0.0:
-                axpy6(c * w.binom[k * nbn + mm], w.Au + 6 * ((k - mm) * s + j), d)
-
-
-cdef inline void phi_small(KWork* w, int k, double q1, double q2, double q3, double* d) noexcept nogil:
-    """phi_sum for k ≤ 3 with the Bell polynomials written out (MATH.md):
-    Φ_1 = −q̇A, Φ_2 = −q̈A + q̇²A², Φ_3 = −q⃛A + 3q̇q̈A² − q̇³A³."""
-    cdef int s = w.kmax + 2
-    cdef double* Au = w.Au
-    if k == 1:
-        axpy6(-q1, Au + 6, d)
-    elif k == 2:
-        axpy6(-2.0 * q1, Au + 6 * (s + 1), d)
-        axpy6(-q2, Au + 6, d)
-        axpy6(q1 * q1, Au + 12, d)
-    elif k == 3:
-        axpy6(-3.0 * q1, Au + 6 * (2 * s + 1), d)
-        axpy6(-3.0 * q2, Au + 6 * (s + 1), d)
-        axpy6(3.0 * q1 * q1, Au + 6 * (s + 2), d)
-        axpy6(-q3, Au + 6, d)
-        axpy6(3.0 * q1 * q2, Au + 12, d)
-        axpy6(-q1 * q1 * q1, Au + 18, d)
-
-
 cdef void rnea_jet(const KModel* m, KWork* w, int K, bint use_fx, double* out) noexcept nogil:
     """τ^(k) into out (K+1, nv) from qj (K+3 rows), ν (K+2 rows), fx (K+1 rows) in ``w``."""
     cdef int nb = m.nb, nv = m.nv, K1 = K + 1, s = w.kmax + 2, nbn = w.kmax + 3
@@ -291,7 +245,7 @@ cdef inline int _threads(Py_ssize_t N, int n, int rows) noexcept:
     return max(1, min(openmp.omp_get_max_threads(), <int> (work // PARALLEL_WORK)))
 
 
-def inverse_dynamics(Data d, q, qd, qdd, fx, out):
+cdef object _inverse_dynamics(Data d, q, qd, qdd, fx, out):
     """τ (nv,) = ID(q, v, a) with optional body wrenches fx (nb, 6) (or None)."""
     cdef KModel* m = &d.m
     q, qd, qdd = take_states(m, q, qd, qdd, "qd", "qdd", False)
@@ -335,7 +289,7 @@ cdef void _load_state_rows(const KModel* m, KWork* w, const double* q, const dou
             w.qj[2 * nb + b] = a[b]
 
 
-def inverse_dynamics_batch(Data d, q, qd, qdd, out):
+cdef object _inverse_dynamics_batch(Data d, q, qd, qdd, out):
     """τ (N, nv) for N states q (N, nq), v, a (N, nv), split over the OpenMP threads."""
     cdef KModel* m = &d.m
     q, qd, qdd = take_states(m, q, qd, qdd, "qd", "qdd", True)
@@ -364,7 +318,7 @@ def inverse_dynamics_batch(Data d, q, qd, qdd, out):
     return out
 
 
-def torque_derivatives(Data d, q, vs, fx, out):
+cdef object _torque_derivatives(Data d, q, vs, fx, out):
     """τ^(k), k = 0..K (K+1, nv), from q (nq,) and vs (K+2, nv) rows v, v′, …, v^(K+1), with an
     optional applied-wrench jet fx (Kf ≤ K+1, nb, 6) in body frames (None: no external load)."""
     cdef KModel* m = &d.m
@@ -381,7 +335,7 @@ def torque_derivatives(Data d, q, vs, fx, out):
     return _jet(d, q, vs, K, fx, out, (q, vs))
 
 
-def torque_derivatives_qs(Data d, qs, out):
+cdef object _torque_derivatives_qs(Data d, qs, out):
     """The fixed-base form: qs (K+3, n) rows q, q′, …, q^(K+2) → (K+1, n)."""
     cdef KModel* m = &d.m
     qs = as_input(qs, "qs", 2, (-1, m.n))
@@ -413,7 +367,7 @@ cdef object _jet(Data d, q, vs, int K, fx, out, tuple inputs):
     return out
 
 
-def torque_derivatives_batch(Data d, q, vs, out):
+cdef object _torque_derivatives_batch(Data d, q, vs, out):
     """N samples: q (N, nq) and vs (N, K+2, nv) → (N, K+1, nv); a fixed-base qs (N, K+3, n) is
     passed as ``q = qs``, ``vs = None``."""
     cdef KModel* m = &d.m
@@ -466,7 +420,7 @@ def torque_derivatives_batch(Data d, q, vs, out):
     return out
 
 
-def gravity(Data d, q, out):
+cdef object _gravity(Data d, q, out):
     """Q_grav (nv,) at q (nq,)."""
     cdef KModel* m = &d.m
     q = vec(q, "q", m.nq)
@@ -480,3 +434,63 @@ def gravity(Data d, q, out):
     if res is not out:
         out[...] = res
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the public entries: each takes the Data's owner flag (one thread at a time) around its kernel
+# ---------------------------------------------------------------------------------------------
+
+def inverse_dynamics(Data d, q, qd, qdd, fx, out):
+    """τ (nv,) = ID(q, v, a) with optional body wrenches fx (nb, 6) (or None)."""
+    claim(d)
+    try:
+        return _inverse_dynamics(d, q, qd, qdd, fx, out)
+    finally:
+        unclaim(d)
+
+
+def inverse_dynamics_batch(Data d, q, qd, qdd, out):
+    """τ (N, nv) for N states q (N, nq), v, a (N, nv), split over the OpenMP threads."""
+    claim(d)
+    try:
+        return _inverse_dynamics_batch(d, q, qd, qdd, out)
+    finally:
+        unclaim(d)
+
+
+def torque_derivatives(Data d, q, vs, fx, out):
+    """τ^(k), k = 0..K (K+1, nv), from q (nq,) and vs (K+2, nv) rows v, v′, …, v^(K+1), with an
+    optional applied-wrench jet fx (Kf ≤ K+1, nb, 6) in body frames (None: no external load)."""
+    claim(d)
+    try:
+        return _torque_derivatives(d, q, vs, fx, out)
+    finally:
+        unclaim(d)
+
+
+def torque_derivatives_qs(Data d, qs, out):
+    """The fixed-base form: qs (K+3, n) rows q, q′, …, q^(K+2) → (K+1, n)."""
+    claim(d)
+    try:
+        return _torque_derivatives_qs(d, qs, out)
+    finally:
+        unclaim(d)
+
+
+def torque_derivatives_batch(Data d, q, vs, out):
+    """N samples: q (N, nq) and vs (N, K+2, nv) → (N, K+1, nv); a fixed-base qs (N, K+3, n) is
+    passed as ``q = qs``, ``vs = None``."""
+    claim(d)
+    try:
+        return _torque_derivatives_batch(d, q, vs, out)
+    finally:
+        unclaim(d)
+
+
+def gravity(Data d, q, out):
+    """Q_grav (nv,) at q (nq,)."""
+    claim(d)
+    try:
+        return _gravity(d, q, out)
+    finally:
+        unclaim(d)

@@ -181,6 +181,12 @@ class ClosedLoopRobot:
         return {m: tuple(v) for m, v in dict(self._full.model.mimic or {}).items()}
 
     @property
+    def frame_names(self):
+        """The spanning tree's frames (every URDF link), for the kinematics in full coordinates
+        (``full_robot.frame_placement(expand(q), …)``)."""
+        return self._full.frame_names
+
+    @property
     def loop_names(self):
         return tuple(lp.name for lp in self._kin.loops)
 
@@ -416,7 +422,8 @@ class ClosedLoopRobot:
     def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
         """Actuated torques τ_a = Gᵀ τ_tree(q, q̇, q̈) for a motion of the actuated coordinates
         (virtual work on the constraint manifold, :mod:`.dynamics`). (n,) or (N, n) batches.
-        ``f_ext``: link name → wrench (m, f) in the link frame (single samples)."""
+        ``f_ext``: link name → wrench (f, m) in the link frame (single samples), as
+        :meth:`Robot.inverse_dynamics`."""
         q, qd, qdd = self._vec3(q, qd, qdd)
         if q.ndim == 2:
             if f_ext is not None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels._data import _check_array
 from .urdf import URDFError
 
 _F64 = np.dtype(np.float64)
@@ -37,18 +38,34 @@ def _ro(a):
     return a
 
 
-def _in(x, name, sizes, desc):
-    """``x`` as a float64 C-contiguous array whose shape is in ``sizes`` (tuple of shapes, where
-    None in a shape means any size), else ValueError naming ``name``."""
+def _in(x, name, sizes, desc, bound=-1.0):
+    """``x`` as a finite float64 C-contiguous array whose shape is in ``sizes`` (tuple of shapes,
+    where None in a shape means any size), else ValueError naming ``name`` — the checks of
+    :class:`~.robot.Robot`'s entries: complex input is a TypeError, NaN or inf a ValueError."""
     if type(x) is not np.ndarray or x.dtype != _F64 or not x.flags.c_contiguous:
         try:
-            x = np.ascontiguousarray(x, dtype=np.float64)
+            a = np.asarray(x)
         except (TypeError, ValueError):
+            raise ValueError(f"{name} must be an array of numbers of shape {desc}") from None
+        if a.dtype.kind == "c":
+            raise TypeError(f"{name} must be real, got a complex array")
+        if a.dtype.kind not in "fiub":
+            raise ValueError(f"{name} must be an array of numbers of shape {desc}")
+        try:
+            x = np.ascontiguousarray(a, dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
             raise ValueError(f"{name} must be an array of numbers of shape {desc}") from None
     for s in sizes:
         if len(s) == x.ndim and all(a is None or a == b for a, b in zip(s, x.shape)):
-            return x
+            return _finite(x, name, bound)
     raise ValueError(f"{name} has shape {x.shape}, expected {desc}")
+
+
+def _finite(x, name, bound=-1.0):
+    """ValueError naming ``name`` unless every entry of the float64 array ``x`` is finite (and,
+    with ``bound`` >= 0, at most ``bound`` in magnitude): the compiled check of the Robot
+    entries, ~0.1 µs against ~1 µs for NumPy's."""
+    return _check_array(x, name, x.ndim, (-1,) * x.ndim, False, bound)
 
 
 def _out(out, shape):
@@ -68,8 +85,9 @@ class MimicRobot:
 
     The public API is :class:`~.robot.Robot`'s: every joint vector follows ``joint_names`` (the
     independent joints); ``mimic_joints``, ``full_joint_names``, ``G``, ``offset``, ``expand``
-    and ``full_robot`` describe the map to the full model. Like a Robot it is not thread-safe:
-    give each thread ``robot.copy()``.
+    and ``full_robot`` describe the map to the full model. Like a Robot it serves one thread at
+    a time: a call while another thread is inside one raises RuntimeError ("in use by another
+    thread"); give each thread ``robot.copy()``.
 
     Args:
         full_robot: a Robot whose ``model.mimic`` maps mimic joint → (master, multiplier, offset).
@@ -79,10 +97,11 @@ class MimicRobot:
 
     __slots__ = ("_full", "_names", "_ind", "_n", "_nf", "_nbq", "_nbv", "_iq", "_kq", "_oq",
                  "_iv", "_kv", "_G", "_Gq", "_GT", "_mimic", "_shq", "_shv", "_bq", "_bv", "_ba",
-                 "_bt", "_bM", "_bMG")
+                 "_bt", "_bM", "_bMG", "_d", "_bound")
 
     def __init__(self, full_robot, check=True):
         self._full = full_robot
+        self._d = full_robot.data  # its workspace: held across each multi-kernel sequence
         model = full_robot.model
         mimic = dict(model.mimic)
         names = tuple(model.joint_names)
@@ -111,6 +130,8 @@ class MimicRobot:
         G = np.zeros((nbv + nf, nbv + n))
         G[np.arange(nbv + nf), self._iv] = self._kv
         self._G = _ro(G)
+        # inputs above this magnitude would overflow in the expansion G x + offset (|k| <= 1e6)
+        self._bound = 1e306 / max(1.0, float(np.abs(mul).max(initial=1.0)))
         Gq = np.zeros((nbq + nf, nbq + n))
         Gq[np.arange(nbq + nf), self._iq] = self._kq
         self._Gq = _ro(Gq)
@@ -155,9 +176,11 @@ class MimicRobot:
         """Full coordinates of ``q`` (nq,) or (N, nq): ``G q + offset``; for ``derivative`` ≥ 1
         (a velocity, acceleration, … of that order, size nv) ``G q`` without the offset."""
         if derivative:
-            x = _in(q, "q", ((self.nv,), (None, self.nv)), f"({self.nv},) or (N, {self.nv})")
+            x = _in(q, "q", ((self.nv,), (None, self.nv)), f"({self.nv},) or (N, {self.nv})",
+                    self._bound)
             return x[..., self._iv] * self._kv
-        x = _in(q, "q", ((self.nq,), (None, self.nq)), f"({self.nq},) or (N, {self.nq})")
+        x = _in(q, "q", ((self.nq,), (None, self.nq)), f"({self.nq},) or (N, {self.nq})",
+                self._bound)
         return x[..., self._iq] * self._kq + self._oq
 
     def _xq(self, x, buf):
@@ -280,13 +303,13 @@ class MimicRobot:
     # ---------------------------------------------------------------- dynamics
     def _q1(self, x, name="q"):
         if type(x) is np.ndarray and x.dtype == _F64 and x.shape == self._shq:
-            return x
-        return _in(x, name, (self._shq,), f"({self.nq},)")
+            return _check_array(x, name, 1, self._shq, False, self._bound)  # compiled: ~0.1 µs
+        return _in(x, name, (self._shq,), f"({self.nq},)", self._bound)
 
     def _v1(self, x, name):
         if type(x) is np.ndarray and x.dtype == _F64 and x.shape == self._shv:
-            return x
-        return _in(x, name, (self._shv,), f"({self.nv},)")
+            return _check_array(x, name, 1, self._shv, False, self._bound)
+        return _in(x, name, (self._shv,), f"({self.nv},)", self._bound)
 
     def _vecs(self, names, xs):
         """Validate (n,) or (N, n) inputs with consistent shapes; returns (arrays, N or None)."""
@@ -297,29 +320,39 @@ class MimicRobot:
             m = nq if i == 0 else nv
             if batch:
                 N = np.shape(xs[0])[0]
-                out.append(_in(x, name, ((N, m),), f"({N}, {m})"))
+                out.append(_in(x, name, ((N, m),), f"({N}, {m})", self._bound))
             else:
-                out.append(_in(x, name, ((m,),), f"({m},) (or a batch (N, {m}))"))
+                out.append(_in(x, name, ((m,),), f"({m},) (or a batch (N, {m}))", self._bound))
         return out, (out[0].shape[0] if batch else None)
 
-    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None, representation="body"):
         """τ = Gᵀ τ_full(G q + off, G q̇, G q̈, f_ext), shape (n,) or (N, n) for a batch.
-        Arguments as :meth:`Robot.inverse_dynamics` (``f_ext``: link name → wrench)."""
+        Arguments as :meth:`Robot.inverse_dynamics` (``f_ext``: link name → wrench;
+        ``representation``: the recursion, ``"body" | "spatial" | "hybrid"``)."""
+        with self._d:  # one thread at a time (the kernels' owner flag)
+            return self._inverse_dynamics(q, qd, qdd, f_ext, out, representation)
+
+    def _inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None, representation="body"):
         if np.ndim(q) == 1:
             q, qd, qdd = self._q1(q), self._v1(qd, "qd"), self._v1(qdd, "qdd")
             o = np.empty(self._shv) if out is None else _out(out, self._shv)
             t = self._full.inverse_dynamics(self._xq(q, self._bq), self._xv(qd, self._bv),
-                                            self._xv(qdd, self._ba), f_ext, out=self._bt)
+                                            self._xv(qdd, self._ba), f_ext, out=self._bt,
+                                            representation=representation)
             return np.dot(t, self._G, out=o)
         (q, qd, qdd), N = self._vecs(("q", "qd", "qdd"), (q, qd, qdd))
         o = _out(out, (N, self.nv))
         t = self._full.inverse_dynamics(q[:, self._iq] * self._kq + self._oq,
                                         qd[:, self._iv] * self._kv, qdd[:, self._iv] * self._kv,
-                                        f_ext)
+                                        f_ext, representation=representation)
         return np.matmul(t, self._G, out=o)
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None):
         """q̈ solving (Gᵀ M_full G) q̈ = τ − Gᵀ h_full(q, q̇, f_ext); (n,) or (N, n)."""
+        with self._d:  # one thread at a time (the kernels' owner flag)
+            return self._forward_dynamics(q, qd, tau, f_ext, out)
+
+    def _forward_dynamics(self, q, qd, tau, f_ext=None, out=None):
         (q, qd, tau), N = self._vecs(("q", "qd", "tau"), (q, qd, tau))
         if N is None:
             o = _out(out, (self.nv,))
@@ -346,11 +379,19 @@ class MimicRobot:
 
     def mass_matrix(self, q, out=None):
         """M = Gᵀ M_full(G q + off) G, (n, n) symmetric positive definite."""
+        with self._d:  # one thread at a time (the kernels' owner flag)
+            return self._mass_matrix(q, out)
+
+    def _mass_matrix(self, q, out=None):
         q = self._q1(q)
         o = _out(out, (self.nv, self.nv))
         return self._project(self._full.mass_matrix(self._xq(q, self._bq), out=self._bM), o)
 
     def _cor(self, q, qd, out, fn):
+        with self._d:
+            return self._cor1(q, qd, out, fn)
+
+    def _cor1(self, q, qd, out, fn):
         q, qd = self._q1(q), self._v1(qd, "qd")
         o = _out(out, (self.nv, self.nv))
         A = fn(self._xq(q, self._bq), self._xv(qd, self._bv), out=self._bM)
@@ -367,6 +408,10 @@ class MimicRobot:
 
     def gravity_torques(self, q, out=None):
         """g = Gᵀ g_full(G q + off). (n,)."""
+        with self._d:  # one thread at a time (the kernels' owner flag)
+            return self._gravity_torques(q, out)
+
+    def _gravity_torques(self, q, out=None):
         q = self._q1(q)
         o = np.empty(self._shv) if out is None else _out(out, self._shv)
         t = self._full.gravity_torques(self._xq(q, self._bq), out=self._bt)
@@ -378,13 +423,17 @@ class MimicRobot:
         with q (nq,) and vs (k+2, nv) rows v, v′, … (the floating-base form; batches (N, nq),
         (N, k+2, nv)). ``f_ext``: link name → wrench (jet), as :meth:`Robot.torque_derivatives`.
         Returns (k+1, nv) or (N, k+1, nv)."""
+        with self._d:  # one thread at a time (the kernels' owner flag)
+            return self._torque_derivatives(qs, method, out, f_ext=f_ext)
+
+    def _torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
         kw = {} if f_ext is None else {"f_ext": f_ext}
         nq, nv = self.nq, self.nv
         if isinstance(qs, tuple) and len(qs) == 2:
             q, vs = qs
-            q = _in(q, "q", ((nq,), (None, nq)), f"({nq},) or (N, {nq})")
+            q = _in(q, "q", ((nq,), (None, nq)), f"({nq},) or (N, {nq})", self._bound)
             vs = _in(vs, "vs", ((None, nv),) if q.ndim == 1 else ((q.shape[0], None, nv),),
-                     f"(k+2, {nv})" if q.ndim == 1 else f"({q.shape[0]}, k+2, {nv})")
+                     f"(k+2, {nv})" if q.ndim == 1 else f"({q.shape[0]}, k+2, {nv})", self._bound)
             if vs.shape[-2] < 2:
                 raise ValueError(f"vs has shape {vs.shape}, expected (k+2, {nv}) with k >= 0 "
                                  "(rows v, v', ...)")
@@ -397,7 +446,7 @@ class MimicRobot:
             raise ValueError(f"qs of a floating-base robot must be a pair (q, vs): q (nq,) = "
                              f"({nq},), vs (k+2, nv) = (k+2, {nv})")
         qs = _in(qs, "qs", ((None, nv), (None, None, nv)),
-                 f"(k+3, {nv}) or (N, k+3, {nv}) (rows q, q', q'', ...)")
+                 f"(k+3, {nv}) or (N, k+3, {nv}) (rows q, q', q'', ...)", self._bound)
         if qs.shape[-2] < 3:
             raise ValueError(f"qs has shape {qs.shape}, expected (k+3, {nv}) with k >= 0 "
                              f"(rows q, q', q'', ...) or (N, k+3, {nv})")
@@ -410,6 +459,179 @@ class MimicRobot:
     @property
     def floating_base(self) -> bool:
         return bool(getattr(self._full, "floating_base", False))
+
+    # ---- kinematics (mbs_dynamics/kinematics/)
+    def _fq(self, q):
+        """Full coordinates of q (nq,) or (N, nq)."""
+        if np.ndim(q) == 2:
+            return self.expand(q)
+        return self._xq(self._q1(q), self._bq)
+
+    def _fv(self, x, name, buf):
+        """Full velocities (derivative ≥ 1) of x (nv,) or (N, nv)."""
+        if np.ndim(x) == 2:
+            return _in(x, name, ((None, self.nv),), f"(N, {self.nv})",
+                       self._bound)[:, self._iv] * self._kv
+        return self._xv(self._v1(x, name), buf)
+
+    @property
+    def frame_names(self):
+        """The frames (every URDF link) of the full model (see :attr:`Robot.frame_names`)."""
+        return self._full.frame_names
+
+    def frame_placement(self, q, frame, out=None):
+        """Pose (4, 4) of ``frame`` at the full configuration G q + off (:meth:`Robot.
+        frame_placement`)."""
+        with self._d:  # the shared buffers: one thread at a time
+            return self._full.frame_placement(self._fq(q), frame, out)
+
+    def frame_velocity(self, q, qd, frame, representation="body", out=None):
+        """Twist (6,) of ``frame`` at (G q + off, G q̇) — equal to (J_full G) q̇."""
+        with self._d:  # the shared buffers: one thread at a time
+            return self._full.frame_velocity(self._fq(q), self._fv(qd, "qd", self._bv), frame,
+                                             representation, out)
+
+    def frame_jacobian(self, q, frame, representation="body", out=None):
+        """J = J_full(G q + off) G (6, n): the frame's Jacobian in the independent coordinates."""
+        with self._d:  # the shared buffers: one thread at a time
+            J = self._full.frame_jacobian(self._fq(q), frame, representation)
+            return np.matmul(J, self._G, out=_out(out, J.shape[:-1] + (self.nv,)))
+
+    def frame_jacobian_derivative(self, q, qd, frame, representation="body", out=None):
+        """J̇ = J̇_full(G q + off, G q̇) G (G is constant)."""
+        with self._d:  # the shared buffers: one thread at a time
+            Jd = self._full.frame_jacobian_derivative(self._fq(q), self._fv(qd, "qd", self._bv),
+                                                      frame, representation)
+            return np.matmul(Jd, self._G, out=_out(out, Jd.shape[:-1] + (self.nv,)))
+
+    def frame_acceleration(self, q, qd, qdd, frame, representation="body", out=None):
+        """d/dt of the frame's twist = J q̈ + J̇ q̇ = the full one at (G q + off, G q̇, G q̈)."""
+        with self._d:  # the shared buffers: one thread at a time
+            return self._full.frame_acceleration(self._fq(q), self._fv(qd, "qd", self._bv),
+                                                 self._fv(qdd, "qdd", self._ba), frame,
+                                                 representation, out)
+
+    # ---- kinematics: derivatives, Christoffel symbols (mbs_dynamics/kinematics/)
+    def christoffel(self, q):
+        """Γ (n, n, n) of the independent coordinates: Γ_abc = Σ G_ia G_jb G_kc Γ_full,ijk
+        (q_full = G q + off is affine, so M = Gᵀ M_full G differentiates term by term);
+        C(q, q̇)_ab = Σ_c Γ_abc q̇_c. See :meth:`Robot.christoffel`."""
+        q = _in(q, "q", ((self.nq,), (None, self.nq)), f"({self.nq},) or (N, {self.nq})",
+                self._bound)
+        with self._d:  # the shared buffers: one thread at a time
+            Gf = self._full.christoffel(self._fq(q))
+        G = self._G
+        return np.einsum("...ijk,ia,jb,kc->...abc", Gf, G, G, G, optimize=True)
+
+    def frame_derivatives(self, qs, frame, representation="body", out=None):
+        """The frame's twist jet along the expanded trajectory (positions G q + off, every
+        derivative G q^(r)); arguments and result as :meth:`Robot.frame_derivatives`."""
+        nq, nv = self.nq, self.nv
+        if isinstance(qs, tuple) and len(qs) == 2:
+            q, vs = qs
+            q = _in(q, "q", ((nq,), (None, nq)), f"({nq},) or (N, {nq})", self._bound)
+            vs = _in(vs, "vs", ((None, nv),) if q.ndim == 1 else ((q.shape[0], None, nv),),
+                     f"(r, {nv})" if q.ndim == 1 else f"({q.shape[0]}, r, {nv})", self._bound)
+            qf = np.matmul(q, self._Gq.T)
+            qf += self._oq
+            return self._full.frame_derivatives((qf, np.matmul(vs, self._GT)), frame,
+                                                representation, out)
+        if self._nbq != self._nbv:
+            raise ValueError(f"qs of a floating-base robot must be a pair (q, vs): q (nq,) = "
+                             f"({nq},), vs (r, nv) = (r, {nv})")
+        qs = _in(qs, "qs", ((None, nv), (None, None, nv)),
+                 f"(r, {nv}) or (N, r, {nv}) (rows q, q', ...)", self._bound)
+        if qs.shape[-2] < 2:
+            raise ValueError(f"qs has shape {qs.shape}, expected (r, {nv}) with r >= 2 "
+                             "(rows q, q', ...)")
+        qf = np.matmul(qs, self._GT)
+        qf[..., 0, :] += self._oq
+        return self._full.frame_derivatives(qf, frame, representation, out)
+
+    def kinematic_hessian(self, q, frame, representation="body"):
+        """H (6, n, n) in the independent coordinates: H[:, a, c] = Σ_ik G_ia G_kc H_full[:, i, k]
+        (the Jacobian is J_full G and G is constant). See :meth:`Robot.kinematic_hessian`."""
+        q = _in(q, "q", ((self.nq,), (None, self.nq)), f"({self.nq},) or (N, {self.nq})",
+                self._bound)
+        with self._d:  # the shared buffers: one thread at a time
+            H = self._full.kinematic_hessian(self._fq(q), frame, representation)
+        return np.einsum("...sik,ia,kc->...sac", H, self._G, self._G, optimize=True)
+
+
+    # ---- identification (mbs_dynamics/identification/)
+    def inertial_parameters(self) -> np.ndarray:
+        """(nb, 10) parameters of every body of the full model (all ``full_joint_names`` bodies,
+        a floating base first): see :meth:`Robot.inertial_parameters`."""
+        return self._full.inertial_parameters()
+
+    def with_inertial_parameters(self, pi) -> "MimicRobot":
+        """A new MimicRobot with the bodies' parameters ``pi`` (nb, 10) (validated as
+        :meth:`Robot.with_inertial_parameters`, and every independent joint must move mass)."""
+        return MimicRobot(self._full.with_inertial_parameters(pi), check=True)
+
+    def regressor(self, q, qd, qdd, out=None):
+        """Y = Gᵀ Y_full(G q + off, G q̇, G q̈): (nv, 10·nb) (columns: every full body), or
+        (N, nv, 10·nb) for a batch; τ = Y π with π = ``inertial_parameters()``."""
+        (q, qd, qdd), N = self._vecs(("q", "qd", "qdd"), (q, qd, qdd))
+        if N is None:
+            Y = self._full.regressor(self._xq(q, self._bq), self._xv(qd, self._bv),
+                                     self._xv(qdd, self._ba))
+        else:
+            Y = self._full.regressor(q[:, self._iq] * self._kq + self._oq,
+                                     qd[:, self._iv] * self._kv, qdd[:, self._iv] * self._kv)
+        return np.matmul(self._GT, Y, out=_out(out, Y.shape[:-2] + (self.nv, Y.shape[-1])))
+
+    def regressor_derivatives(self, qs, out=None):
+        """Y^(r) = Gᵀ Y_full^(r) along the expanded jet (inputs as :meth:`torque_derivatives`):
+        (k+1, nv, 10·nb) or (N, k+1, nv, 10·nb)."""
+        Y = self._full.regressor_derivatives(self._expand_jet(qs))
+        return np.matmul(self._GT, Y, out=_out(out, Y.shape[:-2] + (self.nv, Y.shape[-1])))
+
+    def _expand_jet(self, qs):
+        """The full-coordinate form of a torque_derivatives input (validated)."""
+        nq, nv = self.nq, self.nv
+        if isinstance(qs, tuple) and len(qs) == 2:
+            q, vs = qs
+            q = _in(q, "q", ((nq,), (None, nq)), f"({nq},) or (N, {nq})")
+            vs = _in(vs, "vs", ((None, nv),) if q.ndim == 1 else ((q.shape[0], None, nv),),
+                     f"(k+2, {nv})" if q.ndim == 1 else f"({q.shape[0]}, k+2, {nv})")
+            if vs.shape[-2] < 2:
+                raise ValueError(f"vs has shape {vs.shape}, expected (k+2, {nv}) with k >= 0 "
+                                 "(rows v, v', ...)")
+            qf = np.matmul(q, self._Gq.T)
+            qf += self._oq
+            return qf, np.matmul(vs, self._GT)
+        if self._nbq != self._nbv:
+            raise ValueError(f"qs of a floating-base robot must be a pair (q, vs): q (nq,) = "
+                             f"({nq},), vs (k+2, nv) = (k+2, {nv})")
+        qs = _in(qs, "qs", ((None, nv), (None, None, nv)),
+                 f"(k+3, {nv}) or (N, k+3, {nv}) (rows q, q', q'', ...)")
+        if qs.shape[-2] < 3:
+            raise ValueError(f"qs has shape {qs.shape}, expected (k+3, {nv}) with k >= 0 "
+                             f"(rows q, q', q'', ...) or (N, k+3, {nv})")
+        qf = np.matmul(qs, self._GT)
+        qf[..., 0, :] += self._oq
+        return qf
+
+
+    def inverse_dynamics_derivatives(self, q, qd, qdd, out=None):
+        """(∂τ/∂q, ∂τ/∂q̇, M) = Gᵀ (·)_full G at the expanded state (G is constant), each (nv, nv)
+        (views of ``out`` (3, nv, nv) if given)."""
+        q, qd, qdd = self._q1(q), self._v1(qd, "qd"), self._v1(qdd, "qdd")
+        d = self._full.inverse_dynamics_derivatives(self._xq(q, self._bq), self._xv(qd, self._bv),
+                                                    self._xv(qdd, self._ba))
+        o = _out(out, (3, self.nv, self.nv))
+        for k in range(3):
+            self._project(d[k], out=o[k])
+        return o[0], o[1], o[2]
+
+    def forward_dynamics_derivatives(self, q, qd, tau):
+        """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹) in the independent coordinates: −M⁻¹ ∂τ/∂x at q̈ = FD(q, q̇, τ)."""
+        qdd = self.forward_dynamics(q, qd, tau)
+        dq, dv, M = self.inverse_dynamics_derivatives(q, qd, qdd)
+        Minv = np.linalg.inv(M)
+        Minv = 0.5 * (Minv + Minv.T)
+        return -(Minv @ dq), -(Minv @ dv), Minv
 
 
 def wrap(robot):

@@ -15,8 +15,8 @@ import numpy as np
 from ..kernels import lie
 import warnings
 
-from .urdf import (MAX_LENGTH, MOVABLE, UNSUPPORTED, URDFError, URDFWarning, check_inertia,
-                   check_inertias, parse)
+from .urdf import (MAX_LENGTH, MAX_MIMIC, MOVABLE, UNSUPPORTED, URDFError, URDFWarning,
+                   check_inertia, check_inertias, parse)
 
 
 def _ro(a):
@@ -106,33 +106,54 @@ def _ro_int(a):
     return a
 
 
-def _resolve_mimic(u, name, locked):
-    """Follow ``name``'s mimic chain to its independent master.
+def _resolve_mimics(u, locked):
+    """Follow every mimic chain to its independent master, in linear time (each joint's
+    resolution is kept and reused by the chains through it).
 
-    Returns ``(master, multiplier, offset)`` with q_name = multiplier·q_master + offset, or
-    ``(None, 0.0, value)`` when the chain reaches a locked joint (then q_name = value). Chains
-    compose: q = k₁(k₂ q_b + o₂) + o₁ = k₁k₂ q_b + (k₁o₂ + o₁).
+    Returns name → ``(master, multiplier, offset)`` with q_name = multiplier·q_master + offset,
+    or ``(None, 0.0, value)`` when the chain reaches a locked joint (then q_name = value), for
+    every mimic joint not itself locked. Chains compose: q = k₁(k₂ q_b + o₂) + o₁ =
+    k₁k₂ q_b + (k₁o₂ + o₁); a composed |multiplier| or |offset| above ``MAX_MIMIC`` (or not
+    finite) is a URDFError naming the joint.
     """
-    k, o, cur, seen = 1.0, 0.0, name, [name]
-    while True:
-        j = u.joints[cur]
-        master = j.mimic
-        if master not in u.joints:
-            raise URDFError(f"joint '{cur}' mimics joint '{master}', which is not a joint of "
-                            "the URDF")
-        mj = u.joints[master]
-        if mj.type not in MOVABLE:
-            raise URDFError(f"joint '{cur}' mimics joint '{master}' of type '{mj.type}': a "
-                            "mimic's master must be revolute, continuous or prismatic")
-        if master in seen:
-            raise URDFError("mimic joints form a cycle: " + " -> ".join(seen + [master]))
-        k, o = k * j.multiplier, o + k * j.offset
-        seen.append(master)
-        if master in locked:
-            return None, 0.0, k * float(locked[master]) + o
-        if mj.mimic is None:
-            return master, k, o
-        cur = master
+    memo = {}
+    for j0 in u.joints.values():
+        if j0.mimic is None or j0.name in locked or j0.name in memo:
+            continue
+        path, onpath, cur = [], set(), j0.name
+        while True:
+            master = u.joints[cur].mimic
+            if master not in u.joints:
+                raise URDFError(f"joint '{cur}' mimics joint '{master}', which is not a joint of "
+                                "the URDF")
+            mj = u.joints[master]
+            if mj.type not in MOVABLE:
+                raise URDFError(f"joint '{cur}' mimics joint '{master}' of type '{mj.type}': a "
+                                "mimic's master must be revolute, continuous or prismatic")
+            if master == cur or master in onpath:
+                raise URDFError("mimic joints form a cycle: " + " -> ".join(path + [cur, master]))
+            path.append(cur)
+            onpath.add(cur)
+            if master in locked:
+                base = (None, 0.0, float(locked[master]))
+                break
+            if master in memo:
+                base = memo[master]
+                break
+            if mj.mimic is None:
+                base = (master, 1.0, 0.0)
+                break
+            cur = master
+        m, k, o = base
+        for name in reversed(path):
+            j = u.joints[name]
+            k, o = j.multiplier * k, j.multiplier * o + j.offset
+            if not (abs(k) <= MAX_MIMIC and abs(o) <= MAX_MIMIC):
+                raise URDFError(f"joint '{name}': its mimic chain composes to multiplier {k:g}, "
+                                f"offset {o:g} (|value| > {MAX_MIMIC:g} is not a physical "
+                                "coupling)")
+            memo[name] = (m, k, o)
+    return memo
 
 
 def build(source, *, base_link=None, tip_link=None, locked_joints=None, gravity=(0.0, 0.0, -9.81),
@@ -161,21 +182,18 @@ def build(source, *, base_link=None, tip_link=None, locked_joints=None, gravity=
             raise URDFError(f"locked joint '{jn}' is of type '{u.joints[jn].type}', not movable")
         try:
             ok = np.isfinite(float(v))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             ok = False
         if not ok:
             raise ValueError(f"locked joint '{jn}' position must be finite, got {v!r}")
 
     # mimic joints: resolve every chain to its independent master (or to a locked joint)
     mimic = {}
-    for j in u.joints.values():
-        if j.mimic is None or j.name in locked:
-            continue
-        master, k, o = _resolve_mimic(u, j.name, locked)
+    for name, (master, k, o) in _resolve_mimics(u, locked).items():
         if master is None:
-            locked[j.name] = o  # its master is locked: so is the mimic, at the mimic position
+            locked[name] = o  # its master is locked: so is the mimic, at the mimic position
         else:
-            mimic[j.name] = (master, k, o)
+            mimic[name] = (master, k, o)
 
     # the links that stay movable-connected: everything below base, or the path base → tip
     path = None
@@ -331,28 +349,49 @@ def _check_moves_mass(names, parent, B, X, inertias, exempt, base_inertia=None, 
     every body's spatial inertia is positive definite (then M(q) is, for every q).
     """
     lam = np.linalg.eigvalsh(inertias) if len(names) else np.ones((0, 6))
-    if np.all(lam[:, 0] > 1e-12 * lam[:, -1]):
-        if base_inertia is None or len(names):
-            return  # (a base carrying a PD body is PD as an articulated body)
+    if np.all(lam[:, 0] > 1e-12 * lam[:, -1]) and _pd(base_inertia):
+        return  # (a PD base plus PSD articulated children is PD)
     bad, IA0 = _first_massless(names, parent, B, X, inertias, exempt, None, rtol, base_inertia)
     if bad >= 0 or not _pd(IA0):
         qg = np.random.default_rng(12345).uniform(-0.9, 0.9, len(names))
         bad, IA0 = _first_massless(names, parent, B, X, inertias, exempt, qg, rtol, base_inertia)
     if bad < 0 and not _pd(IA0):
+        if not np.any(base_inertia):
+            raise URDFError("the floating base moves no mass: its links have no inertia and the "
+                            "joints below it leave some base motion free (the base's 6×6 "
+                            "articulated inertia is singular, so forward dynamics is undefined); "
+                            "give the base link an <inertial> or load it with a fixed base")
         raise URDFError("the floating base moves no mass: its links and the robot's have no "
-                        "inertia (the mass matrix is singular)")
+                        "inertia in some direction (the base's 6×6 articulated inertia is "
+                        "singular, so forward dynamics is undefined)")
     if bad >= 0:
         raise URDFError(f"joint '{names[bad]}' moves no mass (its subtree has no inertia "
                         "about/along its axis): the mass matrix is singular; give the links "
                         "below it an inertial or lock the joint with locked_joints")
 
 
-def _pd(I, rtol=1e-12):
-    """A (6, 6) inertia is positive definite (None: nothing to check)."""
+def _pd(I, rtol=1e-10, floor=1e-15):
+    """A (6, 6) inertia (angular rows first) is positive definite (None: nothing to check),
+    independent of units: its Cholesky pivots must exceed ``rtol`` times their own diagonal
+    entry (the test of the Jacobi-scaled matrix, so a 1 kg body with 10¹² kg m² of inertia is as
+    regular as a 1 kg, 1 kg m² one), and each diagonal entry ``floor`` times the largest of its
+    3×3 block (kg m² or kg) — below that it is rounding left by the articulated-body sums,
+    not inertia."""
     if I is None:
         return True
-    lam = np.linalg.eigvalsh(0.5 * (I + I.T))
-    return lam[-1] > 0 and lam[0] > rtol * lam[-1]
+    A = 0.5 * (I + I.T)
+    d = np.diag(A).copy()
+    for blk in (slice(0, 3), slice(3, 6)):
+        top = d[blk].max()
+        if not (top > 0 and np.all(d[blk] > floor * top)):
+            return False
+    for k in range(6):   # LDLᵀ, pivots against their own diagonal
+        p = A[k, k]
+        if not p > rtol * d[k]:
+            return False
+        c = A[k + 1:, k] / p
+        A[k + 1:, k + 1:] -= np.outer(c, A[k + 1:, k])
+    return True
 
 
 def _first_massless(names, parent, B, X, inertias, exempt, q, rtol, base_inertia=None):
@@ -417,7 +456,7 @@ def add_payload(model: Model, link, mass, com, inertia):
         mass = float(mass)
         com = np.asarray(com, dtype=float)
         inertia = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError("payload mass, com and inertia must be numbers") from None
     if not (np.isfinite(mass) and mass >= 0):
         raise ValueError(f"payload mass must be finite and >= 0, got {mass}")

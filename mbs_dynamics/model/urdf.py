@@ -21,6 +21,7 @@ from decimal import Decimal, InvalidOperation
 import numpy as np
 
 from ..kernels import lie
+from .limits import FileLimitError, check_text_size, read_bytes
 
 MOVABLE = ("revolute", "continuous", "prismatic")
 UNSUPPORTED = ("floating", "planar")
@@ -30,6 +31,7 @@ UNSUPPORTED = ("floating", "planar")
 MAX_LENGTH = 1e6  # [m] largest |xyz| of a joint or inertial origin (and of a payload COM)
 MAX_MASS = 1e12  # [kg] largest link or payload mass
 MAX_INERTIA = 1e24  # [kg m²] largest |entry| of an inertia matrix
+MAX_MIMIC = 1e6  # largest |multiplier| and |offset| of a mimic joint (also of a resolved chain)
 PSD_TOL = 1e-6  # an inertia about the COM is PSD when λ_min ≥ −(PSD_TOL·λ_max + PSD_ATOL)
 PSD_ATOL = 1e-12  # [kg m²] exporter noise (icub's l_ankle_2: ixz = 1.4e-20, all else 0)
 TRIANGLE_TOL = 1e-6  # principal moments: λ_a + λ_b ≥ (1 − TRIANGLE_TOL)·λ_c, else a warning
@@ -118,16 +120,23 @@ def _attr(el, name, what, default=None):
 def read_text(source) -> str | bytes:
     """``source`` is URDF XML (str or bytes) or a path to a file."""
     if isinstance(source, (bytes, bytearray)):
-        return bytes(source)
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and "<" not in source):
+        text = bytes(source)
+    elif isinstance(source, os.PathLike) or (isinstance(source, str) and "<" not in source):
         try:
-            with open(source, "rb") as f:
-                return f.read()
+            return read_bytes(source, "URDF file")  # size-limited (model.limits)
+        except FileLimitError as e:
+            raise URDFError(str(e)) from None
         except OSError as e:
             raise URDFError(f"cannot read URDF file {str(source)!r}: {e.strerror}") from None
-    if not isinstance(source, str):
+    elif not isinstance(source, str):
         raise URDFError(f"URDF source must be XML text or a file path, got {type(source).__name__}")
-    return source
+    else:
+        text = source
+    try:
+        check_text_size(text, "URDF text")
+    except FileLimitError as e:
+        raise URDFError(str(e)) from None
+    return text
 
 
 def parse(source) -> URDF:
@@ -182,7 +191,11 @@ def parse(source) -> URDF:
             j.mimic = _attr(m, "joint", f"{what} <mimic>")
             for key in ("multiplier", "offset"):
                 if m.get(key) is not None:
-                    setattr(j, key, float(_floats(m.get(key), 1, f"{what} <mimic {key}>")[0]))
+                    v = float(_floats(m.get(key), 1, f"{what} <mimic {key}>")[0])
+                    if abs(v) > MAX_MIMIC:
+                        raise URDFError(f"{what} <mimic {key}> = {v:g}: |{key}| > {MAX_MIMIC:g} "
+                                        "is not a physical coupling")
+                    setattr(j, key, v)
         joints[name] = j
 
     u = URDF(root.get("name", ""), links, joints)

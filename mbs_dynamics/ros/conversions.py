@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import array
 
+import numpy as np
+
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 
@@ -88,4 +90,45 @@ def enriched_to_joint_trajectory(enriched, header=None):
             float(enriched.times[k]))
         points.append(p)
     msg.points = points
+    return msg
+
+
+def without_effort(msg):
+    """A copy of a trajectory_msgs/JointTrajectory with every point's ``effort`` removed.
+
+    For a controller that takes no effort (joint_trajectory_controller rejects any point with
+    effort unless its command_interfaces contain ``effort``).
+    """
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    out = JointTrajectory()
+    out.header = msg.header
+    out.joint_names = list(msg.joint_names)
+    points = []
+    for p in msg.points:
+        q = JointTrajectoryPoint()
+        q.positions = p.positions
+        q.velocities = p.velocities
+        q.accelerations = p.accelerations
+        q.time_from_start = p.time_from_start
+        points.append(q)
+    out.points = points
+    return out
+
+
+def point_to_joint_trajectory(names, point):
+    """One point (mapping of (m,) arrays and float ``time_from_start``) → a JointTrajectory.
+
+    The header stamp stays zero: joint_trajectory_controller starts it at once.
+    """
+    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+    msg = JointTrajectory()
+    msg.joint_names = list(names)
+    p = JointTrajectoryPoint()
+    for field in ("positions", "velocities", "accelerations", "effort"):
+        setattr(p, field, to_array(np.ascontiguousarray(point[field], dtype=float)))
+    p.time_from_start.sec, p.time_from_start.nanosec = sec_to_duration_fields(
+        float(point["time_from_start"]))
+    msg.points = [p]
     return msg

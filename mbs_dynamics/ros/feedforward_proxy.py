@@ -24,22 +24,34 @@ interface. MoveIt (or any FollowJointTrajectory client) talks to this node inste
 * the robot comes from the ``robot_description`` parameter or, when that is empty, from the
   ``robot_description`` topic (reliable, transient local, as robot_state_publisher offers it).
 
+* before each goal the controller's ``command_interfaces`` are read (rcl_interfaces
+  GetParameters of ``controller_node``, default: ``controller_action`` without its last part;
+  ``parameter_timeout``): JTC rejects effort without an 'effort' command interface, in its goal
+  callback, without a text. Such a goal is forwarded unenriched (``pass_through_without_effort``,
+  default true; said in the result's error_string) or answered INVALID_GOAL with JTC's reason and
+  the fix; a goal the controller rejects anyway is answered with what is known of the reason;
+* a goal whose first point has ``time_from_start > 0`` gets the lead-in JTC would interpolate
+  from its state, enriched (``enrich_lead_in``; the measured state from ``joint_states`` at
+  t = 0, JTC's quintic to the first point, effort = ID along it; :mod:`.proxy_logic`);
+* after a cancel or an abort (not a preemption), and at start-up with ``hold_on_start``, JTC
+  gets a hold goal: measured position, at rest, effort = g(q) (``hold_after_stop``).
+
 Threads: a MultiThreadedExecutor with a ReentrantCallbackGroup; each goal's execute callback
-blocks its own thread while the goal runs downstream (polling rclpy futures, so the executor's
-other threads deliver responses); enrichment is serialised by a lock (a Robot is not
-thread-safe).
+blocks its own thread while the goal runs downstream, on a threading.Event set by the futures'
+done callbacks, cancel requests and preemptions (no polling: a few wake-ups per goal, one per
+0.5 s at most otherwise); enrichment is serialised by a lock (a Robot is not thread-safe).
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-import time
 
 import numpy as np
 from action_msgs.msg import GoalStatus
 from control_msgs.action import FollowJointTrajectory
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType
+from rcl_interfaces.srv import GetParameters
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.exceptions import ParameterException, ParameterUninitializedException
@@ -47,6 +59,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from trajectory_msgs.msg import JointTrajectory
 
@@ -55,10 +68,15 @@ from .conversions import enriched_to_joint_trajectory, joint_trajectory_to_dict
 from .parameters import STRING_ARRAY_PARAMETERS, check_proxy_config, proxy_parameter_table
 from .runner import run
 
+from .conversions import point_to_joint_trajectory, without_effort  # noqa: E402,I100
+from .proxy_logic import (DoneWaiter, JointStateCache, controller_node_name,  # noqa: E402
+                          decide_forwarding, hold_point, lead_in, rejection_reason)
+
 NODE_NAME = "feedforward_proxy"
 PREEMPTED = "Current goal preempted by new incoming action."  # JTC's text (Jazzy)
-_POLL_S = 0.002          # poll period of a blocked execute callback [s]
 _CANCEL_GRACE_S = 2.0    # how long a cancelled/preempted goal waits for the controller's result
+_TICK_S = 0.5            # a blocked goal re-checks shutdown this often (else woken by events)
+_HOLD_RETRY_S = 0.5      # period of the start-up hold attempts
 
 
 def qos_description():
@@ -66,6 +84,13 @@ def qos_description():
     return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                       reliability=ReliabilityPolicy.RELIABLE,
                       durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def qos_joint_states():
+    """Best effort, keep last 1: the freshest state (also matches reliable publishers)."""
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                      reliability=ReliabilityPolicy.BEST_EFFORT,
+                      durability=DurabilityPolicy.VOLATILE)
 
 
 def qos_trajectory():
@@ -88,6 +113,7 @@ class _Goal:
         self.preempted = False
         self.cancel_sent = False
         self.lock = threading.Lock()
+        self.waiter = DoneWaiter(tick=_TICK_S)   # woken by futures, cancel, preemption
 
     def cancel_downstream(self):
         """Ask the controller to cancel (once); safe before the downstream goal exists."""
@@ -131,6 +157,10 @@ class FeedforwardProxy(Node):
         self._active_lock = threading.Lock()
         self.goals_received = 0
         self.goals_rejected = 0
+        self.holds_sent = 0
+        self.wakeups = 0                          # event waits of the execute threads
+        self._states = JointStateCache()
+        self._interfaces = None                   # last command_interfaces read (None: unknown)
         self._group = ReentrantCallbackGroup()
 
         if cfg["robot_description"]:
@@ -155,6 +185,18 @@ class FeedforwardProxy(Node):
                                           qos_trajectory())
         self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory,
                                  qos_trajectory(), callback_group=self._group)
+        self.create_subscription(JointState, "joint_states", self._on_joint_state,
+                                 qos_joint_states(), callback_group=self._group)
+        self._controller = cfg["controller_node"] or controller_node_name(
+            cfg["controller_action"])
+        self._param_client = None
+        if self._controller:
+            self._param_client = self.create_client(
+                GetParameters, f"{self._controller}/get_parameters", callback_group=self._group)
+        self._start_timer = None
+        if cfg["hold_on_start"]:
+            self._start_timer = self.create_timer(_HOLD_RETRY_S, self._hold_on_start,
+                                                  callback_group=self._group)
         self.get_logger().info(
             f"serving {fq}/follow_joint_trajectory -> {cfg['controller_action']} and "
             f"{fq}/joint_trajectory -> {cfg['controller_topic']} (output {cfg['output']}, "
@@ -236,16 +278,87 @@ class FeedforwardProxy(Node):
         with self._enrich_lock:
             return enricher.enrich(joint_trajectory_to_dict(msg))
 
+    def _enrich_goal(self, msg):
+        """JointTrajectory → (EnrichedTrajectory with the lead-in when due, note for the client).
+
+        Raises EnrichmentError like :meth:`_enrich`."""
+        enricher = self._enricher
+        enriched = self._enrich(msg)
+        cfg = self._config
+        if not cfg["enrich_lead_in"] or not enriched.times[0] > 0.0:
+            return enriched, ""
+        if enriched.output != "effort":
+            return enriched, ("the lead-in from the controller's state to the first point has "
+                              "no feedforward (filled for output effort only)")
+        q, qd, why = self._states.get(list(enriched.joint_names), cfg["joint_state_timeout"])
+        if q is None:
+            return enriched, (f"the lead-in from the controller's state to the first point "
+                              f"has no feedforward: {why} (topic joint_states)")
+        try:
+            with self._enrich_lock:
+                return lead_in(enricher.robot, enriched, q, qd,
+                               sample_period=cfg["sample_period"]), ""
+        except ValueError as exc:
+            return enriched, f"the lead-in has no feedforward: {exc}"
+
+    def _on_joint_state(self, msg):
+        self._states.update(msg.name, msg.position, msg.velocity)
+
+    def _command_interfaces(self):
+        """The controller's ``command_interfaces`` (list) and "", or (None, why not).
+
+        Asked before each goal (rcl_interfaces/GetParameters of the controller node, at most
+        ``parameter_timeout`` s): JTC rejects effort in its goal callback, without a text."""
+        client = self._param_client
+        timeout = self._config["parameter_timeout"]
+        if client is None:
+            return None, "no controller node name: set the parameter controller_node"
+        service = f"{self._controller}/get_parameters"
+        if not client.service_is_ready() and not client.wait_for_service(timeout_sec=timeout):
+            return None, f"service {service} not available within {timeout:g} s"
+        future = client.call_async(GetParameters.Request(names=["command_interfaces"]))
+        waiter = DoneWaiter(tick=_TICK_S)
+        future.add_done_callback(waiter.notify)
+        if not waiter.wait(future.done, ok=self.context.ok, timeout=timeout):
+            return None, f"no answer from {service} within {timeout:g} s"
+        try:
+            response = future.result()
+        except Exception as exc:  # noqa: BLE001 - report it as unknown
+            return None, f"{service} failed: {exc!r}"
+        if response is None or len(response.values) != 1:
+            return None, f"{service} gave no value"
+        value = response.values[0]
+        if value.type != ParameterType.PARAMETER_STRING_ARRAY:
+            return None, (f"{self._controller} has no string-array parameter command_interfaces "
+                          f"(is it a joint_trajectory_controller? set controller_node)")
+        interfaces = list(value.string_array_value)
+        self._interfaces = interfaces
+        return interfaces, ""
+
     # -- topic variant ------------------------------------------------------------------------
     def _on_trajectory(self, msg):
         if len(msg.points) == 0:
             self._pub.publish(msg)               # JTC: an empty trajectory stops and holds
             return
+        # the interfaces last read for a goal (the topic callback does not block on a query)
+        decision = decide_forwarding(self._interfaces,
+                                     self._config["pass_through_without_effort"],
+                                     self._controller or "the controller")
+        if decision.mode == "reject":
+            self.get_logger().error(f"~/joint_trajectory {decision.note}")
+            return
+        if decision.mode == "pass_through":
+            self.get_logger().warn(f"~/joint_trajectory {decision.note}",
+                                   throttle_duration_sec=10.0)
+            self._pub.publish(without_effort(msg))
+            return
         try:
-            enriched = self._enrich(msg)
+            enriched, note = self._enrich_goal(msg)
         except EnrichmentError as exc:
             self.get_logger().error(f"~/joint_trajectory not forwarded: {exc}")
             return
+        if note:
+            self.get_logger().warn(f"~/joint_trajectory: {note}", throttle_duration_sec=10.0)
         self._pub.publish(enriched_to_joint_trajectory(enriched, msg.header))
 
     # -- action variant -----------------------------------------------------------------------
@@ -261,17 +374,35 @@ class FeedforwardProxy(Node):
                                      and self._active.handle == goal_handle) else None
         if entry is not None:
             entry.cancel_downstream()
+            entry.waiter.notify()                # its thread waits for the controller's result
         return CancelResponse.ACCEPT
 
     def _execute(self, goal_handle):
         result = FollowJointTrajectory.Result()
         goal = goal_handle.request
-        try:
-            enriched = self._enrich(goal.trajectory)
-        except EnrichmentError as exc:
-            return self._fail(goal_handle, result, exc.error_code, str(exc))
-        except Exception as exc:  # noqa: BLE001 - never let a goal crash the node
-            return self._fail(goal_handle, result, INVALID_GOAL, f"internal error: {exc!r}")
+        cfg = self._config
+        controller = self._controller or cfg["controller_action"]
+        interfaces, lookup_error = self._command_interfaces()
+        decision = decide_forwarding(interfaces, cfg["pass_through_without_effort"], controller)
+        if decision.mode == "reject":
+            return self._fail(goal_handle, result, INVALID_GOAL, decision.note)
+        note = decision.note
+        if decision.mode == "pass_through":
+            self.get_logger().warn(note, throttle_duration_sec=10.0)
+            trajectory = without_effort(goal.trajectory)
+            waypoints = np.arange(len(goal.trajectory.points))
+        else:
+            try:
+                enriched, note = self._enrich_goal(goal.trajectory)
+            except EnrichmentError as exc:
+                return self._fail(goal_handle, result, exc.error_code, str(exc))
+            except Exception as exc:  # noqa: BLE001 - never let a goal crash the node
+                return self._fail(goal_handle, result, INVALID_GOAL,
+                                  f"internal error: {exc!r}")
+            if note:
+                self.get_logger().warn(note)
+            trajectory = enriched_to_joint_trajectory(enriched, goal.trajectory.header)
+            waypoints = enriched.waypoints
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
             result.error_string = "cancelled before it was forwarded"
@@ -282,8 +413,8 @@ class FeedforwardProxy(Node):
             previous, self._active = self._active, entry
         if previous is not None:
             previous.preempted = True            # its own thread cancels it downstream
+            previous.waiter.notify()
 
-        cfg = self._config
         if not self._client.wait_for_server(timeout_sec=cfg["server_timeout"]):
             return self._finish_failed(entry, result, INVALID_GOAL,
                                        f"the controller's action server "
@@ -291,8 +422,7 @@ class FeedforwardProxy(Node):
         forward = FollowJointTrajectory.Goal()
         for field in forward.get_fields_and_field_types():
             setattr(forward, field, getattr(goal, field))   # tolerances etc. unchanged
-        forward.trajectory = enriched_to_joint_trajectory(enriched, goal.trajectory.header)
-        waypoints = enriched.waypoints
+        forward.trajectory = trajectory
 
         def relay(feedback_msg):
             fb = feedback_msg.feedback
@@ -304,16 +434,20 @@ class FeedforwardProxy(Node):
                 pass
 
         sent = self._client.send_goal_async(forward, feedback_callback=relay)
+        sent.add_done_callback(entry.waiter.notify)
         if not self._wait(sent, entry, None, timeout=max(5.0, cfg["server_timeout"])):
             return self._finish_failed(entry, result, INVALID_GOAL,
                                        "no answer from the controller's action server")
         downstream = sent.result()
         if downstream is None or not downstream.accepted:
+            if interfaces is None:      # it may have come up since: ask once more
+                interfaces, lookup_error = self._command_interfaces()
             return self._finish_failed(entry, result, INVALID_GOAL,
-                                       "the controller rejected the enriched goal (see its log)")
+                                       rejection_reason(controller, interfaces, lookup_error))
         with entry.lock:
             entry.downstream = downstream
         result_future = downstream.get_result_async()
+        result_future.add_done_callback(entry.waiter.notify)
         self._wait(result_future, entry, _CANCEL_GRACE_S)
         with self._active_lock:
             if self._active is entry:
@@ -321,19 +455,23 @@ class FeedforwardProxy(Node):
         if not result_future.done():
             if entry.preempted:
                 return self._end_preempted(goal_handle, result)
+            self._hold("a cancel without a result from the controller")
             if goal_handle.is_cancel_requested:
                 goal_handle.canceled()
-                result.error_string = "cancelled (no result from the controller)"
+                result.error_string = _with_note("cancelled (no result from the controller)",
+                                                 note)
                 return result
             return self._fail(goal_handle, result, INVALID_GOAL, "no result from the controller")
         response = result_future.result()
         result = response.result
         status = response.status
+        result.error_string = _with_note(result.error_string, note)
         if status == GoalStatus.STATUS_SUCCEEDED:
             goal_handle.succeed()
         elif status == GoalStatus.STATUS_CANCELED:
             if entry.preempted:
                 return self._end_preempted(goal_handle, result)
+            self._hold("a cancel")
             if goal_handle.is_cancel_requested:
                 self._terminal(goal_handle, goal_handle.canceled)
             else:   # cancelled downstream by someone else: a server cannot cancel on its own
@@ -343,28 +481,94 @@ class FeedforwardProxy(Node):
         elif entry.preempted and status != GoalStatus.STATUS_ABORTED:
             return self._end_preempted(goal_handle, result)
         else:
+            # JTC aborted it: a tolerance violated, or preempted by another client's goal (then
+            # that goal runs: no hold)
+            if not entry.preempted and not result.error_string.startswith(PREEMPTED):
+                self._hold("an abort")
             self._terminal(goal_handle, goal_handle.abort)
         return result
 
     def _wait(self, future, entry, grace, timeout=None):
-        """Poll until ``future`` is done (True) or ``timeout`` seconds passed (False; None:
-        never). With a ``grace`` [s], a preemption or cancel request cancels the goal
-        downstream and waits at most ``grace`` seconds more for its result; None ignores them
-        (the goal request itself must be answered first, else a goal the controller accepts
-        would run unnoticed)."""
-        deadline = None
-        give_up = None if timeout is None else time.monotonic() + timeout
-        while not future.done():
-            if not self.context.ok() or (give_up is not None and time.monotonic() > give_up):
+        """Block until ``future`` is done (True) or ``timeout`` seconds passed (False; None:
+        never), woken by the future's done callback, a cancel request or a preemption (all
+        call ``entry.waiter.notify``), never by polling. With a ``grace`` [s], a preemption or
+        cancel request cancels the goal downstream and waits at most ``grace`` seconds more for
+        its result; None ignores them (the goal request itself must be answered first, else a
+        goal the controller accepts would run unnoticed)."""
+        waiter = entry.waiter
+        before = waiter.wakeups
+        try:
+            return waiter.wait(
+                future.done, ok=self.context.ok,
+                interrupt=lambda: entry.preempted or entry.handle.is_cancel_requested,
+                on_interrupt=entry.cancel_downstream, grace=grace, timeout=timeout)
+        finally:
+            self.wakeups += waiter.wakeups - before
+
+    # -- holding ------------------------------------------------------------------------------
+    def _hold(self, why):
+        """Send the controller a hold goal: measured position, at rest, effort = g(q).
+
+        Skipped (logged) when disabled, for output motor, with no model or fresh joint state,
+        when the controller takes no effort, or when a goal is active (it takes over).
+        Returns True if a hold goal was sent."""
+        cfg = self._config
+        if not cfg["hold_after_stop"] and why != "start-up":
+            return False
+        enricher = self._enricher
+        if cfg["output"] != "effort" or enricher is None:
+            return False
+        if self._interfaces is not None and "effort" not in self._interfaces:
+            return False                         # JTC holds position by itself
+        names = list(enricher.robot.joint_names)
+        q, _, reason = self._states.get(names, cfg["joint_state_timeout"])
+        if q is None:
+            self.get_logger().warn(f"no hold goal after {why}: {reason} (topic joint_states)")
+            return False
+        try:
+            with self._enrich_lock:
+                point = hold_point(enricher.robot, names, q)
+        except ValueError as exc:
+            self.get_logger().warn(f"no hold goal after {why}: {exc}")
+            return False
+        goal = FollowJointTrajectory.Goal()
+        goal.trajectory = point_to_joint_trajectory(names, point)
+        with self._active_lock:                  # a goal registered first takes over
+            if self._active is not None or not self._client.server_is_ready():
                 return False
-            if grace is not None and (entry.preempted or entry.handle.is_cancel_requested):
-                entry.cancel_downstream()
-                if deadline is None:
-                    deadline = time.monotonic() + grace
-                elif time.monotonic() > deadline:
-                    return False
-            time.sleep(_POLL_S)
+            sent = self._client.send_goal_async(goal)
+        self.holds_sent += 1
+
+        def answered(future):
+            handle = future.result() if future.exception() is None else None
+            if handle is None or not handle.accepted:
+                self.get_logger().error(
+                    f"hold goal after {why}: "
+                    f"{rejection_reason(self._controller or 'the controller', self._interfaces)}")
+            else:
+                self.get_logger().info(
+                    f"holding after {why} at {np.round(q, 4).tolist()} with gravity torque "
+                    f"{np.round(point['effort'], 4).tolist()}")
+        sent.add_done_callback(answered)
         return True
+
+    def _hold_on_start(self):
+        """Timer: the start-up hold, once model, joint state and controller are there."""
+        if self.goals_received > 0 or self._enricher is None:
+            if self.goals_received > 0:
+                self._start_timer.cancel()
+            return
+        if not self._client.server_is_ready():
+            return
+        if self._interfaces is None:
+            interfaces, _ = self._command_interfaces()
+            if interfaces is None:
+                return
+        names = list(self._enricher.robot.joint_names)
+        if self._states.get(names, self._config["joint_state_timeout"])[0] is None:
+            return
+        self._start_timer.cancel()
+        self._hold("start-up")
 
     # -- terminal states ----------------------------------------------------------------------
     def _fail(self, goal_handle, result, code, text):
@@ -410,6 +614,13 @@ class FeedforwardProxy(Node):
             except Exception:  # noqa: BLE001 - already gone at shutdown
                 pass
         return super().destroy_node()
+
+
+def _with_note(text, note):
+    """The controller's error_string with the proxy's note appended."""
+    if not note:
+        return text
+    return f"{text} [feedforward_proxy: {note}]" if text else f"[feedforward_proxy: {note}]"
 
 
 def _model_hint(exc):

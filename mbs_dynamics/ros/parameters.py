@@ -10,7 +10,8 @@ import math
 
 __all__ = ["NODE_PARAMETERS", "RUNTIME_PARAMETERS", "PROXY_PARAMETERS", "parameter_table",
            "proxy_parameter_table", "check_config", "check_proxy_config", "check_runtime",
-           "parse_locked_joints", "STRING_ARRAY_PARAMETERS", "MAX_SUSTAINED_RATE"]
+           "parse_locked_joints", "STRING_ARRAY_PARAMETERS", "MAX_SUSTAINED_RATE",
+           "PROXY_BOOLEANS"]
 
 #: Parameters declared as string arrays without a default (rclpy would type an empty list as a
 #: byte array).
@@ -88,7 +89,39 @@ PROXY_PARAMETERS = {
     "server_timeout": (
         5.0, "How long a goal waits for the controller's action server [s] before it is "
              "answered INVALID_GOAL.", True, (0.0, 3600.0)),
+    "controller_node": (
+        "", "Node whose command_interfaces parameter is read (rcl_interfaces GetParameters) "
+            "before each goal, to know whether it takes effort. Empty: controller_action "
+            "without its last component (/joint_trajectory_controller).", True, None),
+    "parameter_timeout": (
+        1.0, "How long to wait for the controller's command_interfaces [s]; on timeout the goal "
+             "is enriched and forwarded, and a rejection is explained as far as known.", True,
+        (0.0, 60.0)),
+    "pass_through_without_effort": (
+        True, "When the controller's command_interfaces lack 'effort' (JTC then rejects any "
+              "trajectory with effort): true forwards goals unenriched (effort fields "
+              "removed) and says so in the result's error_string; false answers them "
+              "INVALID_GOAL with the reason.", True, None),
+    "enrich_lead_in": (
+        True, "A goal whose first point has time_from_start > 0: insert the measured state "
+              "(joint_states) at t = 0 and fill JTC's interpolation from it to the first point "
+              "with inverse dynamics (output effort only). false: forward as received (JTC then "
+              "ramps the effort linearly over that lead-in).", True, None),
+    "joint_state_timeout": (
+        0.5, "A joint state older than this [s] is not used for the lead-in or a hold; 0 "
+             "accepts any age.", True, (0.0, 3600.0)),
+    "hold_after_stop": (
+        True, "After a goal is cancelled or aborted (not preempted), send the controller a hold "
+              "goal at the measured position with effort = gravity torque g(q) (output effort "
+              "only), so the drive does not hold a stale or zero effort.", True, None),
+    "hold_on_start": (
+        False, "Send such a hold goal once at start-up, as soon as the model, a joint state "
+               "and the controller are available.", True, None),
 }
+
+#: Boolean ``feedforward_proxy`` parameters.
+PROXY_BOOLEANS = ("pass_through_without_effort", "enrich_lead_in", "hold_after_stop",
+                  "hold_on_start")
 
 
 def proxy_parameter_table():
@@ -175,8 +208,9 @@ def check_proxy_config(values):
 
     Returns:
         dict with the keys of :func:`check_config` that apply, plus ``output`` (str),
-        ``sample_period``/``server_timeout`` (float), ``controller_action``/``controller_topic``
-        (str).
+        ``sample_period``/``server_timeout``/``parameter_timeout``/``joint_state_timeout``
+        (float), ``controller_action``/``controller_topic``/``controller_node`` (str) and the
+        booleans of :data:`PROXY_BOOLEANS`.
 
     Raises:
         ValueError: naming the parameter and the problem.
@@ -193,7 +227,7 @@ def check_proxy_config(values):
         raise ValueError("output 'motor' needs actuator.type sea or vsa (a rigid joint has no "
                          "motor side); use output 'effort'")
     cfg["output"] = output
-    for key in ("sample_period", "server_timeout"):
+    for key in ("sample_period", "server_timeout", "parameter_timeout", "joint_state_timeout"):
         v = get(key)
         lo, hi = table[key][3]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (
@@ -205,6 +239,15 @@ def check_proxy_config(values):
         if not isinstance(v, str) or not v.strip():
             raise ValueError(f"{key} must be a non-empty name, got {v!r}")
         cfg[key] = v.strip()
+    v = get("controller_node")
+    if not isinstance(v, str):
+        raise ValueError(f"controller_node must be a string, got {v!r}")
+    cfg["controller_node"] = v.strip()
+    for key in PROXY_BOOLEANS:
+        v = get(key)
+        if not isinstance(v, bool):
+            raise ValueError(f"{key} must be true or false, got {v!r}")
+        cfg[key] = v
     return cfg
 
 

@@ -166,7 +166,8 @@ class Plant:
         q0, qd0: (n,) initial link state (default: zeros).
         theta0, thetad0: (n,) initial motor state (default: the static spring equilibrium
             ``τ_e(θ0 − q0) = Q_grav(q0)``, i.e. ``θ0 = q0 + K⁻¹ Q_grav(q0)``, and ``θ̇0 = q̇0``).
-        fext_body: optional constant (n, 6) body wrenches ``(m, f)`` acting on the bodies.
+        fext_body: optional constant (n, 6) body wrenches ``(f, m)`` (force, moment; rows follow
+            ``robot.link_names``, each in its link = body frame) acting on the bodies.
 
     Attributes:
         t: simulated time [s]; x: (2, n) rows q, q̇ (rigid) or (4, n) rows q, q̇, θ, θ̇;
@@ -198,7 +199,8 @@ class Plant:
                 else np.ascontiguousarray(fext_body, dtype=float))
         if fext.shape != (n, 6) or not np.all(np.isfinite(fext)):
             raise ValueError(f"fext_body must be a finite ({n}, 6) array")
-        self._fext = fext
+        self._fext_pub = fext  # public (f, m); the compiled kernels take (m, f)
+        self._fext = np.ascontiguousarray(np.concatenate([fext[:, 3:], fext[:, :3]], axis=1))
         q0 = _vec(q0, n, "q0", np.zeros(n))
         qd0 = _vec(qd0, n, "qd0", np.zeros(n))
         nx = 2 if kind == "rigid" else 4
@@ -249,7 +251,8 @@ class Plant:
         else:
             f_ext = None
             if self._use_fext:
-                f_ext = {ln: w for ln, w in zip(self.robot.link_names, self._fext) if w.any()}
+                f_ext = {ln: w for ln, w in zip(self.robot.link_names, self._fext_pub)
+                         if w.any()}
             out[...] = self.robot.forward_dynamics(q, qd, tau, f_ext=f_ext or None)
 
     def spring_law(self, delta):

@@ -29,6 +29,7 @@ try:  # ROS 2 and control_msgs are optional: without them every test here skips,
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import JointState
     from std_msgs.msg import String
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -100,8 +101,10 @@ def seconds(d):
 class FakeController:
     """A FollowJointTrajectory server standing in for joint_trajectory_controller."""
 
-    def __init__(self, node, mode="succeed"):
+    def __init__(self, node, mode="succeed", reject_effort=False):
         self.mode = mode                 # succeed | wait (until cancel or release) | abort
+        self.reject_effort = reject_effort   # as JTC without an 'effort' command interface
+        self.rejected = 0
         self.goals = []
         self.cancels = 0
         self.topic_msgs = []
@@ -117,6 +120,9 @@ class FakeController:
 
     def on_goal(self, goal):
         with self.lock:
+            if self.reject_effort and any(len(p.effort) for p in goal.trajectory.points):
+                self.rejected += 1
+                return GoalResponse.REJECT
             self.goals.append(goal)
         return GoalResponse.ACCEPT
 
@@ -159,7 +165,7 @@ class FakeController:
 class Harness:
     """One context: the proxy, a fake controller, a client; a multithreaded executor."""
 
-    def __init__(self, overrides=None, mode="succeed"):
+    def __init__(self, overrides=None, mode="succeed", interfaces=None):
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         cfg = {"robot_description": URDF, "sample_period": 0.01,
@@ -169,12 +175,16 @@ class Harness:
         self.proxy = FeedforwardProxy(context=self.context, parameter_overrides=[
             Parameter(k, value=v) for k, v in cfg.items()])
         self.fake_node = rclpy.create_node("fake_jtc", context=self.context)
-        self.fake = FakeController(self.fake_node, mode)
+        if interfaces is not None:       # read by the proxy through /fake_jtc/get_parameters
+            self.fake_node.declare_parameter("command_interfaces", list(interfaces))
+        self.fake = FakeController(self.fake_node, mode, reject_effort=(
+            interfaces is not None and "effort" not in interfaces))
         self.client_node = rclpy.create_node("client", context=self.context)
         self.client = ActionClient(self.client_node, FollowJointTrajectory,
                                    "/feedforward_proxy/follow_joint_trajectory")
         self.topic_pub = self.client_node.create_publisher(
             JointTrajectory, "/feedforward_proxy/joint_trajectory", 10)
+        self.state_pub = self.client_node.create_publisher(JointState, "/joint_states", 10)
         self.feedback = []
         self.executor = MultiThreadedExecutor(num_threads=8, context=self.context)
         for node in (self.proxy, self.fake_node, self.client_node):
@@ -220,8 +230,8 @@ class Harness:
 def harness():
     made = []
 
-    def make(overrides=None, mode="succeed"):
-        h = Harness(overrides, mode)
+    def make(overrides=None, mode="succeed", interfaces=None):
+        h = Harness(overrides, mode, interfaces)
         made.append(h)
         return h
     yield make
@@ -454,3 +464,109 @@ def test_bad_configuration_refuses_to_start():
                     Parameter(k, value=v) for k, v in overrides.items()])
     finally:
         context.try_shutdown()
+
+
+# -- issue 22 items 16-20: what the real joint_trajectory_controller needs ------------------------
+def publish_state(h, q, qd=(0.0, 0.0), until=lambda: True, timeout=5.0):
+    """Publish /joint_states until the proxy has it (and ``until()`` holds)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        msg = JointState(name=JOINTS, position=[float(x) for x in q],
+                         velocity=[float(x) for x in qd])
+        h.state_pub.publish(msg)
+        if h.proxy._states.get(JOINTS, 0.0)[0] is not None and until():
+            return
+        time.sleep(0.05)
+    raise AssertionError("the proxy got no joint state")
+
+
+def wait_for(cond, timeout=10.0):
+    end = time.monotonic() + timeout
+    while not cond() and time.monotonic() < end:
+        time.sleep(0.01)
+    return cond()
+
+
+def test_position_only_controller_gets_the_goal_unenriched(harness):
+    h = harness(interfaces=["position"])
+    res = h.result(h.send(goal_of(trajectory_msg())))
+    assert res.status == GoalStatus.STATUS_SUCCEEDED
+    assert "without feedforward" in res.result.error_string
+    assert "['position']" in res.result.error_string
+    traj = h.fake.goals[0].trajectory
+    assert len(traj.points) == len(WAYPOINTS)          # as sent, no effort
+    assert all(len(p.effort) == 0 for p in traj.points)
+
+
+def test_position_only_controller_without_pass_through_is_told_why(harness):
+    h = harness({"pass_through_without_effort": False}, interfaces=["position"])
+    res = h.result(h.send(goal_of(trajectory_msg())))
+    assert res.status == GoalStatus.STATUS_ABORTED
+    assert res.result.error_code == FollowJointTrajectory.Result.INVALID_GOAL
+    assert "only supported for controllers using the 'effort' command interface" in \
+        res.result.error_string
+    assert "[position, effort]" in res.result.error_string
+    assert h.fake.goals == [] and h.fake.rejected == 0
+
+
+def test_rejection_by_the_controller_is_explained(harness):
+    # the controller's parameters say effort, but it rejects anyway (e.g. its log has why)
+    h = harness(interfaces=["effort"])
+    h.fake.reject_effort = True
+    res = h.result(h.send(goal_of(trajectory_msg())))
+    assert res.status == GoalStatus.STATUS_ABORTED
+    assert "/fake_jtc rejected the enriched goal" in res.result.error_string
+    assert "see its log" in res.result.error_string
+
+
+def test_lead_in_from_the_measured_state_is_enriched(harness):
+    h = harness(interfaces=["effort"])
+    state_q, state_v = np.array([0.1, -0.3]), np.array([0.05, -0.02])
+    publish_state(h, state_q, state_v)
+    late = [(t + 0.5, q) for t, q in WAYPOINTS]        # first waypoint at 0.5 s
+    res = h.result(h.send(goal_of(trajectory_msg(late))))
+    assert res.status == GoalStatus.STATUS_SUCCEEDED
+    traj = h.fake.goals[0].trajectory
+    times = np.array([seconds(p.time_from_start) for p in traj.points])
+    assert times[0] == 0.0 and np.diff(times).max() <= 0.01 + 1e-9
+    np.testing.assert_allclose(traj.points[0].positions, state_q)
+    np.testing.assert_allclose(traj.points[0].velocities, state_v)
+    k1 = int(np.argmin(np.abs(times - 0.5)))
+    assert times[k1] == pytest.approx(0.5, abs=1e-9)
+    np.testing.assert_array_equal(traj.points[k1].positions, WAYPOINTS[0][1])
+    check_efforts(traj)                                 # lead-in included
+
+
+def test_hold_with_gravity_torque_after_a_cancel(harness):
+    h = harness(mode="wait", interfaces=["effort"])
+    q_hold = np.array([0.25, -0.4])
+    publish_state(h, q_hold)
+    handle = h.send(goal_of(trajectory_msg()))
+    assert wait_for(lambda: len(h.fake.goals) == 1)
+    h.wait(handle.cancel_goal_async())
+    assert h.result(handle).status == GoalStatus.STATUS_CANCELED
+    assert wait_for(lambda: len(h.fake.goals) == 2)
+    hold = h.fake.goals[1].trajectory
+    assert len(hold.points) == 1 and seconds(hold.points[0].time_from_start) == 0.0
+    p = hold.points[0]
+    np.testing.assert_allclose(p.positions, q_hold)
+    assert list(p.velocities) == [0.0, 0.0] and list(p.accelerations) == [0.0, 0.0]
+    np.testing.assert_allclose(p.effort, two_link_tau(q_hold, [0, 0], [0, 0]), rtol=1e-9)
+    h.fake.release.set()
+
+
+def test_hold_on_start(harness):
+    h = harness({"hold_on_start": True}, interfaces=["effort"])
+    q_hold = np.array([-0.2, 0.3])
+    publish_state(h, q_hold, until=lambda: bool(h.fake.goals), timeout=10.0)
+    p = h.fake.goals[0].trajectory.points[0]
+    np.testing.assert_allclose(p.effort, two_link_tau(p.positions, [0, 0], [0, 0]), rtol=1e-9)
+    assert h.proxy.holds_sent == 1
+
+
+def test_waiting_is_event_driven(harness):
+    h = harness(interfaces=["effort"])
+    res = h.result(h.send(goal_of(trajectory_msg())))   # the fake takes 0.3 s
+    assert res.status == GoalStatus.STATUS_SUCCEEDED
+    # polling at 2 ms woke ~150 times for 0.3 s; events: a few (3,500 per 10 s is the budget)
+    assert h.proxy.wakeups <= 10

@@ -1,0 +1,331 @@
+"""The robot as the generator sees it: bodies in frames chosen so that every joint screw has one
+non-zero entry, the model's numbers as constants, the public inputs as symbols.
+
+Frames (MATH.md, seed 004 §2). The model's body frame i is the URDF joint frame, where the screw
+is ``X_i = (e, 0)`` or ``(0, e)`` with any unit axis e. The generator uses body frames i' rotated
+by a constant Q_i with ``Q_i z = e`` (an exact signed permutation when e is a coordinate axis, as
+in most URDFs), so that ``X_i' = (z, 0)`` or ``(0, z)``: ``ad_X`` is a signed swap, ``Xᵀ W`` one
+entry, and ``exp(X q)`` a rotation about z (2 products per 3-vector) or a shift along z. The
+relative pose becomes ``B_i' = Q_λᵀ B_i Q_i``, the inertia ``M_i' = Ad_Qᵀ M_i Ad_Q`` (Θ' = QᵀΘQ,
+h' = Qᵀh) and a link at pose S in body i sits at ``Q_iᵀ S`` in body i'. Joint torques do not
+depend on the frames; the floating base keeps its own frame (its twist and wrench are public).
+
+Transforms are applied in two stages, ``T_i = E_i Ad_{B_i⁻¹}`` (MATH.md), so the constant stage
+folds its zeros and ones and the joint stage costs 4 products (revolute) per 3-vector.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+#: the generator's version: part of the model hash, so a changed generator never reuses a library
+VERSION = "1"
+
+_SNAP = 4e-16  # |x| below this (rounding noise of cos(π/2) …) is an exact 0; |x| − 1 likewise
+
+
+class CodegenError(ValueError):
+    """A robot feature the code generator does not handle (the message names it)."""
+
+
+def _snap(a):
+    a = np.array(a, dtype=float)
+    a[np.abs(a) < _SNAP] = 0.0
+    for s in (1.0, -1.0):
+        a[np.abs(a - s) < _SNAP] = s
+    return a
+
+
+def _frame_for(e):
+    """A rotation Q with Q z = e: a signed permutation when e is (±) a coordinate axis."""
+    e = np.asarray(e, dtype=float)
+    k = int(np.argmax(np.abs(e)))
+    if abs(abs(e[k]) - 1.0) < 1e-15:
+        s = 1.0 if e[k] > 0 else -1.0
+        z = np.zeros(3)
+        z[k] = s
+        x = np.zeros(3)
+        x[(k + 1) % 3] = 1.0
+        y = np.cross(z, x)
+        return np.column_stack([x, y, z])
+    e = e / np.linalg.norm(e)
+    a = np.eye(3)[int(np.argmin(np.abs(e)))]
+    x = np.cross(a, e)
+    x /= np.linalg.norm(x)
+    return np.column_stack([x, np.cross(e, x), e])
+
+
+def model_of(robot):
+    """(Model, mimic map) of a Robot or MimicRobot; CodegenError naming what is missing."""
+    if any(getattr(robot, k, None) for k in ("loop_closures", "closures", "loops", "constraints")):
+        raise CodegenError("closed kinematic loops are not supported by the code generator "
+                           "(it generates tree dynamics)")
+    model = getattr(robot, "model", None)
+    if model is None or not hasattr(model, "parent"):
+        raise CodegenError(f"cannot generate code for {type(robot).__name__}: it has no Model "
+                           "(load it with mbs_dynamics.load_urdf)")
+    for t in model.joint_types:
+        if t not in ("revolute", "continuous", "prismatic"):
+            raise CodegenError(f"joint type '{t}' is not supported by the code generator")
+    if getattr(robot, "full_robot", None) is None and model.mimic:
+        raise CodegenError("the model has mimic joints but the robot is not a MimicRobot: "
+                           "pass the object load_urdf returned")
+    return model, dict(model.mimic) if getattr(robot, "full_robot", None) is not None else {}
+
+
+def model_hash(model, mimic):
+    """SHA-256 (hex) of every number the generated code folds in, and the generator version."""
+    h = hashlib.sha256(f"mbs_dynamics.codegen {VERSION}".encode())
+    for k in ("parent", "B", "X", "inertias", "gravity", "base_inertia"):
+        a = np.ascontiguousarray(getattr(model, k))
+        h.update(k.encode() + str(a.shape).encode() + a.tobytes())
+    h.update(repr((model.joint_names, model.joint_types, bool(model.floating_base),
+                   sorted((m, v[0], float(v[1]), float(v[2])) for m, v in mimic.items()),
+                   sorted((ln, b, np.asarray(S).tobytes().hex())
+                          for ln, (b, S) in model.link_frames.items()))).encode())
+    return h.hexdigest()
+
+
+class Tree:
+    """Bodies b = 0..nb−1 (b = 0 the base when it floats), numbers in the rotated frames."""
+
+    def __init__(self, robot):
+        model, mimic = model_of(robot)
+        self.model, self.mimic = model, mimic
+        fb = int(bool(model.floating_base))
+        n = model.n
+        self.fb, self.n, self.nb = fb, n, n + fb
+        self.kind, self.parent, self.BR, self.Bp, self.joint = [], [], [], [], []
+        self.mass, self.h, self.Th = [], [], []
+        Q = [np.eye(3)] * self.nb
+        if fb:
+            self.kind.append("free")
+            self.parent.append(-1)
+            self.BR.append(np.eye(3))
+            self.Bp.append(np.zeros(3))
+            self.joint.append(-1)
+        for i in range(n):
+            b = i + fb
+            e = model.X[i][:3] if model.joint_types[i] != "prismatic" else model.X[i][3:]
+            Q[b] = _frame_for(e)
+        inertias = ([model.base_inertia] if fb else []) + list(model.inertias)
+        for i in range(n):
+            b = i + fb
+            par = int(model.parent[i]) + fb if model.parent[i] >= 0 else (0 if fb else -1)
+            Ql = Q[par] if par >= 0 else np.eye(3)
+            B = model.B[i]
+            self.kind.append("prismatic" if model.joint_types[i] == "prismatic" else "revolute")
+            self.parent.append(par)
+            self.BR.append(_snap(Ql.T @ B[:3, :3] @ Q[b]))
+            self.Bp.append(_snap(Ql.T @ B[:3, 3]))
+            self.joint.append(i)
+        for b in range(self.nb):
+            I6 = np.asarray(inertias[b])
+            hx = I6[:3, 3:]
+            h = np.array([hx[2, 1], hx[0, 2], hx[1, 0]])
+            self.mass.append(float(I6[3, 3]))
+            self.h.append(_snap(Q[b].T @ h))
+            Th = Q[b].T @ I6[:3, :3] @ Q[b]
+            self.Th.append(_snap(0.5 * (Th + Th.T)))
+        self.Q = Q
+        self.children = [[] for _ in range(self.nb)]
+        for b in range(self.nb):
+            if self.parent[b] >= 0:
+                self.children[self.parent[b]].append(b)
+        self.gravity = np.asarray(model.gravity, dtype=float)
+        # public coordinates: independent joints (mimic joints folded in)
+        names = list(model.joint_names)
+        ind = [nm for nm in names if nm not in mimic]
+        col = {nm: c for c, nm in enumerate(ind)}
+        self.map = []  # per model joint: (public joint column, multiplier, offset)
+        for nm in names:
+            if nm in mimic:
+                master, k, o = mimic[nm]
+                self.map.append((col[master], float(k), float(o)))
+            else:
+                self.map.append((col[nm], 1.0, 0.0))
+        self.nind = len(ind)
+        self.nq = self.nind + 7 * fb
+        self.nv = self.nind + 6 * fb
+        self.hash = model_hash(model, mimic)
+
+    def link_pose(self, link):
+        """(body b or −1 for a fixed base, 4×4 pose of ``link`` in body b's rotated frame)."""
+        if link not in self.model.link_frames:
+            raise CodegenError(f"unknown frame '{link}': frames are URDF links "
+                               f"({', '.join(list(self.model.link_frames)[:8])}, …)")
+        body, S = self.model.link_frames[link]
+        b = body + self.fb if body >= 0 else (0 if self.fb else -1)
+        S = np.array(S, dtype=float)
+        if b >= 0:
+            S[:3] = self.Q[b].T @ S[:3]
+        return b, _snap(S)
+
+
+# ---------------------------------------------------------------------------------------------
+# symbolic spatial algebra on lists of Expr (twists (ω, v), wrenches (m, f))
+# ---------------------------------------------------------------------------------------------
+def cross(g, a, b):
+    return [g.sub(g.mul(a[1], b[2]), g.mul(a[2], b[1])),
+            g.sub(g.mul(a[2], b[0]), g.mul(a[0], b[2])),
+            g.sub(g.mul(a[0], b[1]), g.mul(a[1], b[0]))]
+
+
+def matvec(g, R, x):
+    return [g.dot(R[r], x) for r in range(3)]
+
+
+def matTvec(g, R, x):
+    return [g.dot([R[0][c], R[1][c], R[2][c]], x) for c in range(3)]
+
+
+def add(g, a, b):
+    return [g.add(x, y) for x, y in zip(a, b)]
+
+
+def axpy(g, c, a, b):
+    """b + c·a."""
+    return [g.add(y, g.mul(c, x)) for x, y in zip(a, b)]
+
+
+def scale(g, c, a):
+    return [g.mul(c, x) for x in a]
+
+
+def const_to_child(g, R, p, s):
+    """Ad_{B⁻¹} s for a constant pose B = (R, p): ω' = Rᵀω, v' = Rᵀ(v + ω × p)."""
+    w, v = s[:3], s[3:]
+    pe = [g.const(x) for x in p]
+    Rc = [[g.const(x) for x in row] for row in R]
+    return matTvec(g, Rc, w) + matTvec(g, Rc, add(g, v, cross(g, w, pe)))
+
+
+def const_to_parent(g, R, p, s):
+    """Ad_{B⁻¹}ᵀ s for wrenches: f' = R f, m' = R m + p × f'."""
+    Rc = [[g.const(x) for x in row] for row in R]
+    f = matvec(g, Rc, s[3:])
+    m = add(g, matvec(g, Rc, s[:3]), cross(g, [g.const(x) for x in p], f))
+    return m + f
+
+
+def rz_T(g, c, s, x):
+    """Rz(q)ᵀ x."""
+    return [g.add(g.mul(c, x[0]), g.mul(s, x[1])), g.sub(g.mul(c, x[1]), g.mul(s, x[0])), x[2]]
+
+
+def rz(g, c, s, x):
+    """Rz(q) x."""
+    return [g.sub(g.mul(c, x[0]), g.mul(s, x[1])), g.add(g.mul(s, x[0]), g.mul(c, x[1])), x[2]]
+
+
+class Joint:
+    """The joint stage E_i = exp(−q ad_X) of one body, for one value of q (c, s or d = q)."""
+
+    def __init__(self, g, kind, q):
+        self.g, self.kind = g, kind
+        if kind == "revolute":
+            self.c, self.s = g.fn("cos", q), g.fn("sin", q)
+        else:
+            self.d = q
+
+    def to_child(self, x):
+        g = self.g
+        if self.kind == "revolute":
+            return rz_T(g, self.c, self.s, x[:3]) + rz_T(g, self.c, self.s, x[3:])
+        # v' = v + ω × (z d) = v + (ω_y d, −ω_x d, 0)
+        return x[:3] + [g.add(x[3], g.mul(x[1], self.d)), g.sub(x[4], g.mul(x[0], self.d)), x[5]]
+
+    def to_parent(self, x):
+        g = self.g
+        if self.kind == "revolute":
+            return rz(g, self.c, self.s, x[:3]) + rz(g, self.c, self.s, x[3:])
+        # m' = m + (z d) × f = m + (−d f_y, d f_x, 0)
+        return [g.sub(x[0], g.mul(self.d, x[4])), g.add(x[1], g.mul(self.d, x[3])), x[2]] + x[3:]
+
+    def pose(self):
+        """(R, p) of exp(X q) as Expr lists."""
+        g = self.g
+        if self.kind == "revolute":
+            z, o = g.zero, g.one
+            return [[self.c, g.neg(self.s), z], [self.s, self.c, z], [z, z, o]], [z, z, z]
+        z, o = g.zero, g.one
+        return [[o, z, z], [z, o, z], [z, z, o]], [z, z, self.d]
+
+
+def ad_X(g, kind, x):
+    """ad_X x with X = (z, 0) (revolute) or (0, z) (prismatic): z × a = (−a_y, a_x, 0)."""
+    if kind == "revolute":
+        return [g.neg(x[1]), x[0], g.zero, g.neg(x[4]), x[3], g.zero]
+    return [g.zero, g.zero, g.zero, g.neg(x[1]), x[0], g.zero]
+
+
+def ad_XT(g, kind, x):
+    """ad_Xᵀ x (wrenches): −ad_X (revolute); (−z × f, 0) (prismatic)."""
+    if kind == "revolute":
+        return [x[1], g.neg(x[0]), g.zero, x[4], g.neg(x[3]), g.zero]
+    return [x[4], g.neg(x[3]), g.zero, g.zero, g.zero, g.zero]
+
+
+def ad_V(g, V, s):
+    """ad_V s = (ω × a, v × a + ω × b)."""
+    w, v, a, b = V[:3], V[3:], s[:3], s[3:]
+    return cross(g, w, a) + add(g, cross(g, v, a), cross(g, w, b))
+
+
+def neg_adT(g, V, s):
+    """−ad_Vᵀ (μ, f) = (ω × μ + v × f, ω × f)."""
+    w, v, mu, f = V[:3], V[3:], s[:3], s[3:]
+    return add(g, cross(g, w, mu), cross(g, v, f)) + cross(g, w, f)
+
+
+def joint_index(kind):
+    """The one non-zero entry of X in (ω, v): 2 (revolute) or 5 (prismatic)."""
+    return 2 if kind == "revolute" else 5
+
+
+class Inertia:
+    """A symbolic rigid-body inertia (m, h = m c, Θ about the frame origin), seed 004 eq. 24."""
+
+    def __init__(self, g, m, h, Th):
+        self.g, self.m, self.h, self.Th = g, m, h, Th
+
+    @classmethod
+    def const(cls, g, m, h, Th):
+        return cls(g, g.const(m), [g.const(x) for x in h],
+                   [[g.const(x) for x in row] for row in Th])
+
+    def times(self, s):
+        """M s = (Θω + h × v, m v − h × ω)."""
+        g = self.g
+        w, v = s[:3], s[3:]
+        return (add(g, matvec(g, self.Th, w), cross(g, self.h, v))
+                + [g.sub(g.mul(self.m, v[k]), c) for k, c in enumerate(cross(g, self.h, w))])
+
+    def __add__(self, o):
+        g = self.g
+        return Inertia(g, g.add(self.m, o.m), add(g, self.h, o.h),
+                       [add(g, a, b) for a, b in zip(self.Th, o.Th)])
+
+    def to_parent(self, R, p):
+        """The same inertia seen from a frame where this one sits at pose (R, p) (Expr lists):
+        h' = R h + m p, Θ' = R Θ Rᵀ − (h̃' p̃ + p̃ h̃') + m p̃ p̃ (symmetric; 6 entries)."""
+        g = self.g
+        hR = matvec(g, R, self.h)
+        h2 = axpy(g, self.m, p, hR)
+        RT = [[g.dot(R[r], [self.Th[0][c], self.Th[1][c], self.Th[2][c]]) for c in range(3)]
+              for r in range(3)]  # R Θ
+        Th = [[None] * 3 for _ in range(3)]
+        # Θ' = RΘRᵀ + S, S = −(h̃'p̃ + p̃h̃') + m p̃p̃ ; x̃ỹ = y xᵀ − (x·y) I
+        hp = g.dot(h2, p)
+        pp = g.dot(p, p)
+        for r in range(3):
+            for c in range(r, 3):
+                v = g.dot(RT[r], R[c])
+                # −(p h'ᵀ + h' pᵀ) + 2(h'·p) δ + m (p pᵀ − (p·p) δ)
+                s = g.neg(g.add(g.mul(p[r], h2[c]), g.mul(h2[r], p[c])))
+                s = g.add(s, g.mul(self.m, g.mul(p[r], p[c])))
+                if r == c:
+                    s = g.add(s, g.sub(g.mul(2.0, hp), g.mul(self.m, pp)))
+                Th[r][c] = Th[c][r] = g.add(v, s)
+        return Inertia(g, self.m, h2, Th)
