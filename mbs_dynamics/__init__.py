@@ -34,6 +34,8 @@ _LAZY = {
     "FeedforwardController": ("control.controller", "FeedforwardController"),
     "simulate": ("sim.simulator", "simulate"),
     "MimicRobot": ("model.mimic", "MimicRobot"),
+    "ClosedLoopRobot": ("loops.robot", "ClosedLoopRobot"),
+    "LoopWarning": ("loops.robot", "LoopWarning"),
 }
 
 

@@ -113,6 +113,23 @@ def add_lock_option(parser):
                              "mimic joint")
 
 
+def joint_list(text):
+    """argparse type: ``J1,J2,...`` (joint names)."""
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of joints")
+    return names
+
+
+def add_loops_option(parser):
+    """``--loops FILE.yaml`` (closed loops) and ``--actuated J1,J2,...``."""
+    parser.add_argument("--loops", default=None, metavar="YAML",
+                        help="close loops of the URDF tree: a YAML file with a 'loops:' list "
+                             "(name, frame_a, frame_b, origin_a, origin_b, type)")
+    parser.add_argument("--actuated", type=joint_list, default=None, metavar="J1,J2,...",
+                        help="with --loops: the independent (motor) joints (default: chosen)")
+
+
 # ------------------------------------------------------------------------------------ files
 def load_yaml(path):
     """Parse a YAML file within the package's resource limits (:mod:`mbs_dynamics.model.limits`:

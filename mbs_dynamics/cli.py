@@ -24,7 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._cliutil import (PROG, ArgumentParser, InputError, add_lock_option, check_memory,
+from ._cliutil import (PROG, ArgumentParser, InputError, add_lock_option, add_loops_option,
+                       check_memory,
                        check_output_dir, existing_file, joint_units, load_actuator,
                        load_trajectory, number_list, plot_backend, positive_float, robot_file,
                        unit_of)
@@ -135,15 +136,21 @@ def _add_model_options(p):
     p.add_argument("--base-link", default=None, help="link fixed to the world (default: root)")
     p.add_argument("--tip-link", default=None, help="keep only the chain base → tip")
     add_lock_option(p)
+    add_loops_option(p)
 
 
 # ---------------------------------------------------------------------------------- helpers
 def _load_robot(args):
     from .loader import load_urdf
     try:
+        kw = {}
+        if getattr(args, "loops", None) is not None:
+            kw = {"loops": args.loops, "actuated": args.actuated}
+        elif getattr(args, "actuated", None) is not None:
+            raise InputError("--actuated needs --loops")
         return load_urdf(args.urdf, base_link=args.base_link, tip_link=args.tip_link,
-                             locked_joints=dict(args.lock) or None,
-                             floating_base=getattr(args, "floating_base", False))
+                         locked_joints=dict(args.lock) or None,
+                         floating_base=getattr(args, "floating_base", False), **kw)
     except ValueError as exc:
         msg = " ".join(str(exc).split())
         raise InputError(msg if str(args.urdf) in msg else f"{args.urdf}: {msg}") from None
@@ -179,7 +186,11 @@ def _describe(robot):
                       if m.joint_names[i] in m.mimic else None),
         })
     chain = all(int(p) == i - 1 for i, p in enumerate(m.parent))
-    return {"name": m.name, "base_link": m.base_link, "n": m.n,
+    loops = None
+    if hasattr(robot, "loop_residual"):  # a ClosedLoopRobot: the spanning tree + its loops
+        loops = {"loops": [dict(lp) for lp in robot.loops], "actuated": list(robot.joint_names),
+                 "chosen": bool(robot.actuated_chosen)}
+    return {"closed_loops": loops, "name": m.name, "base_link": m.base_link, "n": m.n,
             "base": "floating" if m.floating_base else "fixed", "nq": m.nq, "nv": m.nv,
             "structure": "chain" if chain else "tree",
             "gravity": [float(x) for x in m.gravity], "total_mass": float(robot.total_mass),
@@ -231,6 +242,14 @@ def _print_info(d, out):
     for f in d["frames"]:
         on = "" if f["body"] == f["name"] else f" (on {f['body']})"
         print(f"  {f['name']}{on}", file=out)
+    if d.get("closed_loops"):
+        cl = d["closed_loops"]
+        print(f"\nclosed loops (the tree above is the spanning tree); actuated joints "
+              f"{', '.join(cl['actuated'])}{' (chosen by the package)' if cl['chosen'] else ''}:",
+              file=out)
+        for lp in cl["loops"]:
+            print(f"  {lp['name']}: {lp['type']} {lp['frame_a']} {lp['origin_a']['xyz']} ↔ "
+                  f"{lp['frame_b']} {lp['origin_b']['xyz']}", file=out)
 
 
 def _progress(done, total, out):

@@ -8,7 +8,7 @@ from .robot import Robot
 
 
 def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
-              gravity=(0.0, 0.0, -9.81), floating_base=False) -> Robot:
+              gravity=(0.0, 0.0, -9.81), floating_base=False, loops=None, actuated=None):
     """Load a robot from URDF.
 
     Args:
@@ -23,8 +23,14 @@ def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
         floating_base: the base link is a free body (legged robots, humanoids, free flyers):
             q = (x, y, z, qx, qy, qz, qw, joints), v = (linear, angular velocity of the base in
             its frame, joint rates) — Pinocchio's free-flyer layout.
+        loops: closed loops: a list of loop dicts ``{"name", "frame_a", "frame_b", "origin_a":
+            {"xyz", "rpy"}, "origin_b", "type": "connect" | "weld" | "revolute"}`` or the path
+            of a YAML file with a ``loops:`` list (:mod:`~.loops.spec`).
+        actuated: with ``loops``, the independent (motor) joints; default: chosen by the
+            package (QR with pivoting of the constraint Jacobian), named in a LoopWarning.
     Returns:
-        A :class:`Robot`; a :class:`~.mimic.MimicRobot` (same API, independent coordinates:
+        A :class:`~.loops.robot.ClosedLoopRobot` when ``loops`` is given (the Robot API in the
+        actuated coordinates); else a :class:`Robot`; a :class:`~.mimic.MimicRobot` (same API, independent coordinates:
         ``joint_names`` lists the independent joints, ``mimic_joints`` the mimic map) when the
         URDF has mimic joints that are not locked. Locking a master locks its mimics too.
     Raises:
@@ -36,6 +42,12 @@ def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
         URDFWarning naming the links: zero mass with a non-zero inertia, principal moments that
         violate the triangle inequality (kept as given).
     """
-    return wrap(Robot(build(source, base_link=base_link, tip_link=tip_link,
-                            locked_joints=locked_joints, gravity=gravity,
-                            floating_base=floating_base)))
+    robot = Robot(build(source, base_link=base_link, tip_link=tip_link,
+                        locked_joints=locked_joints, gravity=gravity,
+                        floating_base=floating_base))
+    if loops is None:
+        if actuated is not None:
+            raise ValueError("actuated= needs loops=")
+        return wrap(robot)
+    from .loops.robot import ClosedLoopRobot
+    return ClosedLoopRobot(robot, loops, actuated)

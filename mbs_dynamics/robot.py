@@ -158,17 +158,22 @@ class Robot:
         fx = None if f_ext is None else self._fext(f_ext, 1)[0]
         return _rnea.inverse_dynamics(self._data, q, qd, qdd, fx, out)
 
-    def forward_dynamics(self, q, qd, tau, f_ext=None, out=None):
+    def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="aba"):
         """q̈ = M(q)⁻¹ (τ + Q_ext − C(q, q̇) q̇ − Q_grav(q)) by the O(n) articulated-body algorithm
         (:mod:`mbs_dynamics._aba`), the inverse of :meth:`inverse_dynamics`.
 
         Args:
             q, qd, tau: (nq,), (nv,), (nv,) or (N, ·). f_ext, out: as in :meth:`inverse_dynamics`.
+            method: ``"aba"`` (default, compiled) or ``"hdca"`` — seed 002's divide-and-conquer
+                assembly (:mod:`mbs_dynamics.loops.hdca`, NumPy, plus one step of iterative
+                refinement with the RNEA residual; fixed base, no f_ext).
         Returns:
             q̈, shape (nv,) or (N, nv).
         Raises:
             ValueError: also when a movable joint moves no mass (the dynamics is singular).
         """
+        if method != "aba":
+            return self._hdca(q, qd, tau, f_ext, out, method)
         if f_ext is None and type(q) is _ND and q.ndim == 1:
             return _aba.forward_dynamics(self._data, q, qd, tau, None, out)
         if np.ndim(q) == 2:
@@ -496,6 +501,28 @@ class Robot:
         """``(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹)`` of :meth:`forward_dynamics`, each (nv, nv): with q̈ = FD(q, q̇, τ),
         ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈) (Pinocchio's ``computeABADerivatives``)."""
         return _derivatives.forward_dynamics_derivatives(self._data, q, qd, tau)
+
+    # ---- loops (mbs_dynamics/loops/)
+    def _hdca(self, q, qd, tau, f_ext, out, method):
+        """forward_dynamics(method="hdca"): validated like the ABA path, then the HDCA kernel."""
+        from .kernels._data import _check_array
+        from .loops.hdca import tree_forward_dynamics
+        if method != "hdca":
+            raise ValueError(f"method must be 'aba' or 'hdca', got {method!r}")
+        if self._fb or f_ext is not None:
+            raise ValueError("method='hdca' covers fixed-base robots without f_ext")
+        nd = 2 if np.ndim(q) == 2 else 1
+        shp = (-1, self._n) if nd == 2 else (self._n,)
+        q = _check_array(q, "q", nd, shp)
+        qd = _check_array(qd, "qd", nd, q.shape)
+        tau = _check_array(tau, "tau", nd, q.shape)
+        res = (np.array([tree_forward_dynamics(self, *x) for x in zip(q, qd, tau)]).reshape(q.shape)
+               if nd == 2 else tree_forward_dynamics(self, q, qd, tau))
+        if out is None:
+            return res
+        _check_array(out, "out", nd, q.shape, out=True)
+        out[...] = res
+        return out
 
 
 _RNEA_REPS = {"spatial": 1, "hybrid": 2}

@@ -464,7 +464,7 @@ def _potential(robot, q):
 
 
 def simulate(robot, controller, duration, dt, actuator=None, q0=None, qd0=None, theta0=None,
-             thetad0=None, substeps=1, fext_body=None, integrator=None):
+             thetad0=None, substeps=1, fext_body=None, integrator=None, **loop_options):
     """Simulate the robot in closed loop with ``controller``.
 
     Args:
@@ -487,7 +487,17 @@ def simulate(robot, controller, duration, dt, actuator=None, q0=None, qd0=None, 
     Raises:
         ValueError: bad arguments, a command of the wrong shape or not finite, or a state that
             became non-finite (the time is named).
+
+    A :class:`~mbs_dynamics.ClosedLoopRobot` is integrated in the full coordinates of its
+    spanning tree by :func:`mbs_dynamics.loops.simulate.simulate_loops` (``method="hdca"`` or
+    ``"lagrange"``, ``rtol``, ``atol``, ``projection``, ... as keywords; ``controller(t, state)``
+    returns the actuated torques, ``state.q``/``state.qd`` actuated); it returns a
+    ``LoopSimResult`` (loop residual and energy over time).
     """
+    if hasattr(robot, "loop_residual"):
+        return _simulate_loops(robot, controller, duration, dt, actuator, q0, qd0, loop_options)
+    if loop_options:
+        raise TypeError(f"simulate() got unexpected keyword arguments {sorted(loop_options)}")
     if getattr(robot, "floating_base", False):
         if actuator is not None and actuator != "rigid":
             raise ValueError("a floating-base robot is simulated with rigid joints (actuator None)")
@@ -537,6 +547,19 @@ def simulate(robot, controller, duration, dt, actuator=None, q0=None, qd0=None, 
         tau_e=tau_e, compute_time=ctime, joint_names=tuple(robot.joint_names), actuator=kind,
         dt=dt, substeps=plant.substeps,
         theta=X[:, 2].copy() if nx == 4 else None, thetad=X[:, 3].copy() if nx == 4 else None)
+
+
+def _simulate_loops(robot, controller, duration, dt, actuator, q0, qd0, options):
+    from ..loops.simulate import simulate_loops
+    if actuator not in (None, "rigid"):
+        raise ValueError("a ClosedLoopRobot is simulated with rigid joints (actuator None)")
+    act = robot.actuated_index
+
+    def tau(t, qf, vf):
+        v = vf[act] if vf is not None else np.zeros(len(act))
+        return controller(t, SimState(t, qf[act], v))
+
+    return simulate_loops(robot, duration, q0=q0, qd0=qd0, tau=tau, dt=dt, **options)
 
 
 def _simulate_floating(robot, controller, duration, dt, integrator, q0, qd0, substeps,

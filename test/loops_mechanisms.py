@@ -1,0 +1,178 @@
+"""Closed-loop test mechanisms: URDF text of the spanning tree + loop dicts + actuated joints.
+
+Each function returns ``(urdf, loops, actuated)``. Geometry is chosen so that the tree's zero is
+NOT assembled (the loader's Newton assembly is exercised) but a nearby assembly exists.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def _urdf(name, links, joints):
+    """links: [(name, mass, com xyz, (ixx, iyy, izz))]; joints: [(name, type, parent, child,
+    xyz, rpy, axis)]."""
+    out = [f'<robot name="{name}">', '  <link name="base"/>']
+    for ln, m, c, I in links:
+        out.append(f'  <link name="{ln}"><inertial><origin xyz="{c[0]} {c[1]} {c[2]}"/>'
+                   f'<mass value="{m}"/><inertia ixx="{I[0]}" iyy="{I[1]}" izz="{I[2]}" '
+                   'ixy="0" ixz="0" iyz="0"/></inertial></link>')
+    for jn, t, p, c, xyz, rpy, ax in joints:
+        lim = '<limit lower="-10" upper="10" effort="100" velocity="10"/>'
+        out.append(f'  <joint name="{jn}" type="{t}"><parent link="{p}"/><child link="{c}"/>'
+                   f'<origin xyz="{xyz[0]} {xyz[1]} {xyz[2]}" rpy="{rpy[0]} {rpy[1]} {rpy[2]}"/>'
+                   f'<axis xyz="{ax[0]} {ax[1]} {ax[2]}"/>{lim}</joint>')
+    out.append("</robot>")
+    return "\n".join(out)
+
+
+def _bar(name, length, m=1.0, axis="x"):
+    i = {"x": 0, "y": 1, "z": 2}[axis]
+    c = [0.0, 0.0, 0.0]
+    c[i] = length / 2
+    Il = m * length ** 2 / 12 + 0.002
+    I = [Il, Il, Il]
+    I[i] = 0.003
+    return (name, m, c, I)
+
+
+def planar_fourbar():
+    """Crank–rocker four-bar in the x–z plane (hinges about y), closed by a 3-D ``connect``:
+    one of its 3 equations is always satisfied (redundant). 1 DOF, actuated: the crank."""
+    a, b, c, d = 0.3, 0.8, 0.6, 0.7
+    links = [_bar("crank", a), _bar("coupler", b, 1.3), _bar("rocker", c, 0.8)]
+    Y = (0, 1, 0)
+    joints = [("j_crank", "revolute", "base", "crank", (0, 0, 0), (0, 0, 0), Y),
+              ("j_coupler", "revolute", "crank", "coupler", (a, 0, 0), (0, -1.2, 0), Y),
+              ("j_rocker", "revolute", "base", "rocker", (d, 0, 0), (0, -1.9, 0), Y)]
+    loops = [{"name": "closure", "frame_a": "coupler", "frame_b": "rocker",
+              "origin_a": {"xyz": [b, 0, 0], "rpy": [0, 0, 0]},
+              "origin_b": {"xyz": [c, 0, 0], "rpy": [0.3, 0.2, 0.1]}, "type": "connect"}]
+    return _urdf("fourbar", links, joints), loops, ["j_crank"]
+
+
+def spatial_fourbar():
+    """RUSR spatial four-bar: crank about z, universal joint to the coupler, spherical (a
+    ``connect``) to a rocker about x. 1 DOF."""
+    links = [_bar("crank", 0.25), ("u_link", 0.05, [0, 0, 0], [1e-4, 1e-4, 1e-4]),
+             _bar("coupler", 0.7, 1.2), _bar("rocker", 0.5, 0.9, "z")]
+    joints = [("crank", "revolute", "base", "crank", (0, 0, 0), (0, 0, 0), (0, 0, 1)),
+              ("u1", "revolute", "crank", "u_link", (0.25, 0, 0), (0, 0, 0), (0, 0, 1)),
+              ("u2", "revolute", "u_link", "coupler", (0, 0, 0), (0, 0, 0), (0, 1, 0)),
+              ("rocker", "revolute", "base", "rocker", (0.45, 0.35, 0.1), (0, 0, 0), (1, 0, 0))]
+    loops = [{"name": "ball", "frame_a": "coupler", "frame_b": "rocker",
+              "origin_a": {"xyz": [0.7, 0, 0]}, "origin_b": {"xyz": [0, 0, 0.5]},
+              "type": "connect"}]
+    return _urdf("spatial4", links, joints), loops, ["crank"]
+
+
+def spatial_fourbar_weld():
+    """The RUSR four-bar with its spherical joint in the tree (3 hinges x, y, z at the rocker's
+    tip) and the closure a ``weld`` of the ball link to the coupler's tip: 7 joints − 6 = 1 DOF."""
+    small = [1e-4, 1e-4, 1e-4]
+    links = [_bar("crank", 0.25), ("u_link", 0.05, [0, 0, 0], small),
+             _bar("coupler", 0.7, 1.2), _bar("rocker", 0.5, 0.9, "z"),
+             ("s1", 0.02, [0, 0, 0], small), ("s2", 0.02, [0, 0, 0], small),
+             ("ball", 0.1, [0.01, 0, 0], [2e-4, 2e-4, 2e-4])]
+    joints = [("crank", "revolute", "base", "crank", (0, 0, 0), (0, 0, 0), (0, 0, 1)),
+              ("u1", "revolute", "crank", "u_link", (0.25, 0, 0), (0, 0, 0), (0, 0, 1)),
+              ("u2", "revolute", "u_link", "coupler", (0, 0, 0), (0, 0, 0), (0, 1, 0)),
+              ("rocker", "revolute", "base", "rocker", (0.45, 0.35, 0.1), (0, 0, 0), (1, 0, 0)),
+              ("sx", "revolute", "rocker", "s1", (0, 0, 0.5), (0, 0, 0), (1, 0, 0)),
+              ("sy", "revolute", "s1", "s2", (0, 0, 0), (0, 0, 0), (0, 1, 0)),
+              ("sz", "revolute", "s2", "ball", (0, 0, 0), (0, 0, 0), (0, 0, 1))]
+    loops = [{"name": "weld", "frame_a": "coupler", "frame_b": "ball",
+              "origin_a": {"xyz": [0.7, 0, 0], "rpy": [0.1, 0.2, 0.3]},
+              "origin_b": {"xyz": [0, 0, 0]}, "type": "weld"}]
+    return _urdf("spatial4w", links, joints), loops, ["crank"]
+
+
+def slider_crank():
+    """Slider-crank in the x–z plane: crank and connecting rod (hinges about y), a slider on a
+    prismatic joint along x, the rod's tip ``connect``-ed to the slider. 1 DOF."""
+    Y = (0, 1, 0)
+    links = [_bar("crank", 0.2), _bar("rod", 0.6, 0.7),
+             ("slider", 1.5, [0, 0, 0], [0.01, 0.01, 0.01])]
+    joints = [("crank", "revolute", "base", "crank", (0, 0, 0), (0, 0, 0), Y),
+              ("rod", "revolute", "crank", "rod", (0.2, 0, 0), (0, 0.5, 0), Y),
+              ("slide", "prismatic", "base", "slider", (0.5, 0, 0.05), (0, 0, 0), (1, 0, 0))]
+    loops = [{"name": "pin", "frame_a": "rod", "frame_b": "slider",
+              "origin_a": {"xyz": [0.6, 0, 0]}, "origin_b": {"xyz": [0, 0, 0]},
+              "type": "connect"}]
+    return _urdf("slider_crank", links, joints), loops, ["crank"]
+
+
+def delta():
+    """3-leg delta-type robot (3-RUU: motor, universal elbow, universal wrist): leg 1 carries the
+    platform in the tree, legs 2 and 3 close on it by ``revolute`` loops (5 equations each).
+    13 joints − 10 equations = 3 DOF (the motors)."""
+    R, L1, L2, r = 0.25, 0.3, 0.6, 0.1
+    links, joints, loops = [], [], []
+    small = [1e-4, 1e-4, 1e-4]
+    for k in range(3):
+        phi = 2 * np.pi * k / 3
+        base_xyz = (R * np.cos(phi), R * np.sin(phi), 0.0)
+        up, el, fo, wr = f"upper{k}", f"elbow{k}", f"fore{k}", f"wrist{k}"
+        links += [_bar(up, L1, 0.5), (el, 0.02, [0, 0, 0], small),
+                  (fo, 0.3, [0, 0, -L2 / 2], [0.01, 0.01, 1e-4]), (wr, 0.02, [0, 0, 0], small)]
+        joints += [(f"motor{k}", "revolute", "base", up, base_xyz, (0, 0, phi), (0, 1, 0)),
+                   (f"ea{k}", "revolute", up, el, (L1, 0, 0), (0, 0, 0), (0, 1, 0)),
+                   (f"eb{k}", "revolute", el, fo, (0, 0, 0), (0, 0, 0), (1, 0, 0)),
+                   (f"wb{k}", "revolute", fo, wr, (0, 0, -L2), (0, 0, 0), (1, 0, 0))]
+        if k == 0:
+            links.append(("platform", 0.8, [-r, 0, 0], [0.002, 0.002, 0.004]))
+            joints.append(("wa0", "revolute", wr, "platform", (0, 0, 0), (0, 0, 0), (0, 1, 0)))
+        else:
+            att = np.array([-r, 0, 0]) + r * np.array([np.cos(phi), np.sin(phi), 0.0])
+            loops.append({"name": f"leg{k}", "frame_a": wr, "frame_b": "platform",
+                          "origin_a": {"xyz": [0, 0, 0], "rpy": [-np.pi / 2, 0, 0]},
+                          "origin_b": {"xyz": [float(x) for x in att],
+                                       "rpy": [-np.pi / 2, 0, float(phi)]},
+                          "type": "revolute"})
+    return _urdf("delta", links, joints), loops, ["motor0", "motor1", "motor2"]
+
+
+def two_loop_planar():
+    """Planar six-bar (two four-bar loops in series, x–z plane), both closed by ``connect``:
+    2 × 3 equations of rank 4. 5 joints − 4 = 1 DOF."""
+    Y = (0, 1, 0)
+    links = [_bar("crank", 0.3), _bar("coupler", 0.8, 1.1), _bar("rocker", 0.6, 0.9),
+             _bar("link4", 0.7, 0.7), _bar("link5", 0.5, 0.6)]
+    joints = [("j1", "revolute", "base", "crank", (0, 0, 0), (0, 0, 0), Y),
+              ("j2", "revolute", "crank", "coupler", (0.3, 0, 0), (0, -1.2, 0), Y),
+              ("j3", "revolute", "base", "rocker", (0.7, 0, 0), (0, -1.9, 0), Y),
+              ("j4", "revolute", "rocker", "link4", (0.6, 0, 0), (0, 1.5, 0), Y),
+              ("j5", "revolute", "base", "link5", (1.3, 0, 0), (0, -1.4, 0), Y)]
+    loops = [{"name": "inner", "frame_a": "coupler", "frame_b": "rocker",
+              "origin_a": {"xyz": [0.8, 0, 0]}, "origin_b": {"xyz": [0.6, 0, 0]},
+              "type": "connect"},
+             {"name": "outer", "frame_a": "link4", "frame_b": "link5",
+              "origin_a": {"xyz": [0.7, 0, 0]}, "origin_b": {"xyz": [0.5, 0, 0]},
+              "type": "connect"}]
+    return _urdf("sixbar", links, joints), loops, ["j1"]
+
+
+def parallelogram_arm():
+    """Serial arm (yaw, shoulder pitch, elbow, wrist) whose elbow is driven through a
+    parallelogram: a crank coaxial with the shoulder pitch and a rod parallel to the upper arm
+    meet the forearm's lever. The loop is planar in the arm's plane and closed by ``connect``
+    (one redundant equation). 6 joints − 2 = 4 DOF (yaw, pitch, drive, wrist)."""
+    Y = (0, 1, 0)
+    L, e = 0.5, 0.12
+    links = [("shoulder", 2.0, [0, 0, 0.05], [0.01, 0.01, 0.01]), _bar("upper", L, 1.5),
+             ("fore", 1.0, [0.2, 0, 0], [0.003, 0.02, 0.02]), _bar("crank", e, 0.3),
+             _bar("rod", L, 0.4), _bar("hand", 0.15, 0.5)]
+    joints = [("yaw", "revolute", "base", "shoulder", (0, 0, 0.3), (0, 0, 0), (0, 0, 1)),
+              ("pitch", "revolute", "shoulder", "upper", (0, 0, 0.1), (0, -0.4, 0), Y),
+              ("elbow", "revolute", "upper", "fore", (L, 0, 0), (0, 0.9, 0), Y),
+              ("drive", "revolute", "shoulder", "crank", (0, 0, 0.1), (0, 1.9, 0), Y),
+              ("rod", "revolute", "crank", "rod", (e, 0, 0), (0, -1.4, 0), Y),
+              ("wrist", "revolute", "fore", "hand", (0.4, 0, 0), (0, 0, 0), (1, 0, 0))]
+    loops = [{"name": "parallelogram", "frame_a": "rod", "frame_b": "fore",
+              "origin_a": {"xyz": [L, 0, 0]}, "origin_b": {"xyz": [-e, 0, 0]},
+              "type": "connect"}]
+    return _urdf("pgram_arm", links, joints), loops, ["yaw", "pitch", "drive", "wrist"]
+
+
+ALL = {"planar_fourbar": planar_fourbar, "spatial_fourbar": spatial_fourbar,
+       "spatial_fourbar_weld": spatial_fourbar_weld, "slider_crank": slider_crank, "delta": delta,
+       "two_loop_planar": two_loop_planar, "parallelogram_arm": parallelogram_arm}
