@@ -1,2 +1,27 @@
 """Identification: the regressor and its time derivatives, base parameters, estimation from logs
-(seed 000 §6)."""
+(seed 000 §6).
+
+From logs: :func:`identify` (:mod:`.pipeline`) reads a CSV or rosbag2 log (:mod:`.logs`),
+filters and differentiates q (:mod:`.filtering`), estimates base parameters, friction and SEA
+springs (:mod:`.estimate`), makes them physically consistent (:mod:`.consistent`) and writes the
+URDF and actuator YAML (:mod:`.urdf_writer`); :func:`excite` (:mod:`.excite`) designs exciting
+trajectories. These load on first use.
+"""
+
+_LAZY = {
+    "identify": ("pipeline", "identify"),
+    "IdentificationResult": ("pipeline", "IdentificationResult"),
+    "IdentificationWarning": ("pipeline", "IdentificationWarning"),
+    "read_log": ("logs", "read_log"),
+    "JointLog": ("logs", "JointLog"),
+    "LogError": ("logs", "LogError"),
+    "excite": ("excite", "excite"),
+}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        mod, attr = _LAZY[name]
+        return getattr(importlib.import_module(f".{mod}", __name__), attr)
+    raise AttributeError(f"module 'mbs_dynamics.identification' has no attribute '{name}'")
