@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .identification import regressor as _regressor
+from .identification import parameters as _params
 from .kernels import _aba, _crba, _rnea
 from .model import model as _model
 
@@ -299,3 +301,30 @@ class Robot:
     def gravity_torques(self, q, out=None):
         """Generalized gravity forces Q_grav(q) = Jᵀ𝖬UG (seed 004 eq. 25–26). (nv,)."""
         return _rnea.gravity(self._data, q, out)
+
+    # ---- identification (mbs_dynamics/identification/)
+    def inertial_parameters(self) -> np.ndarray:
+        """(nb, 10) inertial parameters, one row per moving body in Pinocchio's order (a floating
+        base first, then the bodies of ``joint_names``): ``(m, m c_x, m c_y, m c_z, I_xx, I_xy,
+        I_yy, I_xz, I_yz, I_zz)`` about the body (joint) frame, fixed links merged — Pinocchio's
+        ``Inertia.toDynamicParameters()``. ``τ = regressor(q, q̇, q̈) @ π.ravel()``."""
+        return _params.inertial_parameters(self._model)
+
+    def with_inertial_parameters(self, pi) -> "Robot":
+        """A new Robot whose bodies have the parameters ``pi`` ((nb, 10) or (10·nb,)), validated as
+        ``load_urdf`` validates a URDF: ValueError naming the body (link) whose mass is negative,
+        whose inertia about its COM is not positive semi-definite, …, or the joint that moves no
+        mass."""
+        return Robot(_params.model_with_parameters(self._model, pi), self._data.kmax)
+
+    def regressor(self, q, qd, qdd):
+        """Joint-torque regressor Y (nv, 10·nb) with ``τ = Y π`` (π = ``inertial_parameters()``
+        flattened; seed 000 §6), columns in blocks of 10 per body; batches (N, ·) → (N, nv, 10·nb).
+        Pinocchio's ``computeJointTorqueRegressor``."""
+        return _regressor.regressor(self, q, qd, qdd)
+
+    def regressor_derivatives(self, qs):
+        """Y, Y′, …, Y^(k) (k+1, nv, 10·nb) with ``τ^(r) = Y^(r) π`` along a trajectory, from the
+        inputs of :meth:`torque_derivatives`: qs (k+3, n), or a pair ``(q, vs)`` (floating base),
+        batches (N, …) → (N, k+1, nv, 10·nb). O(depth) per column block (MATH.md recursion)."""
+        return _regressor.regressor_derivatives(self, qs)

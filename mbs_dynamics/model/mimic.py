@@ -412,6 +412,61 @@ class MimicRobot:
         return bool(getattr(self._full, "floating_base", False))
 
 
+    # ---- identification (mbs_dynamics/identification/)
+    def inertial_parameters(self) -> np.ndarray:
+        """(nb, 10) parameters of every body of the full model (all ``full_joint_names`` bodies,
+        a floating base first): see :meth:`Robot.inertial_parameters`."""
+        return self._full.inertial_parameters()
+
+    def with_inertial_parameters(self, pi) -> "MimicRobot":
+        """A new MimicRobot with the bodies' parameters ``pi`` (nb, 10) (validated as
+        :meth:`Robot.with_inertial_parameters`, and every independent joint must move mass)."""
+        return MimicRobot(self._full.with_inertial_parameters(pi), check=True)
+
+    def regressor(self, q, qd, qdd):
+        """Y = Gᵀ Y_full(G q + off, G q̇, G q̈): (nv, 10·nb) (columns: every full body), or
+        (N, nv, 10·nb) for a batch; τ = Y π with π = ``inertial_parameters()``."""
+        (q, qd, qdd), N = self._vecs(("q", "qd", "qdd"), (q, qd, qdd))
+        if N is None:
+            Y = self._full.regressor(self._xq(q, self._bq), self._xv(qd, self._bv),
+                                     self._xv(qdd, self._ba))
+        else:
+            Y = self._full.regressor(q[:, self._iq] * self._kq + self._oq,
+                                     qd[:, self._iv] * self._kv, qdd[:, self._iv] * self._kv)
+        return np.matmul(self._GT, Y)
+
+    def regressor_derivatives(self, qs):
+        """Y^(r) = Gᵀ Y_full^(r) along the expanded jet (inputs as :meth:`torque_derivatives`):
+        (k+1, nv, 10·nb) or (N, k+1, nv, 10·nb)."""
+        return np.matmul(self._GT, self._full.regressor_derivatives(self._expand_jet(qs)))
+
+    def _expand_jet(self, qs):
+        """The full-coordinate form of a torque_derivatives input (validated)."""
+        nq, nv = self.nq, self.nv
+        if isinstance(qs, tuple) and len(qs) == 2:
+            q, vs = qs
+            q = _in(q, "q", ((nq,), (None, nq)), f"({nq},) or (N, {nq})")
+            vs = _in(vs, "vs", ((None, nv),) if q.ndim == 1 else ((q.shape[0], None, nv),),
+                     f"(k+2, {nv})" if q.ndim == 1 else f"({q.shape[0]}, k+2, {nv})")
+            if vs.shape[-2] < 2:
+                raise ValueError(f"vs has shape {vs.shape}, expected (k+2, {nv}) with k >= 0 "
+                                 "(rows v, v', ...)")
+            qf = np.matmul(q, self._Gq.T)
+            qf += self._oq
+            return qf, np.matmul(vs, self._GT)
+        if self._nbq != self._nbv:
+            raise ValueError(f"qs of a floating-base robot must be a pair (q, vs): q (nq,) = "
+                             f"({nq},), vs (k+2, nv) = (k+2, {nv})")
+        qs = _in(qs, "qs", ((None, nv), (None, None, nv)),
+                 f"(k+3, {nv}) or (N, k+3, {nv}) (rows q, q', q'', ...)")
+        if qs.shape[-2] < 3:
+            raise ValueError(f"qs has shape {qs.shape}, expected (k+3, {nv}) with k >= 0 "
+                             f"(rows q, q', q'', ...) or (N, k+3, {nv})")
+        qf = np.matmul(qs, self._GT)
+        qf[..., 0, :] += self._oq
+        return qf
+
+
 def wrap(robot):
     """``robot`` itself when its model has no mimic joints, else a :class:`MimicRobot`."""
     return MimicRobot(robot) if robot.model.mimic else robot
