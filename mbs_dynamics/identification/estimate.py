@@ -57,8 +57,9 @@ class NormalEquations:
 
     def add(self, Yb, tau):
         """Add samples: Yb (N, n, P) rows of the regressor, tau (N, n) torques."""
-        self.A += np.einsum("kjp,kjq->jpq", Yb, Yb, optimize=True)
-        self.b += np.einsum("kjp,kj->jp", Yb, tau, optimize=True)
+        Yt = np.ascontiguousarray(Yb.transpose(1, 0, 2))  # (n, N, P): one matrix per joint
+        self.A += np.matmul(Yt.transpose(0, 2, 1), Yt)
+        self.b += np.einsum("jkp,kj->jp", Yt, tau)
         self.c += np.einsum("kj,kj->j", tau, tau)
         self.N += tau.shape[0]
 

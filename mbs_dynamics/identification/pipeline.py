@@ -239,7 +239,7 @@ def identify(robot, log, friction=True, consistent=True, *, cutoff=None, topic="
         return np.sqrt(np.mean((tau - pred) ** 2, axis=0)), pred
 
     rms_new, pred = rms_of(new_robot, fric)
-    rms_urdf, _ = rms_of(robot, None)
+    rms_urdf, pred_urdf = rms_of(robot, None)
     for w in warn:
         warnings.warn(IdentificationWarning(w), stacklevel=2)
 
@@ -288,5 +288,5 @@ def identify(robot, log, friction=True, consistent=True, *, cutoff=None, topic="
     return IdentificationResult(
         robot=new_robot, inertial_parameters=pi, friction=fric, base_parameters=base_params,
         sea=sea, report=report, unexcited=list(est.unexcited), joint_names=names,
-        estimate=est, states=fs, torque=tau, predicted=pred, time=jl.time[fs.rows],
+        estimate=est, states=fs, torque=tau, predicted=pred, predicted_urdf=pred_urdf, time=jl.time[fs.rows],
         urdf_source=urdf_text)
