@@ -37,7 +37,8 @@ def extensions():
                   define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                   extra_compile_args=["-O3", "-fno-math-errno", "--param=max-inline-insns-single=2000"] + omp, extra_link_args=omp)
         for name in ("kernels._data", "kernels._rnea", "kernels._crba", "kernels._aba",
-                     "control._spline", "control._actuators")
+                     "control._spline", "control._actuators", "identification._regressor",
+                     "identification._derivatives")
     ]
     return cythonize(exts, compiler_directives={"language_level": 3}, quiet=True)
 

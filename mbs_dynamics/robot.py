@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .identification import regressor as _regressor
+from .identification import _derivatives, _regressor
 from .identification import parameters as _params
 from .kernels import _aba, _crba, _rnea
 from .model import model as _model
@@ -317,14 +317,33 @@ class Robot:
         mass."""
         return Robot(_params.model_with_parameters(self._model, pi), self._data.kmax)
 
-    def regressor(self, q, qd, qdd):
+    def regressor(self, q, qd, qdd, out=None):
         """Joint-torque regressor Y (nv, 10·nb) with ``τ = Y π`` (π = ``inertial_parameters()``
         flattened; seed 000 §6), columns in blocks of 10 per body; batches (N, ·) → (N, nv, 10·nb).
-        Pinocchio's ``computeJointTorqueRegressor``."""
-        return _regressor.regressor(self, q, qd, qdd)
+        Pinocchio's ``computeJointTorqueRegressor``; ``out`` as in :meth:`inverse_dynamics`."""
+        return _regressor.regressor(self._data, q, qd, qdd, out)
 
-    def regressor_derivatives(self, qs):
+    def regressor_derivatives(self, qs, out=None):
         """Y, Y′, …, Y^(k) (k+1, nv, 10·nb) with ``τ^(r) = Y^(r) π`` along a trajectory, from the
         inputs of :meth:`torque_derivatives`: qs (k+3, n), or a pair ``(q, vs)`` (floating base),
         batches (N, …) → (N, k+1, nv, 10·nb). O(depth) per column block (MATH.md recursion)."""
-        return _regressor.regressor_derivatives(self, qs)
+        if isinstance(qs, tuple) and len(qs) == 2:
+            return _regressor.regressor_derivatives(self._data, qs[0], qs[1], out)
+        if self._fb:
+            raise ValueError("qs of a floating-base robot must be a pair (q, vs): q (nq,) = "
+                             f"({self._nq},), vs (k+2, nv) = (k+2, {self._nv})")
+        return _regressor.regressor_derivatives(self._data, qs, None, out)
+
+    def inverse_dynamics_derivatives(self, q, qd, qdd, out=None):
+        """Analytic partial derivatives of :meth:`inverse_dynamics` (seed 000 §6.1):
+        ``(∂τ/∂q, ∂τ/∂q̇, M)``, each (nv, nv), M full (symmetric). A floating base's
+        configuration is perturbed as Pinocchio's ``computeRNEADerivatives`` does (q ⊕ δ =
+        C exp(δ), δ = (linear, angular) in the base frame). ``out``: an optional (3, nv, nv)
+        array whose three slices are returned. Batches: (N, ·) inputs give three (N, nv, nv)
+        arrays (``out`` (3, N, nv, nv))."""
+        return _derivatives.inverse_dynamics_derivatives(self._data, q, qd, qdd, out)
+
+    def forward_dynamics_derivatives(self, q, qd, tau):
+        """``(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹)`` of :meth:`forward_dynamics`, each (nv, nv): with q̈ = FD(q, q̇, τ),
+        ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈) (Pinocchio's ``computeABADerivatives``)."""
+        return _derivatives.forward_dynamics_derivatives(self._data, q, qd, tau)

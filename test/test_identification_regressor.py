@@ -68,7 +68,7 @@ class Case:
                 self.to_pin = lambda q: _pinq(self.pm, q)
                 self.fb = True
             else:  # mimic robots: Pinocchio's full model, projected with the URDF's G
-                src = CHAIN if name == "mimic_chain" else erd_path(MIMIC_ERD["panda"])
+                src = CHAIN if name == "mimic_chain" else erd_path(MIMIC_ERD[name[6:]])
                 self.robot = mbs.load_urdf(src)
                 self.oracle = Oracle(src)
                 self.pm = self.oracle.pm
@@ -304,3 +304,74 @@ def test_regressor_bad_input():
         r.regressor(np.full(6, np.nan), q, q)
     with pytest.raises(ValueError, match="qs"):
         r.regressor_derivatives(np.zeros((2, 6)))
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_trees_prismatic_fixed_links(seed):
+    """Random trees (oblique axes, prismatic and continuous joints, fixed links mid-chain,
+    branches): Y against Pinocchio; Y^(k) up to k = 5 (the general Bell-polynomial path) against
+    the NumPy reference over the same forward pass (kept equal to the kernel) and, summed with π,
+    against our τ^(k) (sanity)."""
+    pin = pytest.importorskip("pinocchio")
+    from conftest import random_urdf
+    from mbs_dynamics.identification import regressor as ref
+    xml, _ = random_urdf(seed, n_movable=9)
+    r = mbs.load_urdf(xml)
+    pm = pin.buildModelFromXML(xml)
+    pd = pm.createData()
+    rng = np.random.default_rng(seed)
+    q, v, a = rng.uniform(-2, 2, r.n), rng.normal(size=r.n), rng.normal(size=r.n)
+    Yp = pin.computeJointTorqueRegressor(pm, pd, pin_q(pm, q), v, a).copy()
+    assert rel(r.regressor(q, v, a), Yp) <= TOL
+    qs = rng.uniform(-1, 1, (8, r.n))
+    Ys = r.regressor_derivatives(qs)
+    d = r.data.arrays
+    assert rel(Ys, ref.regressor_jet(r.model, d["V"], d["T"], d["qj"], 5)) <= 1e-13
+    assert rel(Ys @ r.inertial_parameters().ravel(), r.torque_derivatives(qs)) <= 1e-11
+    assert rel(ref.regressor(r, q, v, a), Yp) <= TOL
+
+
+@pytest.mark.parametrize("name", ["mimic_baxter", "mimic_pr2", "mimic_tiago_pro",
+                                  "mimic_talos_full"])
+def test_more_mimic_robots(name):
+    """Y = Gᵀ Y_full and the inverse-dynamics partials Gᵀ (·) G on the other mimic robots of
+    example-robot-data (columns: every body of the full model)."""
+    case = Case(name)
+    r = case.robot
+    rng = np.random.default_rng(13)
+    q, v, a = case.state(rng)
+    assert rel(r.regressor(q, v, a), case.Y(q, v, a)) <= TOL
+    dq, dv, M = (x.copy() for x in case.pin.computeRNEADerivatives(
+        case.pm, case.pd, case.to_pin(q), case.v(v), case.v(a)))
+    G = case.G
+    for got, want in zip(r.inverse_dynamics_derivatives(q, v, a), (dq, dv, sym(M))):
+        assert rel(got, G.T @ want @ G) <= 1e-10
+
+
+def test_out_arrays_and_aliasing():
+    case = Case("ur5")
+    r = case.robot
+    rng = np.random.default_rng(14)
+    q, v, a = case.state(rng)
+    want = case.Y(q, v, a)
+    out = np.full((r.nv, 60), np.nan)
+    assert r.regressor(q, v, a, out=out) is out and rel(out, want) <= TOL
+    with pytest.raises(ValueError, match="out"):
+        r.regressor(q, v, a, out=np.zeros((r.nv, 59)))
+    with pytest.raises(ValueError, match="out"):
+        r.regressor(q, v, a, out=np.zeros((r.nv, 60), np.float32))
+    qs = rng.normal(size=(4, r.n))
+    Ys = r.regressor_derivatives(qs)
+    o = np.empty_like(Ys)
+    assert r.regressor_derivatives(qs, out=o) is o and np.array_equal(o, Ys)
+    with pytest.raises(ValueError, match="out"):
+        r.regressor_derivatives(qs, out=np.empty((3, r.nv, 61)))
+    # a batch whose out shares memory with its (strided) q input still gives the right result
+    Q, V, A = rng.normal(size=(3, 2, r.n))
+    buf = np.zeros((2, r.nv, 60))
+    buf[0, 0, :6], buf[1, 0, :6] = Q
+    Qv = buf[:, 0, :6]
+    Yb = r.regressor(np.ascontiguousarray(Qv), V, A)
+    assert rel(r.regressor(Qv, V, A, out=buf), Yb) == 0
+    for k in range(2):
+        assert rel(Yb[k], case.Y(Q[k], V[k], A[k])) <= TOL

@@ -1,12 +1,18 @@
 """Identification: the regressor and its time derivatives, base parameters, estimation from logs
 (seed 000 §6).
 
+``robot.inertial_parameters()``, ``robot.with_inertial_parameters(pi)``, ``robot.regressor``,
+``robot.regressor_derivatives``, ``robot.inverse_dynamics_derivatives`` and
+``robot.forward_dynamics_derivatives`` are the Robot's methods (kernels here:
+``_regressor.pyx``, ``_derivatives.pyx``); :func:`base_parameters` takes a robot.
+
 From logs: :func:`identify` (:mod:`.pipeline`) reads a CSV or rosbag2 log (:mod:`.logs`),
 filters and differentiates q (:mod:`.filtering`), estimates base parameters, friction and SEA
 springs (:mod:`.estimate`), makes them physically consistent (:mod:`.consistent`) and writes the
 URDF and actuator YAML (:mod:`.urdf_writer`); :func:`excite` (:mod:`.excite`) designs exciting
-trajectories. These load on first use.
+trajectories. These need scipy (and rosbags for bags) and load on first use.
 """
+from .base import BaseParameters, base_parameters  # noqa: F401
 
 _LAZY = {
     "identify": ("pipeline", "identify"),

@@ -56,6 +56,8 @@ cdef struct KWork:
     double* u        # (nb,) τ − X^T p^A
     double* A        # (nb, 6) body accelerations
     double* S        # (8, 36) scratch
+    double* dX       # (nb, 96) world-frame body quantities of the RNEA derivatives
+    double* dC       # (nb + 5, 36) per velocity coordinate quantities of the RNEA derivatives
 
 
 cdef class Data:

@@ -45,6 +45,10 @@ LAYOUT = (
     ("u", lambda nb, k: (nb,), "u_i = τ_i − X_i^T p^A_i (ABA)"),
     ("A", lambda nb, k: (nb, 6), "body accelerations V̇_i incl. gravity (ABA)"),
     ("S", lambda nb, k: (8, 36), "scratch"),
+    ("dX", lambda nb, k: (nb, 96), "world-frame body quantities of the RNEA derivatives "
+                                   "(identification/_derivatives.pyx: pose, v, a, composites)"),
+    ("dC", lambda nb, k: (nb + 5, 36), "per velocity coordinate: S, Ψ̇, D, Ψ̈, α, β of the RNEA "
+                                       "derivatives (identification/_derivatives.pyx)"),
 )
 
 cdef inline double* _ptr(object a):
@@ -151,6 +155,7 @@ cdef class Data:
         w.Ic, w.J, w.Jd, w.P = _ptr(a["Ic"]), _ptr(a["J"]), _ptr(a["Jd"]), _ptr(a["P"])
         w.IA, w.pA, w.c, w.U = _ptr(a["IA"]), _ptr(a["pA"]), _ptr(a["c"]), _ptr(a["U"])
         w.D, w.u, w.A, w.S = _ptr(a["D"]), _ptr(a["u"]), _ptr(a["A"]), _ptr(a["S"])
+        w.dX, w.dC = _ptr(a["dX"]), _ptr(a["dC"])
         return 0
 
     cdef KWork* thread_works(self, int T) except NULL:

@@ -240,3 +240,51 @@ cdef inline void load_jet(const KModel* m, KWork* w, const double* q, const doub
         for k in range(rows):
             for b in range(nb):
                 w.qj[(k + 1) * nb + b] = vs[k * nv + b]
+
+
+# ---- the Bell polynomials Φ_m of one joint (MATH.md "Recursive time derivatives of any order")
+cdef inline void bell(const KModel* m, KWork* w, int i, int K1) noexcept nogil:
+    """c[m][j] of Φ_m, m ≤ K1: c[m+1][j] = Σ_l binom(m,l) c[m−l][j−1] (−q^(l+1))."""
+    cdef int nb = m.nb, s = w.kmax + 2, nbn = w.kmax + 3, mm, j, l
+    cdef double acc
+    for mm in range(K1 + 1):
+        for j in range(K1 + 1):
+            w.bell[mm * s + j] = 0.0
+    w.bell[0] = 1.0
+    for mm in range(K1):
+        for j in range(1, mm + 2):
+            acc = 0.0
+            for l in range(mm + 1):
+                acc -= w.binom[mm * nbn + l] * w.bell[(mm - l) * s + j - 1] * w.qj[(l + 1) * nb + i]
+            w.bell[(mm + 1) * s + j] = acc
+
+
+cdef inline void phi_sum(KWork* w, int k, double* d) noexcept nogil:
+    """d += Σ_{m=1..k} binom(k,m) Σ_j c[m][j] Au[k−m][j]  (the Φ_m terms of the k-th derivative)."""
+    cdef int s = w.kmax + 2, nbn = w.kmax + 3, mm, j
+    cdef double c
+    for mm in range(1, k + 1):
+        for j in range(1, mm + 1):
+            c = w.bell[mm * s + j]
+            if c != 0.0:
+                axpy6(c * w.binom[k * nbn + mm], w.Au + 6 * ((k - mm) * s + j), d)
+
+
+cdef inline void phi_small(KWork* w, int k, double q1, double q2, double q3, double* d) noexcept nogil:
+    """phi_sum for k ≤ 3 with the Bell polynomials written out (MATH.md):
+    Φ_1 = −q̇A, Φ_2 = −q̈A + q̇²A², Φ_3 = −q⃛A + 3q̇q̈A² − q̇³A³."""
+    cdef int s = w.kmax + 2
+    cdef double* Au = w.Au
+    if k == 1:
+        axpy6(-q1, Au + 6, d)
+    elif k == 2:
+        axpy6(-2.0 * q1, Au + 6 * (s + 1), d)
+        axpy6(-q2, Au + 6, d)
+        axpy6(q1 * q1, Au + 12, d)
+    elif k == 3:
+        axpy6(-3.0 * q1, Au + 6 * (2 * s + 1), d)
+        axpy6(-3.0 * q2, Au + 6 * (s + 1), d)
+        axpy6(3.0 * q1 * q1, Au + 6 * (s + 2), d)
+        axpy6(-q3, Au + 6, d)
+        axpy6(3.0 * q1 * q2, Au + 12, d)
+        axpy6(-q1 * q1 * q1, Au + 18, d)

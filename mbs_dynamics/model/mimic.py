@@ -467,6 +467,22 @@ class MimicRobot:
         return qf
 
 
+    def inverse_dynamics_derivatives(self, q, qd, qdd):
+        """(∂τ/∂q, ∂τ/∂q̇, M) = Gᵀ (·)_full G at the expanded state (G is constant), each (nv, nv)."""
+        q, qd, qdd = self._q1(q), self._v1(qd, "qd"), self._v1(qdd, "qdd")
+        d = self._full.inverse_dynamics_derivatives(self._xq(q, self._bq), self._xv(qd, self._bv),
+                                                    self._xv(qdd, self._ba))
+        return tuple(self._project(x) for x in d)
+
+    def forward_dynamics_derivatives(self, q, qd, tau):
+        """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹) in the independent coordinates: −M⁻¹ ∂τ/∂x at q̈ = FD(q, q̇, τ)."""
+        qdd = self.forward_dynamics(q, qd, tau)
+        dq, dv, M = self.inverse_dynamics_derivatives(q, qd, qdd)
+        Minv = np.linalg.inv(M)
+        Minv = 0.5 * (Minv + Minv.T)
+        return -(Minv @ dq), -(Minv @ dv), Minv
+
+
 def wrap(robot):
     """``robot`` itself when its model has no mimic joints, else a :class:`MimicRobot`."""
     return MimicRobot(robot) if robot.model.mimic else robot

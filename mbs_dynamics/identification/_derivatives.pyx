@@ -1,0 +1,467 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Analytic partial derivatives of inverse dynamics, ∂τ/∂q, ∂τ/∂q̇ and M = ∂τ/∂q̈ (seed 000 §6.1),
+compiled, O(n) 6×6 work plus O(n·depth) dot products.
+
+Derived for this project in the world frame (spatial twists, angular first), in the spirit of
+Carpentier & Mansard (RSS 2018), from the screw-product partials of the spatial Jacobian, seed
+000 eq. (16) ``∂S_i/∂q_j = [S_j, S_i]`` (j before i), (17) ``Ṡ_i = [V_i, S_i]`` and the spatial
+acceleration (18). Per body k: world twist v_k, acceleration a_k (gravity as the
+world's acceleration a_0 = (0, −g)), inertia I_k, momentum h_k = I_k v_k, force
+f_k = I_k a_k + v_k ×* h_k; per velocity coordinate j (body b(j), parent body λ): its world screw
+S_j, Ψ̇_j = v_λ × S_j, Ψ̈_j = a_λ × S_j + v_λ × Ψ̇_j. Moving coordinate j moves the subtree of b(j)
+rigidly, except the parent's motion (v_λ, a_λ): for k in that subtree
+
+    ∂f_k/∂q_j = S_j ×* f_k + I_k Ψ̈_j + 𝔅_k Ψ̇_j,   ∂f_k/∂q̇_j = I_k D_j + 𝔅_k S_j,
+
+with 𝔅_k x = I_k (x × v_k) + x ×* h_k + v_k ×* I_k x = H̄(h_k) x − N_k x − N_kᵀ x
+(N_k = I_k ad_{v_k}, H̄(h) x = x ×* h, antisymmetric) and D_j = Ψ̇_j − S_j × v_{b(j)} (= 2Ψ̇_j for
+a one-dof joint; v_0 × S_j for the free base, whose own bias term v_0 × v_0 vanishes). Since
+τ_i = S_iᵀ F_i (F_i = Σ_{k ⪰ i} f_k) and ∂S_i/∂q_j = S_j × S_i for i in the subtree, the
+S_j ×* F_i terms cancel there; with composites I^C, 𝔅^C, F^C and α_i = I^C S_i, β_i = 𝔅^{C T} S_i:
+
+    b(i) in the subtree of b(j) (same body included):
+        ∂τ_i/∂q_j = α_i·Ψ̈_j + β_i·Ψ̇_j,   ∂τ_i/∂q̇_j = α_i·D_j + β_i·S_j,   M_ij = α_i·S_j;
+    b(i) a strict ancestor of b(j):
+        ∂τ_i/∂q_j = S_i·(S_j ×* F^C + I^C Ψ̈_j + 𝔅^C Ψ̇_j),   ∂τ_i/∂q̇_j = S_i·(I^C D_j + 𝔅^C S_j),
+        M_ij = S_i·α_j   (composites of b(j)).
+
+A floating base is body 0 with 6 coordinates, its configuration perturbed as Pinocchio does
+(C_0 exp(δ), δ = (linear, angular) in the base frame), so its screws are S_r = Ad_{C_0} e_r,
+Ψ̇_r = 0 and Ψ̈_r = a_0 × S_r. Rows and columns follow Pinocchio's velocity layout.
+"""
+import numpy as np
+cimport numpy as cnp
+
+from libc.math cimport sqrt
+
+from mbs_dynamics.kernels._aba cimport aba_core
+from mbs_dynamics.kernels._data cimport FREE, REVOLUTE, Data, KModel, KWork, take_states
+from mbs_dynamics.kernels._spatial cimport ad_V, joint_pose, load_jet
+
+cnp.import_array()
+
+# offsets in a body row of w.dX (96 doubles) and a coordinate row of w.dC (36 doubles)
+cdef enum:
+    B_POSE = 0      # R (9, row-major), p (3): world pose
+    B_V = 12        # world twist
+    B_A = 18        # world acceleration (gravity included)
+    B_M = 24        # composite mass, h (3), Θ (9, about the world origin)
+    B_H = 37        # composite momentum Σ I_k v_k
+    B_F = 43        # composite force Σ f_k
+    B_N = 49        # composite N = Σ I_k ad_{v_k} (36, row-major)
+    C_S = 0
+    C_PD = 6        # Ψ̇
+    C_D = 12        # D
+    C_PDD = 18      # Ψ̈
+    C_AL = 24       # α
+    C_BE = 30       # β
+    BLAS_NV = 12    # forward derivatives: NumPy's matmul for the products from this size on
+
+
+cdef inline void cross3(const double* a, const double* b, double* d) noexcept nogil:
+    d[0] = a[1] * b[2] - a[2] * b[1]
+    d[1] = a[2] * b[0] - a[0] * b[2]
+    d[2] = a[0] * b[1] - a[1] * b[0]
+
+
+cdef inline double dot6(const double* a, const double* b) noexcept nogil:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+
+
+cdef inline void inertia_apply(const double* I, const double* x, double* d) noexcept nogil:
+    """d = I x for I = (m, h, Θ): (Θ ω + h × v, m v − h × ω)."""
+    cdef double m = I[0]
+    cdef const double* h = I + 1
+    cdef const double* Th = I + 4
+    cdef double w0 = x[0], w1 = x[1], w2 = x[2], v0 = x[3], v1 = x[4], v2 = x[5]
+    d[0] = Th[0] * w0 + Th[1] * w1 + Th[2] * w2 + h[1] * v2 - h[2] * v1
+    d[1] = Th[3] * w0 + Th[4] * w1 + Th[5] * w2 + h[2] * v0 - h[0] * v2
+    d[2] = Th[6] * w0 + Th[7] * w1 + Th[8] * w2 + h[0] * v1 - h[1] * v0
+    d[3] = m * v0 - (h[1] * w2 - h[2] * w1)
+    d[4] = m * v1 - (h[2] * w0 - h[0] * w2)
+    d[5] = m * v2 - (h[0] * w1 - h[1] * w0)
+
+
+cdef inline void cross_force(const double* x, const double* h, double* d, double c) noexcept nogil:
+    """d += c · x ×* h = c (ω × n + v × f, ω × f) for x = (ω, v), h = (n, f)."""
+    d[0] += c * (x[1] * h[2] - x[2] * h[1] + x[4] * h[5] - x[5] * h[4])
+    d[1] += c * (x[2] * h[0] - x[0] * h[2] + x[5] * h[3] - x[3] * h[5])
+    d[2] += c * (x[0] * h[1] - x[1] * h[0] + x[3] * h[4] - x[4] * h[3])
+    d[3] += c * (x[1] * h[5] - x[2] * h[4])
+    d[4] += c * (x[2] * h[3] - x[0] * h[5])
+    d[5] += c * (x[0] * h[4] - x[1] * h[3])
+
+
+cdef inline void world_screw(const double* P, const double* u, double* d) noexcept nogil:
+    """d = Ad_C u for a body twist u and the world pose C = P (R, p): (R ω, R v + p × R ω)."""
+    cdef double a0 = P[0] * u[0] + P[1] * u[1] + P[2] * u[2]
+    cdef double a1 = P[3] * u[0] + P[4] * u[1] + P[5] * u[2]
+    cdef double a2 = P[6] * u[0] + P[7] * u[1] + P[8] * u[2]
+    d[0] = a0
+    d[1] = a1
+    d[2] = a2
+    d[3] = P[0] * u[3] + P[1] * u[4] + P[2] * u[5] + P[10] * a2 - P[11] * a1
+    d[4] = P[3] * u[3] + P[4] * u[4] + P[5] * u[5] + P[11] * a0 - P[9] * a2
+    d[5] = P[6] * u[3] + P[7] * u[4] + P[8] * u[5] + P[9] * a1 - P[10] * a0
+
+
+cdef void body_inertia(const KModel* m, int i, const double* P, double* I) noexcept nogil:
+    """Body i's inertia in the world, about the world origin (m, h_w, Θ_w): h_p = R h,
+    Θ_p = R Θ Rᵀ, h_w = h_p + m p, Θ_w = Θ_p − m p̃ p̃ − (p̃ h̃_p + h̃_p p̃)."""
+    cdef double ms = m.mass[i]
+    cdef const double* h = m.h + 3 * i
+    cdef const double* Th = m.Th + 9 * i
+    cdef double RT[9]
+    cdef double hp[3]
+    cdef int a, b, c
+    cdef double acc, p0 = P[9], p1 = P[10], p2 = P[11]
+    for a in range(3):
+        hp[a] = P[3 * a] * h[0] + P[3 * a + 1] * h[1] + P[3 * a + 2] * h[2]
+        for b in range(3):
+            RT[3 * a + b] = P[3 * a] * Th[b] + P[3 * a + 1] * Th[3 + b] + P[3 * a + 2] * Th[6 + b]
+    for a in range(3):
+        for b in range(a, 3):
+            acc = RT[3 * a] * P[3 * b] + RT[3 * a + 1] * P[3 * b + 1] + RT[3 * a + 2] * P[3 * b + 2]
+            I[4 + 3 * a + b] = acc
+    # − m p̃ p̃ = m (|p|² 1 − p pᵀ);  −(p̃ h̃ + h̃ p̃) = 2 (p·h) 1 − p hᵀ − h pᵀ
+    cdef double pp = p0 * p0 + p1 * p1 + p2 * p2, ph = p0 * hp[0] + p1 * hp[1] + p2 * hp[2]
+    cdef double pv[3]
+    pv[0], pv[1], pv[2] = p0, p1, p2
+    for a in range(3):
+        for b in range(a, 3):
+            acc = -ms * pv[a] * pv[b] - pv[a] * hp[b] - hp[a] * pv[b]
+            if a == b:
+                acc += ms * pp + 2.0 * ph
+            I[4 + 3 * a + b] += acc
+            I[4 + 3 * b + a] = I[4 + 3 * a + b]
+    I[0] = ms
+    for a in range(3):
+        I[1 + a] = hp[a] + ms * pv[a]
+
+
+cdef void body_N(const double* I, const double* v, double* N) noexcept nogil:
+    """N = I ad_v (6×6 row-major) = [[Θ ω̃ + h̃ ṽ, h̃ ω̃], [−h̃ ω̃ + m ṽ, m ω̃]]."""
+    cdef double W[9]
+    cdef double L[9]
+    cdef double H[9]
+    cdef const double* Th = I + 4
+    cdef double m = I[0]
+    cdef int a, b
+    W[0], W[1], W[2] = 0.0, -v[2], v[1]
+    W[3], W[4], W[5] = v[2], 0.0, -v[0]
+    W[6], W[7], W[8] = -v[1], v[0], 0.0
+    L[0], L[1], L[2] = 0.0, -v[5], v[4]
+    L[3], L[4], L[5] = v[5], 0.0, -v[3]
+    L[6], L[7], L[8] = -v[4], v[3], 0.0
+    H[0], H[1], H[2] = 0.0, -I[3], I[2]
+    H[3], H[4], H[5] = I[3], 0.0, -I[1]
+    H[6], H[7], H[8] = -I[2], I[1], 0.0
+    cdef double hw, tw, hl
+    for a in range(3):
+        for b in range(3):
+            tw = Th[3 * a] * W[b] + Th[3 * a + 1] * W[3 + b] + Th[3 * a + 2] * W[6 + b]
+            hl = H[3 * a] * L[b] + H[3 * a + 1] * L[3 + b] + H[3 * a + 2] * L[6 + b]
+            hw = H[3 * a] * W[b] + H[3 * a + 1] * W[3 + b] + H[3 * a + 2] * W[6 + b]
+            N[6 * a + b] = tw + hl
+            N[6 * a + 3 + b] = hw
+            N[6 * (3 + a) + b] = -hw + m * L[3 * a + b]
+            N[6 * (3 + a) + 3 + b] = m * W[3 * a + b]
+
+
+cdef inline void N_apply(const double* N, const double* x, double* d1, double* d2) noexcept nogil:
+    """d1 = N x, d2 = Nᵀ x."""
+    cdef int a, b
+    for a in range(6):
+        d1[a] = 0.0
+        d2[a] = 0.0
+    for a in range(6):
+        for b in range(6):
+            d1[a] += N[6 * a + b] * x[b]
+            d2[b] += N[6 * a + b] * x[a]
+
+
+cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double* M) noexcept nogil:
+    """∂τ/∂q, ∂τ/∂q̇, M (nv, nv) each, from q, v, a loaded in the workspace (w.T[0] holds the
+    base pose, w.nu the base twist and its rate, w.qj the joint jet)."""
+    cdef int nb = m.nb, nv = m.nv, fb = m.fb, i, j, a, b, c, r, par, ci, cj, bi
+    cdef double* X
+    cdef double* Xp
+    cdef double* C
+    cdef double* Cj
+    cdef double* T
+    cdef double qd, qdd
+    cdef double u[6]
+    cdef double t1[6]
+    cdef double t2[6]
+    cdef double gq[6]
+    cdef double gv[6]
+    cdef double ag[6]
+    cdef double vl[6]
+    cdef double al[6]
+    ag[0], ag[1], ag[2] = 0.0, 0.0, 0.0
+    ag[3], ag[4], ag[5] = -m.g[0], -m.g[1], -m.g[2]
+    # ---- forward: world poses, twists, accelerations, screws; each body's own terms
+    for i in range(nb):
+        X = w.dX + 96 * i
+        par = m.parent[i]
+        if m.jtype[i] == FREE:
+            for a in range(12):
+                X[B_POSE + a] = w.T[a]
+            world_screw(X, w.nu, X + B_V)
+            world_screw(X, w.nu + 6, X + B_A)
+            for a in range(6):
+                X[B_A + a] += ag[a]
+            for r in range(6):
+                C = w.dC + 36 * r
+                for a in range(6):
+                    u[a] = 0.0
+                u[3 + r if r < 3 else r - 3] = 1.0   # (linear, angular) order
+                world_screw(X, u, C + C_S)
+                for a in range(6):
+                    C[C_PD + a] = 0.0
+                ad_V(X + B_V, C + C_S, C + C_D)      # D = v_0 × S
+                ad_V(ag, C + C_S, C + C_PDD)         # Ψ̈ = a_0 × S
+        else:
+            T = w.T + 12 * i
+            joint_pose(m, i, w.qj[i], T)
+            if par >= 0:
+                Xp = w.dX + 96 * par
+                for a in range(3):
+                    for b in range(3):
+                        X[3 * a + b] = (Xp[3 * a] * T[b] + Xp[3 * a + 1] * T[3 + b]
+                                        + Xp[3 * a + 2] * T[6 + b])
+                    X[9 + a] = (Xp[3 * a] * T[9] + Xp[3 * a + 1] * T[10] + Xp[3 * a + 2] * T[11]
+                                + Xp[9 + a])
+                for a in range(6):
+                    vl[a] = Xp[B_V + a]
+                    al[a] = Xp[B_A + a]
+            else:
+                for a in range(12):
+                    X[a] = T[a]
+                for a in range(6):
+                    vl[a] = 0.0
+                    al[a] = ag[a]
+            C = w.dC + 36 * (i + 5 * fb)
+            for a in range(6):
+                u[a] = 0.0
+            c = 0 if m.jtype[i] == REVOLUTE else 3
+            u[c], u[c + 1], u[c + 2] = m.axis[3 * i], m.axis[3 * i + 1], m.axis[3 * i + 2]
+            world_screw(X, u, C + C_S)
+            ad_V(vl, C + C_S, C + C_PD)              # Ψ̇ = v_λ × S
+            ad_V(al, C + C_S, C + C_PDD)
+            ad_V(vl, C + C_PD, t1)
+            qd = w.qj[nb + i]
+            qdd = w.qj[2 * nb + i]
+            for a in range(6):
+                C[C_PDD + a] += t1[a]                # Ψ̈ = a_λ × S + v_λ × Ψ̇
+                C[C_D + a] = 2.0 * C[C_PD + a]
+                X[B_V + a] = vl[a] + C[C_S + a] * qd
+                X[B_A + a] = al[a] + C[C_S + a] * qdd + C[C_PD + a] * qd
+        body_inertia(m, i, X, X + B_M)
+        inertia_apply(X + B_M, X + B_V, X + B_H)
+        inertia_apply(X + B_M, X + B_A, X + B_F)
+        cross_force(X + B_V, X + B_H, X + B_F, 1.0)
+        body_N(X + B_M, X + B_V, X + B_N)
+    # ---- backward: composites
+    for i in range(nb - 1, 0, -1):
+        par = m.parent[i]
+        if par < 0:
+            continue
+        X = w.dX + 96 * i
+        Xp = w.dX + 96 * par
+        for a in range(B_M, 96 - 11):
+            Xp[a] += X[a]
+    # ---- per coordinate: α = I^C S, β = 𝔅^{Cᵀ} S
+    for ci in range(nv):
+        bi = 0 if ci < 6 * fb else ci - 5 * fb
+        X = w.dX + 96 * bi
+        C = w.dC + 36 * ci
+        inertia_apply(X + B_M, C + C_S, C + C_AL)
+        N_apply(X + B_N, C + C_S, t1, t2)
+        for a in range(6):
+            C[C_BE + a] = -t1[a] - t2[a]
+        cross_force(C + C_S, X + B_H, C + C_BE, -1.0)   # H̄ᵀ S = −S ×* h
+    # ---- the entries
+    for ci in range(nv):
+        bi = 0 if ci < 6 * fb else ci - 5 * fb
+        X = w.dX + 96 * bi
+        C = w.dC + 36 * ci
+        # g_q = S ×* F^C + I^C Ψ̈ + 𝔅^C Ψ̇,  g_v = I^C D + 𝔅^C S  (𝔅 x = x ×* h − N x − Nᵀ x)
+        inertia_apply(X + B_M, C + C_PDD, gq)
+        cross_force(C + C_S, X + B_F, gq, 1.0)
+        N_apply(X + B_N, C + C_PD, t1, t2)
+        for a in range(6):
+            gq[a] -= t1[a] + t2[a]
+        cross_force(C + C_PD, X + B_H, gq, 1.0)
+        inertia_apply(X + B_M, C + C_D, gv)
+        N_apply(X + B_N, C + C_S, t1, t2)
+        for a in range(6):
+            gv[a] -= t1[a] + t2[a]
+        cross_force(C + C_S, X + B_H, gv, 1.0)
+        # walk the ancestors of body bi (itself included)
+        b = bi
+        while b >= 0:
+            if m.jtype[b] == FREE:
+                c, r = 0, 6
+            else:
+                c, r = b + 5 * fb, b + 5 * fb + 1
+            for cj in range(c, r):
+                Cj = w.dC + 36 * cj
+                # row ci in the subtree of column cj's body
+                dq[ci * nv + cj] = dot6(C + C_AL, Cj + C_PDD) + dot6(C + C_BE, Cj + C_PD)
+                dv[ci * nv + cj] = dot6(C + C_AL, Cj + C_D) + dot6(C + C_BE, Cj + C_S)
+                M[ci * nv + cj] = dot6(C + C_AL, Cj + C_S)
+                if b != bi:  # row cj: a strict ancestor
+                    dq[cj * nv + ci] = dot6(Cj + C_S, gq)
+                    dv[cj * nv + ci] = dot6(Cj + C_S, gv)
+                    M[cj * nv + ci] = M[ci * nv + cj]
+            b = m.parent[b]
+
+
+def inverse_dynamics_derivatives(Data d, q, qd, qdd, out=None):
+    """(∂τ/∂q, ∂τ/∂q̇, M), each (nv, nv), views of one (3, nv, nv) array (``out`` if given); for
+    (N, ·) batches each (N, nv, nv), views of one (3, N, nv, nv) array."""
+    cdef KModel* m = &d.m
+    cdef bint batch = not (type(q) is np.ndarray and (<cnp.ndarray> q).ndim == 1) \
+        and np.ndim(q) == 2
+    q, qd, qdd = take_states(m, q, qd, qdd, "qd", "qdd", batch)
+    cdef Py_ssize_t nv = m.nv, N = <Py_ssize_t> q.shape[0] if batch else 1, s, nn = nv * nv
+    cdef tuple shape = (3, N, nv, nv)
+    if not batch:
+        shape = (3, nv, nv)
+    if out is None:
+        out = np.zeros(shape)
+    elif not (type(out) is np.ndarray and out.dtype == np.float64 and out.flags.c_contiguous
+              and out.flags.writeable and out.shape == shape):
+        raise ValueError(f"out must be a writable float64 C-contiguous array of shape {shape}")
+    else:
+        out[...] = 0.0
+    cdef KWork* w = &d.w
+    cdef double* pq = <double*> cnp.PyArray_DATA(q)
+    cdef double* pv = <double*> cnp.PyArray_DATA(qd)
+    cdef double* pa = <double*> cnp.PyArray_DATA(qdd)
+    cdef double* po = <double*> cnp.PyArray_DATA(out)
+    with nogil:
+        for s in range(N):
+            load_jet(m, w, pq + s * m.nq, pv + s * nv, 1)
+            load_acc(m, w, pa + s * nv)
+            derivatives(m, w, po + s * nn, po + (N + s) * nn, po + (2 * N + s) * nn)
+    return out[0], out[1], out[2]
+
+
+cdef void load_acc(const KModel* m, KWork* w, const double* pa) noexcept nogil:
+    """q̈ (nv,) into the workspace: ν̇ (row 1 of ν, angular first) and the joints' row 2."""
+    cdef int b
+    if m.fb:
+        w.nu[6], w.nu[7], w.nu[8] = pa[3], pa[4], pa[5]
+        w.nu[9], w.nu[10], w.nu[11] = pa[0], pa[1], pa[2]
+        for b in range(1, m.nb):
+            w.qj[2 * m.nb + b] = pa[5 + b]
+    else:
+        for b in range(m.nb):
+            w.qj[2 * m.nb + b] = pa[b]
+
+
+cdef int inverse_spd(int n, double* A, double* L) noexcept nogil:
+    """A (n×n, symmetric positive definite, both triangles) ← A⁻¹ = L⁻ᵀ L⁻¹ by Cholesky
+    A = L Lᵀ; L: n×n scratch. Every inner loop is an axpy along a row (outer-product Cholesky,
+    row-wise triangular inverse, A⁻¹ as a sum of outer products), which the compiler
+    vectorises. Returns 1 if A is not positive definite."""
+    cdef int i, j, k
+    cdef double s, d
+    for i in range(n * n):
+        L[i] = A[i]
+    # right-looking Cholesky in the lower triangle of L
+    for k in range(n):
+        d = L[k * n + k]
+        if not d > 0.0:
+            return 1
+        d = sqrt(d)
+        L[k * n + k] = d
+        for i in range(k + 1, n):
+            L[i * n + k] /= d
+        for i in range(k + 1, n):
+            s = L[i * n + k]
+            for j in range(k + 1, i + 1):
+                L[i * n + j] -= s * L[j * n + k]
+    # X = L⁻¹ (lower triangular) into A, row by row
+    for i in range(n * n):
+        A[i] = 0.0
+    for i in range(n):
+        # row i of X: (e_i − Σ_{k<i} L_ik X_k) / L_ii
+        for k in range(i):
+            s = -L[i * n + k]
+            for j in range(k + 1):
+                A[i * n + j] += s * A[k * n + j]
+        A[i * n + i] += 1.0
+        d = 1.0 / L[i * n + i]
+        for j in range(i + 1):
+            A[i * n + j] *= d
+    # A⁻¹ = Xᵀ X = Σ_k X_kᵀ X_k (X_k: row k, non-zero up to column k), lower triangle into L
+    for i in range(n * n):
+        L[i] = 0.0
+    for k in range(n):
+        for i in range(k + 1):
+            s = A[k * n + i]
+            for j in range(i + 1):
+                L[i * n + j] += s * A[k * n + j]
+    for i in range(n):
+        for j in range(i + 1):
+            A[i * n + j] = L[i * n + j]
+            A[j * n + i] = L[i * n + j]
+    return 0
+
+
+def forward_dynamics_derivatives(Data d, q, qd, tau):
+    """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹), each (nv, nv): q̈ = FD(q, q̇, τ) by the ABA kernel, then
+    ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈) (differentiate ID(q, q̇, FD(q, q̇, τ)) = τ)."""
+    cdef KModel* m = &d.m
+    q, qd, tau = take_states(m, q, qd, tau, "qd", "tau", False)
+    cdef int nv = m.nv, i, j, k, l
+    # the partials go to P (2, nv, nv) (unrelated bodies' entries stay 0), M⁻¹ to out[2]
+    out = np.empty((3, nv, nv))
+    P = np.zeros((2, nv, nv))
+    scratch = np.empty((nv + 1) * nv)
+    cdef double* po = <double*> cnp.PyArray_DATA(out)
+    cdef double* pP = <double*> cnp.PyArray_DATA(P)
+    cdef double* qdd = <double*> cnp.PyArray_DATA(scratch)
+    cdef double* L = qdd + nv
+    cdef double* X
+    cdef double* Mi = po + 2 * nv * nv
+    cdef KWork* w = &d.w
+    cdef double s
+    cdef int err
+    cdef bint blas = nv >= BLAS_NV
+    cdef double* pq = <double*> cnp.PyArray_DATA(q)
+    cdef double* pv = <double*> cnp.PyArray_DATA(qd)
+    cdef double* pt = <double*> cnp.PyArray_DATA(tau)
+    with nogil:
+        load_jet(m, w, pq, pv, 1)
+        err = aba_core(m, w, pt, False, qdd)
+        if not err:
+            load_acc(m, w, qdd)
+            for i in range(nv * nv):
+                Mi[i] = 0.0  # entries of unrelated bodies stay 0
+            derivatives(m, w, pP, pP + nv * nv, Mi)
+            err = inverse_spd(nv, Mi, L)
+            if blas:
+                for i in range(2 * nv * nv):
+                    pP[i] = -pP[i]
+        if not err and not blas:
+            # ∂q̈/∂q = −M⁻¹ ∂τ/∂q, ∂q̈/∂q̇ = −M⁻¹ ∂τ/∂q̇: rows as sums of scaled rows (axpy)
+            for k in range(2):
+                X = po + k * nv * nv
+                for i in range(nv * nv):
+                    X[i] = 0.0
+                for i in range(nv):
+                    for l in range(nv):
+                        s = -Mi[i * nv + l]
+                        if s != 0.0:
+                            for j in range(nv):
+                                X[i * nv + j] += s * pP[k * nv * nv + l * nv + j]
+    if err:
+        raise ValueError("forward dynamics is singular: a movable joint moves no mass (check the "
+                         "inertial parameters)")
+    if blas:  # larger systems: the BLAS product beats scalar loops (measured: nv = 18, 3×)
+        np.matmul(out[2], P, out=out[:2])  # P holds −∂τ/∂q, −∂τ/∂q̇
+    return out[0], out[1], out[2]

@@ -1,0 +1,6 @@
+# cython: language_level=3
+"""The RNEA kernels other compiled rooms reuse (identification: the forward pass of the jets)."""
+from mbs_dynamics.kernels._data cimport KModel, KWork
+
+
+cdef void rnea_jet(const KModel* m, KWork* w, int K, bint use_fx, double* out) noexcept nogil
