@@ -104,6 +104,11 @@ def theta_of_pi(p, floor=1e-6):
     return np.concatenate([np.log(U[:, k, k]), U[:, _IU[0], _IU[1]]], axis=1)
 
 
+def least_norm(T, r):
+    """The least-norm solution of T x = r (T of full row rank): Tᵀ (T Tᵀ)⁻¹ r."""
+    return T.T @ np.linalg.solve(T @ T.T, r)
+
+
 def _prior_scale(prior):
     """Magnitude of each parameter kind over the bodies (mass, first moment, inertia)."""
     a = np.abs(prior)
@@ -140,37 +145,40 @@ def consistent_estimate(T, x_hat, information, prior, n_friction=0, max_nfev=200
 
     nf = n_friction
     LT = L.T
+    # friction f = u² ≥ 0 (MINPACK's Levenberg-Marquardt has no bounds; it factors by QR in
+    # Fortran, where trf's SVD or LSMR per iteration took seconds on a loaded machine)
 
     def residual(z):
         pi = pi_of_theta(z[:10 * nb]).ravel()
-        x = np.concatenate([T @ pi, z[10 * nb:]])
+        x = np.concatenate([T @ pi, z[10 * nb:] ** 2])
         return np.concatenate([LT @ (x - x_hat), (pi - prior_flat) / s])
 
     def jacobian(z):
         D = np.zeros((10 * nb, 10 * nb))  # block diagonal ∂π/∂θ
         for i, blk in enumerate(pi_jacobian(z[:10 * nb])):
             D[10 * i:10 * i + 10, 10 * i:10 * i + 10] = blk
-        top = np.concatenate([LT[:, :p] @ (T @ D), LT[:, p:]], axis=1)
+        top = np.concatenate([LT[:, :p] @ (T @ D), LT[:, p:] * (2.0 * z[10 * nb:])], axis=1)
         bottom = np.concatenate([D / s[:, None], np.zeros((10 * nb, nf))], axis=1)
         return np.concatenate([top, bottom], axis=0)
 
     # start: the prior moved along the identifiable directions to the estimate (least norm),
     # then projected onto the consistent bodies
-    Tp = np.linalg.pinv(T)
-    pi0 = prior_flat + Tp @ (x_hat[:p] - T @ prior_flat)
+    pi0 = prior_flat + least_norm(T, x_hat[:p] - T @ prior_flat)
     starts = [theta_of_pi(pi0.reshape(nb, 10)).ravel(), theta_of_pi(prior).ravel()]
-    f0 = np.maximum(x_hat[p:], 0.0)
-    lo = np.concatenate([np.full(10 * nb, -np.inf), np.zeros(n_friction)])
-    hi = np.full(10 * nb + n_friction, np.inf)
+    f_scale = max(float(np.abs(x_hat[p:]).max(initial=0.0)), 1e-3)
+    u0 = np.sqrt(np.maximum(x_hat[p:], 1e-4 * f_scale))
     best = None
     for th0 in starts:
-        z0 = np.concatenate([th0, f0])
+        z0 = np.concatenate([th0, u0])
         with np.errstate(all="ignore"):
-            sol = least_squares(residual, z0, jac=jacobian, bounds=(lo, hi), method="trf",
-                                x_scale="jac", max_nfev=max_nfev)
-        if best is None or sol.cost < best.cost:
+            sol = least_squares(residual, z0, jac=jacobian, method="lm",
+                                max_nfev=max_nfev * z0.size)
+        if np.all(np.isfinite(sol.x)) and (best is None or sol.cost < best.cost):
             best = sol
+    if best is None:
+        raise ArithmeticError("the physically consistent fit diverged")
     pi = pi_of_theta(best.x[:10 * nb])
-    x = np.concatenate([T @ pi.ravel(), best.x[10 * nb:]])
+    fr = best.x[10 * nb:] ** 2
+    x = np.concatenate([T @ pi.ravel(), fr])
     r = L.T @ (x - x_hat)
-    return pi, best.x[10 * nb:], float(r @ r)
+    return pi, fr, float(r @ r)

@@ -221,8 +221,8 @@ def identify(robot, log, friction=True, consistent=True, *, cutoff=None, topic="
             warn.append(f"the physically consistent estimate is far from the least-squares one "
                         f"(chi-square +{dchi2:.3g}): the URDF's structure or the log may be off")
     else:
-        pi = (prior.ravel() + np.linalg.pinv(T) @ (est.x[:p] - T @ prior.ravel())).reshape(
-            prior.shape)
+        pi = (prior.ravel() + _consistent.least_norm(T, est.x[:p] - T @ prior.ravel())
+              ).reshape(prior.shape)
         fr, dchi2 = est.x[p:], 0.0
     new_robot = robot.with_inertial_parameters(pi)
     fric = {}

@@ -80,8 +80,11 @@ def write_urdf(source_text, model, pi):
         link.insert(0, inertial)
         if not (link.text or "").strip():
             link.text = "\n    "
-    head = "<?xml version=\"1.0\"?>\n" if source_text.lstrip().startswith("<?xml") else ""
-    return head + ET.tostring(root, encoding="unicode") + "\n"
+    # the prolog (XML declaration, comments before the root element) is kept verbatim
+    m = re.search(r"<\s*robot[\s>]", source_text)
+    head = source_text[:m.start()] if m else ""
+    body = ET.tostring(root, encoding="unicode").replace(" />", "/>")
+    return head + body + "\n"
 
 
 def actuator_yaml(joint_names, sea=None, friction=None, comment=""):
