@@ -119,7 +119,7 @@ def _prior_scale(prior):
     return s
 
 
-def consistent_estimate(T, x_hat, information, prior, n_friction=0, max_nfev=200):
+def consistent_estimate(T, x_hat, information, prior, n_friction=0, max_nfev=400):
     """The physically consistent (π, friction) closest to a least-squares estimate.
 
     Args:
@@ -172,7 +172,7 @@ def consistent_estimate(T, x_hat, information, prior, n_friction=0, max_nfev=200
         z0 = np.concatenate([th0, u0])
         with np.errstate(all="ignore"):
             sol = least_squares(residual, z0, jac=jacobian, method="lm",
-                                max_nfev=max_nfev * z0.size)
+                                max_nfev=max_nfev)
         if np.all(np.isfinite(sol.x)) and (best is None or sol.cost < best.cost):
             best = sol
     if best is None:

@@ -69,13 +69,20 @@ class NormalEquations:
         return np.maximum(self.c - 2.0 * self.b @ x + Ax @ x, 0.0)
 
 
+#: |q̇| below this counts as rest in the friction columns [rad/s or m/s]: a joint held still
+#: has filtered velocities of ~1e-13 whose sign is noise.
+REST = 1e-6
+
+
 def friction_columns(qd):
-    """(N, n, 2n) friction block of the regressor: columns (Fv_j, Fc_j) act on joint j only."""
+    """(N, n, 2n) friction block of the regressor: columns (Fv_j, Fc_j) act on joint j only;
+    samples at rest (|q̇| < REST) contribute nothing."""
     N, n = qd.shape
     out = np.zeros((N, n, 2 * n))
     j = np.arange(n)
-    out[:, j, 2 * j] = qd
-    out[:, j, 2 * j + 1] = np.sign(qd)
+    moving = np.abs(qd) >= REST
+    out[:, j, 2 * j] = np.where(moving, qd, 0.0)
+    out[:, j, 2 * j + 1] = np.where(moving, np.sign(qd), 0.0)
     return out
 
 

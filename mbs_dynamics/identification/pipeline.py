@@ -60,7 +60,7 @@ class IdentificationResult:
         qd = np.asarray(qd, float)
         Fv = np.array([self.friction[j]["viscous"] for j in self.joint_names])
         Fc = np.array([self.friction[j]["coulomb"] for j in self.joint_names])
-        return Fv * qd + Fc * np.sign(qd)
+        return np.where(np.abs(qd) >= _estimate.REST, Fv * qd + Fc * np.sign(qd), 0.0)
 
     def predict(self, q, qd, qdd):
         """Torques (N, n) of the identified model, friction included."""
@@ -126,10 +126,13 @@ def _sea_motor_equation(log, fs, names):
     sig = {k: np.zeros(n) for k in out}
     for j in range(n):
         X = np.column_stack([fs.thetadd[:, j], fs.thetad[:, j], delta[:, j]])
-        x, *_ = np.linalg.lstsq(X, tau_m[:, j], rcond=None)
+        d = np.linalg.norm(X, axis=0)
+        d[d == 0] = 1.0
+        G = (X.T @ X) / np.outer(d, d)  # 3×3 normal equations, columns scaled
+        x = np.linalg.solve(G, (X.T @ tau_m[:, j]) / d) / d
         r = tau_m[:, j] - X @ x
         s2 = r @ r / max(X.shape[0] - 3, 1)
-        cov = s2 * np.linalg.pinv(X.T @ X)
+        cov = s2 * np.linalg.inv(G) / np.outer(d, d)
         for k, key in enumerate(("motor_inertia", "motor_damping", "stiffness")):
             out[key][j] = x[k]
             sig[key][j] = math.sqrt(max(cov[k, k], 0.0))
@@ -234,8 +237,9 @@ def identify(robot, log, friction=True, consistent=True, *, cutoff=None, topic="
     def rms_of(rb, fdict):
         pred = rb.inverse_dynamics(fs.q, fs.qd, fs.qdd)
         if fdict:
-            pred = pred + (np.array([fdict[j]["viscous"] for j in names]) * fs.qd
-                           + np.array([fdict[j]["coulomb"] for j in names]) * np.sign(fs.qd))
+            fc = _estimate.friction_columns(fs.qd)
+            fx = np.ravel([[fdict[j]["viscous"], fdict[j]["coulomb"]] for j in names])
+            pred = pred + fc @ fx
         return np.sqrt(np.mean((tau - pred) ** 2, axis=0)), pred
 
     rms_new, pred = rms_of(new_robot, fric)
