@@ -2,7 +2,8 @@
 
 q is filtered forward and backward (``filtfilt``) by a Butterworth low-pass of order 4 with
 cut-off ``cutoff`` [Hz] (effective order 8, no phase lag, −6 dB at the cut-off), then
-differentiated by second-order central differences on the logged (possibly jittered) times:
+differentiated by second-order central differences (a log whose sampling intervals jitter by
+more than JITTER is first interpolated onto a uniform grid, the results back onto its times):
 q̇ = d q_f/dt (or the filtered logged velocity when there is one), q̈ = d q̇_f/dt. The torques are
 *not* filtered, so their noise stays white and the least-squares σ of the parameters needs no
 correction for filtering. The signal is padded by its odd extension over ten periods of the
@@ -45,10 +46,25 @@ def _lowpass(x, rate, cutoff):
     return sosfiltfilt(sos, x, axis=0, padtype="odd", padlen=padlen)
 
 
+#: Relative deviation of a sampling interval from the median above which the log is resampled.
+JITTER = 1e-3
+
+
 def _derivatives(t, x, rate, cutoff, xd=None):
+    """Filtered x, ẋ, ẍ at the times t. Jittered logs are first interpolated (linearly) onto a
+    uniform grid — the filter treats samples as equally spaced, and the jitter of t times ẋ
+    would otherwise pass as signal into the differences — and the results interpolated back."""
+    dt = 1.0 / rate
+    if np.abs(np.diff(t) - dt).max() > JITTER * dt:
+        m = int(np.floor((t[-1] - t[0]) * rate)) + 1
+        tu = t[0] + dt * np.arange(m)
+        xu = np.column_stack([np.interp(tu, t, c) for c in x.T])
+        xdu = None if xd is None else np.column_stack([np.interp(tu, t, c) for c in xd.T])
+        out = _derivatives(tu, xu, rate, cutoff, xdu)
+        return tuple(np.column_stack([np.interp(t, tu, c) for c in a.T]) for a in out)
     xf = _lowpass(x, rate, cutoff)
-    xd = np.gradient(xf, t, axis=0) if xd is None else _lowpass(xd, rate, cutoff)
-    return xf, xd, np.gradient(xd, t, axis=0)
+    xd = np.gradient(xf, dt, axis=0) if xd is None else _lowpass(xd, rate, cutoff)
+    return xf, xd, np.gradient(xd, dt, axis=0)
 
 
 def filter_states(log, cutoff=DEFAULT_CUTOFF) -> FilteredStates:
