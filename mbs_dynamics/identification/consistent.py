@@ -167,18 +167,20 @@ def consistent_estimate(T, x_hat, information, prior, n_friction=0, max_nfev=400
     starts = [theta_of_pi(pi0.reshape(nb, 10)).ravel(), theta_of_pi(prior).ravel()]
     f_scale = max(float(np.abs(x_hat[p:]).max(initial=0.0)), 1e-3)
     u0 = np.sqrt(np.maximum(x_hat[p:], 1e-4 * f_scale))
-    best = None
+    best, best_cost = None, np.inf
     for th0 in starts:
         z0 = np.concatenate([th0, u0])
         with np.errstate(all="ignore"):
-            sol = least_squares(residual, z0, jac=jacobian, method="lm",
-                                max_nfev=max_nfev)
-        if np.all(np.isfinite(sol.x)) and (best is None or sol.cost < best.cost):
-            best = sol
+            for z in (z0, least_squares(residual, z0, jac=jacobian, method="lm",
+                                        max_nfev=max_nfev).x):
+                r = residual(z)
+                cost = float(r @ r) if np.all(np.isfinite(r)) else np.inf
+                if cost < best_cost:  # a diverged fit never beats its own start
+                    best, best_cost = z, cost
     if best is None:
-        raise ArithmeticError("the physically consistent fit diverged")
-    pi = pi_of_theta(best.x[:10 * nb])
-    fr = best.x[10 * nb:] ** 2
+        raise ArithmeticError("the physically consistent fit failed (non-finite residuals)")
+    pi = pi_of_theta(best[:10 * nb])
+    fr = best[10 * nb:] ** 2
     x = np.concatenate([T @ pi.ravel(), fr])
     r = L.T @ (x - x_hat)
     return pi, fr, float(r @ r)
