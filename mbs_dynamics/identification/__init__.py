@@ -21,13 +21,17 @@ _LAZY = {
     "read_log": ("logs", "read_log"),
     "JointLog": ("logs", "JointLog"),
     "LogError": ("logs", "LogError"),
-    "excite": ("excite", "excite"),
 }
+#: Submodules reachable as attributes (``mbs.identification.excite.excite(robot)``).
+_SUBMODULES = ("logs", "filtering", "estimate", "consistent", "urdf_writer", "excite", "report",
+               "pipeline")
 
 
 def __getattr__(name):
+    import importlib
     if name in _LAZY:
-        import importlib
         mod, attr = _LAZY[name]
         return getattr(importlib.import_module(f".{mod}", __name__), attr)
+    if name in _SUBMODULES:
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'mbs_dynamics.identification' has no attribute '{name}'")

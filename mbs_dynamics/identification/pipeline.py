@@ -220,9 +220,12 @@ def identify(robot, log, friction=True, consistent=True, *, cutoff=None, topic="
     if consistent:
         pi, fr, dchi2 = _consistent.consistent_estimate(T, est.x, est.information, prior,
                                                         len(fr_names))
-        if dchi2 > max(4.0 * p, 100.0):
-            warn.append(f"the physically consistent estimate is far from the least-squares one "
-                        f"(chi-square +{dchi2:.3g}): the URDF's structure or the log may be off")
+        # warn when the constraint costs more than 1 % of residual RMS (2 % of χ²): the true
+        # parameters are consistent, so the URDF's structure or the log is off
+        if dchi2 > max(0.02 * est.dof, 4.0 * p):
+            warn.append(f"the physically consistent estimate fits {dchi2 / est.dof:.1%} worse "
+                        f"(chi-square +{dchi2:.3g}) than the least-squares one: the URDF's "
+                        "structure (joints, fixed links) or the log may be off")
     else:
         pi = (prior.ravel() + _consistent.least_norm(T, est.x[:p] - T @ prior.ravel())
               ).reshape(prior.shape)
