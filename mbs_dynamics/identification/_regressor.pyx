@@ -13,8 +13,12 @@ way: O(depth) per column block, no 6×10 matrix is ever formed. A floating base'
 
 Y^(k) (any K): the kernels' jet forward pass (:func:`mbs_dynamics.kernels._rnea.rnea_jet`) gives
 the twist jets; body i's term ``Φ_i^(k) = Ψ(V_i^(k+1)) − Σ_m binom(k,m) ad_{V_i^(m)}ᵀ Ψ(V_i^(k−m))``
-(10 wrench jets, one per parameter) is carried to the root by the wrench transport of MATH.md,
-``S^(k) = T_jᵀ Σ_m binom(k,m) Φ_mᵀ W^(k−m)``, and read by ``X_jᵀ W^(k)`` on the way.
+(10 wrench jets, one per parameter) is read by the jets of the Jacobian columns y above,
+``Y^(k) = Σ_m binom(k,m) y^(m)ᵀ Φ^(k−m)``, the y jets following the twists' forward rule of
+MATH.md without the joint term, ``y_{i,c}^(k) = Σ_m binom(k,m) Φ_m(i) T_i y_{λ(i),c}^(k−m)`` —
+the transpose of carrying Φ's jets to the root by ``S^(k) = T_jᵀ Σ_m binom(k,m) Φ_mᵀ W^(k−m)``
+(the NumPy reference :mod:`.regressor` does that; a test keeps both equal), one 6-vector jet per
+pair instead of ten.
 
 Twists ``(ω, v)``, wrenches ``(m, f)`` inside; a floating base's rows are (force, moment),
 Pinocchio's order. Nothing allocates inside the loops.
@@ -264,22 +268,74 @@ cdef inline void psi_cols(const double* s, double* P) noexcept nogil:
     P[56] = w2                                            # Izz
 
 
+cdef inline void col_range(const KModel* m, int b, int* c0, int* c1) noexcept nogil:
+    """The velocity coordinates [c0, c1) of body b's joint (6 for the free base)."""
+    if m.jtype[b] == FREE:
+        c0[0] = 0
+        c1[0] = 6
+    else:
+        c0[0] = b + 5 * m.fb
+        c1[0] = b + 5 * m.fb + 1
+
+
 cdef void regressor_jet(const KModel* m, KWork* w, int K, double* Y, double* P,
-                        double* F, double* Wj) noexcept nogil:
-    """Y^(k) (K+1, nv, 10 nb) from the workspace after ``rnea_jet`` of order K. Scratch: P
-    ((K+2)·60), F ((K+1)·60), Wj (2·(K+1)·6)."""
-    cdef int nb = m.nb, nv = m.nv, cols = 10 * nb, fb = m.fb, K1 = K + 1
+                        double* F, double* Yj) noexcept nogil:
+    """Y^(k) (K+1, nv, 10 nb) from the workspace after ``rnea_jet`` of order K.
+
+    Y^(k)[c, block i] = Σ_m binom(k,m) (y_{i,c}^(m))ᵀ Φ_i^(k−m), with y_{i,c} = Ad_{C_{i,b(c)}} X_c
+    the screw of coordinate c seen from body i (a column of body i's Jacobian; for the free base
+    the unit twists, force rows ↔ linear, moment rows ↔ angular), whose jet follows the twists'
+    forward rule of MATH.md without the joint term: y_{i,c}^(k) = Σ_m binom(k,m) Φ_m(i) T_i
+    y_{λ(i),c}^(k−m). Scratch: P ((K+2)·60), F ((K+1)·60), Yj (nb·nv·(K+1)·6)."""
+    cdef int nb = m.nb, nv = m.nv, cols = 10 * nb, K1 = K + 1
     cdef int s = w.kmax + 2, nbn = w.kmax + 3
-    cdef int i, j, k, mm, c, l, r, par
+    cdef int i, k, mm, c, l, r, par, b, c0, c1, cc
     cdef bint small = K <= 3
-    cdef double q1 = 0.0, q2 = 0.0, q3 = 0.0
-    cdef double* Wk
-    cdef double* Sk
-    cdef double* swap
+    cdef double q1 = 0.0, q2 = 0.0, q3 = 0.0, acc, bn
+    cdef double* T
     cdef double* Fk
+    cdef double* y
+    cdef double* yp
+    cdef Py_ssize_t jet = 6 * K1, body = nv * jet
     memset(Y, 0, K1 * nv * cols * sizeof(double))
     for i in range(nb):
-        # Φ^(k) = Ψ(V^(k+1)) − Σ_m binom(k,m) ad_{V^(m)}ᵀ Ψ(V^(k−m)), column by column
+        par = m.parent[i]
+        T = w.T + 12 * i
+        # ---- the Jacobian-column jets y_{i,c}^(k), c over the coordinates of i and its ancestors
+        col_range(m, i, &c0, &c1)
+        for c in range(c0, c1):
+            y = Yj + i * body + c * jet
+            for l in range(jet):
+                y[l] = 0.0
+            if m.jtype[i] == FREE:
+                y[3 + c if c < 3 else c - 3] = 1.0
+            else:
+                add_X(m, i, 1.0, y)
+        if par >= 0:
+            if small:
+                q1 = w.qj[nb + i]
+                q2 = w.qj[2 * nb + i] if K >= 2 else 0.0
+                q3 = w.qj[3 * nb + i] if K >= 3 else 0.0
+            else:
+                bell(m, w, i, K)
+            b = par
+            while b >= 0:
+                col_range(m, b, &c0, &c1)
+                for c in range(c0, c1):
+                    yp = Yj + par * body + c * jet
+                    y = Yj + i * body + c * jet
+                    for l in range(K1):
+                        to_child(T, yp + 6 * l, w.Au + 6 * (l * s))
+                        for r in range(1, K - l + 1):
+                            ad_X(m, i, w.Au + 6 * (l * s + r - 1), w.Au + 6 * (l * s + r), False)
+                    for k in range(K1):
+                        copy6(w.Au + 6 * (k * s), y + 6 * k)
+                        if small:
+                            phi_small(w, k, q1, q2, q3, y + 6 * k)
+                        else:
+                            phi_sum(w, k, y + 6 * k)
+                b = m.parent[b]
+        # ---- Φ^(k) = Ψ(V^(k+1)) − Σ_m binom(k,m) ad_{V^(m)}ᵀ Ψ(V^(k−m)), column by column
         for l in range(K + 2):
             psi_cols(w.V + 6 * (l * nb + i), P + 60 * l)
         for k in range(K1):
@@ -290,47 +346,25 @@ cdef void regressor_jet(const KModel* m, KWork* w, int K, double* Y, double* P,
                 for c in range(10):
                     add_adT(w.V + 6 * (mm * nb + i), P + 60 * (k - mm) + 6 * c, Fk + 6 * c,
                             w.binom[k * nbn + mm])
-        for c in range(10):
-            Wk = Wj
-            Sk = Wj + 6 * K1
-            for k in range(K1):
-                copy6(F + 60 * k + 6 * c, Wk + 6 * k)
-            j = i
-            while True:
-                if m.jtype[j] == FREE:
-                    for k in range(K1):
-                        for r in range(3):
-                            Y[(k * nv + r) * cols + 10 * i + c] = Wk[6 * k + 3 + r]
-                            Y[(k * nv + 3 + r) * cols + 10 * i + c] = Wk[6 * k + r]
-                    break
+        # ---- the entries: Σ_m binom(k,m) y^(m)·Φ^(k−m)
+        b = i
+        while b >= 0:
+            col_range(m, b, &c0, &c1)
+            for cc in range(c0, c1):
+                y = Yj + i * body + cc * jet
                 for k in range(K1):
-                    Y[(k * nv + j + 5 * fb) * cols + 10 * i + c] = X_dot(m, j, Wk + 6 * k)
-                par = m.parent[j]
-                if par < 0:
-                    break
-                # S^(k) = T_jᵀ Σ_m binom(k,m) Φ_mᵀ W^(k−m), Au[l][r] = (ad_Xᵀ)^r W^(l)
-                if small:
-                    q1 = w.qj[nb + j]
-                    q2 = w.qj[2 * nb + j] if K >= 2 else 0.0
-                    q3 = w.qj[3 * nb + j] if K >= 3 else 0.0
-                else:
-                    bell(m, w, j, K)
-                for l in range(K1):
-                    copy6(Wk + 6 * l, w.Au + 6 * (l * s))
-                    for r in range(1, K - l + 1):
-                        ad_X(m, j, w.Au + 6 * (l * s + r - 1), w.Au + 6 * (l * s + r), True)
-                for k in range(K1):
-                    copy6(w.Au + 6 * (k * s), w.S)
-                    if small:
-                        phi_small(w, k, q1, q2, q3, w.S)
-                    else:
-                        phi_sum(w, k, w.S)
-                    zero6(Sk + 6 * k)
-                    add_to_parent(w.T + 12 * j, w.S, Sk + 6 * k)
-                swap = Wk
-                Wk = Sk
-                Sk = swap
-                j = par
+                    for c in range(10):
+                        acc = 0.0
+                        for mm in range(k + 1):
+                            bn = w.binom[k * nbn + mm]
+                            acc += bn * (y[6 * mm] * F[60 * (k - mm) + 6 * c]
+                                         + y[6 * mm + 1] * F[60 * (k - mm) + 6 * c + 1]
+                                         + y[6 * mm + 2] * F[60 * (k - mm) + 6 * c + 2]
+                                         + y[6 * mm + 3] * F[60 * (k - mm) + 6 * c + 3]
+                                         + y[6 * mm + 4] * F[60 * (k - mm) + 6 * c + 4]
+                                         + y[6 * mm + 5] * F[60 * (k - mm) + 6 * c + 5])
+                        Y[(k * nv + cc) * cols + 10 * i + c] = acc
+            b = m.parent[b]
 
 
 def regressor_derivatives(Data d, q, vs, out=None):
@@ -385,11 +419,11 @@ def regressor_derivatives(Data d, q, vs, out=None):
         d.grow(K)
     res = fresh_if_alias(out, inputs)
     cdef KWork* w = &d.w
-    scratch = np.empty((K + 2) * 60 + (K + 1) * 60 + 12 * (K + 1) + (K + 1) * m.nv)
+    scratch = np.empty((K + 2) * 60 + (K + 1) * 60 + m.nb * m.nv * (K + 1) * 6 + (K + 1) * m.nv)
     cdef double* P = <double*> cnp.PyArray_DATA(scratch)
     cdef double* F = P + (K + 2) * 60
-    cdef double* Wj = F + (K + 1) * 60
-    cdef double* tau = Wj + 12 * (K + 1)
+    cdef double* Yj = F + (K + 1) * 60
+    cdef double* tau = Yj + m.nb * m.nv * (K + 1) * 6
     cdef double* pq = <double*> cnp.PyArray_DATA(q)
     cdef double* pv = (pq + m.n) if packed else <double*> cnp.PyArray_DATA(vs)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
@@ -397,7 +431,7 @@ def regressor_derivatives(Data d, q, vs, out=None):
         for s in range(N):
             load_jet(m, w, pq + s * sq, pv + s * sv, K + 2)
             rnea_jet(m, w, K, False, tau)
-            regressor_jet(m, w, K, po + s * so, P, F, Wj)
+            regressor_jet(m, w, K, po + s * so, P, F, Yj)
     if res is not out:
         out[...] = res
     return out

@@ -423,7 +423,7 @@ class MimicRobot:
         :meth:`Robot.with_inertial_parameters`, and every independent joint must move mass)."""
         return MimicRobot(self._full.with_inertial_parameters(pi), check=True)
 
-    def regressor(self, q, qd, qdd):
+    def regressor(self, q, qd, qdd, out=None):
         """Y = Gᵀ Y_full(G q + off, G q̇, G q̈): (nv, 10·nb) (columns: every full body), or
         (N, nv, 10·nb) for a batch; τ = Y π with π = ``inertial_parameters()``."""
         (q, qd, qdd), N = self._vecs(("q", "qd", "qdd"), (q, qd, qdd))
@@ -433,12 +433,13 @@ class MimicRobot:
         else:
             Y = self._full.regressor(q[:, self._iq] * self._kq + self._oq,
                                      qd[:, self._iv] * self._kv, qdd[:, self._iv] * self._kv)
-        return np.matmul(self._GT, Y)
+        return np.matmul(self._GT, Y, out=_out(out, Y.shape[:-2] + (self.nv, Y.shape[-1])))
 
-    def regressor_derivatives(self, qs):
+    def regressor_derivatives(self, qs, out=None):
         """Y^(r) = Gᵀ Y_full^(r) along the expanded jet (inputs as :meth:`torque_derivatives`):
         (k+1, nv, 10·nb) or (N, k+1, nv, 10·nb)."""
-        return np.matmul(self._GT, self._full.regressor_derivatives(self._expand_jet(qs)))
+        Y = self._full.regressor_derivatives(self._expand_jet(qs))
+        return np.matmul(self._GT, Y, out=_out(out, Y.shape[:-2] + (self.nv, Y.shape[-1])))
 
     def _expand_jet(self, qs):
         """The full-coordinate form of a torque_derivatives input (validated)."""
@@ -467,12 +468,16 @@ class MimicRobot:
         return qf
 
 
-    def inverse_dynamics_derivatives(self, q, qd, qdd):
-        """(∂τ/∂q, ∂τ/∂q̇, M) = Gᵀ (·)_full G at the expanded state (G is constant), each (nv, nv)."""
+    def inverse_dynamics_derivatives(self, q, qd, qdd, out=None):
+        """(∂τ/∂q, ∂τ/∂q̇, M) = Gᵀ (·)_full G at the expanded state (G is constant), each (nv, nv)
+        (views of ``out`` (3, nv, nv) if given)."""
         q, qd, qdd = self._q1(q), self._v1(qd, "qd"), self._v1(qdd, "qdd")
         d = self._full.inverse_dynamics_derivatives(self._xq(q, self._bq), self._xv(qd, self._bv),
                                                     self._xv(qdd, self._ba))
-        return tuple(self._project(x) for x in d)
+        o = _out(out, (3, self.nv, self.nv))
+        for k in range(3):
+            self._project(d[k], out=o[k])
+        return o[0], o[1], o[2]
 
     def forward_dynamics_derivatives(self, q, qd, tau):
         """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹) in the independent coordinates: −M⁻¹ ∂τ/∂x at q̈ = FD(q, q̇, τ)."""
