@@ -8,8 +8,9 @@ Run from the repository root (build in place first: ``python setup.py build_ext 
 A log of the bundled arm7 (hidden parameters, friction, noise) is simulated by Pinocchio (not
 timed) and written as CSV; then ``mbs-dynamics identify`` (the CLI's code path, progress bar
 off) is timed from the file to the three written files: wall clock and CPU time
-(``time.process_time``, all threads of this process). With ``--peer``, for a peer, the same samples' Pinocchio regressor (``pin.computeJointTorqueRegressor`` in a Python
-loop, stacked) plus ``numpy.linalg.lstsq`` is timed once: what a user would write without us.
+(``time.process_time``, all threads of this process). With ``--peer``, for a peer, the same
+samples' Pinocchio regressor (``pin.computeJointTorqueRegressor`` in a Python loop, stacked)
+plus ``numpy.linalg.lstsq`` is timed once: what a user would write without us.
 """
 from __future__ import annotations
 

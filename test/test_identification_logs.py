@@ -99,7 +99,8 @@ def _joint_states(t, names, q, e, v=None):
         for k in range(len(t)):
             ns = 1_700_000_000 * 10 ** 9 + int(round(t[k] * 1e9))
             yield JS(header=Header(stamp=Time(sec=ns // 10 ** 9, nanosec=ns % 10 ** 9),
-                                   frame_id=""), name=names, position=np.ascontiguousarray(q[k], float),
+                                   frame_id=""), name=names,
+                     position=np.ascontiguousarray(q[k], float),
                      velocity=np.zeros(0) if v is None else np.ascontiguousarray(v[k], float),
                      effort=np.ascontiguousarray(e[k], float))
     return make

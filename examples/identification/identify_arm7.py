@@ -3,8 +3,8 @@ URDF's parameters against the identified ones (issue 20, item 6).
 
 1. The "real" robot is the bundled arm7 with hidden changes: every link's mass ±25 %, its centre
    of mass moved by up to 2 cm, its inertia scaled, plus a 1.2 kg tool on the flange that the URDF
-   does not know, viscous and Coulomb friction per joint (the Coulomb step smoothed over ±0.01 rad/s),
-   torque-sensor noise and 18-bit encoders.
+   does not know, viscous and Coulomb friction per joint (the Coulomb step smoothed over
+   ±0.01 rad/s), torque-sensor noise and 18-bit encoders.
 2. MuJoCo (its own URDF importer, RK4 at 4 kHz) plays an exciting trajectory from
    ``mbs_dynamics.identification.excite``: feedforward from the nominal URDF + PD, friction
    applied through ``qfrc_applied``; every millisecond the joint positions and the commanded

@@ -295,5 +295,6 @@ def identify(robot, log, friction=True, consistent=True, *, cutoff=None, topic="
     return IdentificationResult(
         robot=new_robot, inertial_parameters=pi, friction=fric, base_parameters=base_params,
         sea=sea, report=report, unexcited=list(est.unexcited), joint_names=names,
-        estimate=est, states=fs, torque=tau, predicted=pred, predicted_urdf=pred_urdf, time=jl.time[fs.rows],
+        estimate=est, states=fs, torque=tau, predicted=pred, predicted_urdf=pred_urdf,
+        time=jl.time[fs.rows],
         urdf_source=urdf_text)

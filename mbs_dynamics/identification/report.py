@@ -31,11 +31,10 @@ def format_report(rep, max_parameters=None):
         out.append(f"\n{'joint':<{w}}  {'K':>10} {'%σ':>6}  {'B':>10} {'%σ':>6}  {'D_m':>10}")
         for j in rep["joints"]:
             s = rep["sea"][j]
-            out.append(f"{j:<{w}}  {s['stiffness']:10.5g} "
-                       f"{_pct(100 * s['stiffness_sigma'] / abs(s['stiffness']))}  "
-                       f"{s['motor_inertia']:10.4g} "
-                       f"{_pct(100 * s['motor_inertia_sigma'] / max(abs(s['motor_inertia']), 1e-300))}"
-                       f"  {s['motor_damping']:10.4g}")
+            k_pct = 100 * s["stiffness_sigma"] / abs(s["stiffness"])
+            b_pct = 100 * s["motor_inertia_sigma"] / max(abs(s["motor_inertia"]), 1e-300)
+            out.append(f"{j:<{w}}  {s['stiffness']:10.5g} {_pct(k_pct)}  "
+                       f"{s['motor_inertia']:10.4g} {_pct(b_pct)}  {s['motor_damping']:10.4g}")
     items = list(rep["base_parameters"].items())
     wn = max(len(k) for k, _ in items) if items else 4
     out.append(f"\n{len(items)} base parameters (WLS value, σ, %σ):")
