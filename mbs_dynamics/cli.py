@@ -457,6 +457,10 @@ def cmd_identify(args):
         from .identification.report import format_report, plot_torques
     except ImportError as exc:
         raise _identification_missing(exc) from None
+    if args.lock:
+        raise InputError("--lock: identify writes the URDF's inertials back; a locked joint's "
+                         "links would be merged into its parent's inertial (identify the "
+                         "full robot and hold the joint still instead)")
     robot = _load_robot(args)
     if robot.floating_base:
         raise InputError(f"{args.urdf}: identification needs a fixed-base robot")

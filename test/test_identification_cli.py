@@ -162,3 +162,11 @@ def test_excite_bad_output_name(tmp_path, capsys):
     rc = cli.main(["excite", str(URDF), "-o", str(tmp_path / "traj.txt")])
     assert rc == 2 and "use a .yaml" in capsys.readouterr().err
     assert not (tmp_path / "traj.txt").exists()
+
+
+def test_identify_refuses_lock(tmp_path, log_table, capsys):
+    logs.write_csv(tmp_path / "log.csv", log_table)
+    rc = cli.main(["identify", str(URDF), str(tmp_path / "log.csv"), "-o", str(tmp_path / "o"),
+                   "--lock", "arm7_joint7=0"])
+    assert rc == 2 and "--lock" in capsys.readouterr().err
+    assert not any(p.exists() for p in _outputs(tmp_path / "o"))
