@@ -210,8 +210,8 @@ def test_unexcited_joint_is_named(tmp_path):
 
 
 def test_series_elastic_log(tmp_path):
-    """SEA: link q, motor θ = q + τ/K, motor torque τ_m = B θ̈ + τ (+ noise); θ̈ by sixth-order
-    differences of the exact θ samples. K and B within 3σ (and 5 %), then the link dynamics."""
+    """SEA: link q, motor θ = q + τ/K, motor torque τ_m = B θ̈ + F_m sign(θ̇) + τ (+ noise); θ̇, θ̈
+    by sixth-order differences of the exact θ samples. K and B within 3σ (and 5 %), then the link dynamics."""
     rng = np.random.default_rng(11)
     text = data.robot("arm7").read_text()
     robot = mbs.load_urdf(data.robot("arm7"))
@@ -225,7 +225,9 @@ def test_series_elastic_log(tmp_path):
     theta = q + tau / K
     thdd = central_second_derivative(theta, dt)
     sig_m = 0.05
-    tau_m = B * thdd + tau + rng.normal(size=tau.shape) * sig_m
+    Fm = np.array([2.0, 2.0, 1.0, 1.0, 0.5, 0.3, 0.3])  # motor-side Coulomb friction
+    thd = central_first_derivative(theta, dt)
+    tau_m = B * thdd + Fm * np.sign(thd) + tau + rng.normal(size=tau.shape) * sig_m
     keep = slice(5, -5)
     log = logs.JointLog(t[keep], robot.joint_names, q[keep], tau_m[keep], None, theta[keep],
                         "sea.csv")
@@ -237,6 +239,7 @@ def test_series_elastic_log(tmp_path):
         assert abs(s["stiffness"] - K[j]) <= max(3 * s["stiffness_sigma"], 1e-3 * K[j]), s
         assert abs(s["motor_inertia"] - B[j]) <= max(3 * s["motor_inertia_sigma"], 0.01 * B[j])
         assert abs(s["stiffness"] - K[j]) < 0.05 * K[j]
+        assert abs(s["motor_coulomb"] - Fm[j]) <= 3 * s["motor_coulomb_sigma"] + 0.02 * Fm[j]
     res.write(tmp_path / "sea_out")
     cfg = mbs.actuator_from_params(__import__("yaml").safe_load(
         (tmp_path / "sea_out_actuators.yaml").read_text()), 7)

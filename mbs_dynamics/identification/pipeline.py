@@ -6,8 +6,9 @@ equation) → per-joint normal equations of τ = Y_b β + friction (:mod:`.estim
 OUT.urdf, OUT_actuators.yaml, OUT_report.json by :meth:`IdentificationResult.write`.
 
 Series elastic actuators (a log with ``<joint>/motor_position`` θ; its effort is the motor torque
-τ_m): the motor equation of each joint, τ_m = B θ̈ + D_m θ̇ + K (θ − q) (shared/MATH.md), is
-linear in (B, D_m, K) and solved joint by joint; the link torque τ = K̂ (θ − q) then feeds the
+τ_m): the motor equation of each joint, τ_m = B θ̈ + D_m θ̇ + F_m sign(θ̇) + K (θ − q)
+(shared/MATH.md, plus the motor's Coulomb friction F_m), is linear in (B, D_m, F_m, K) and solved
+joint by joint (a log whose effort is the spring torque itself gives B = D_m = F_m = 0); the link torque τ = K̂ (θ − q) then feeds the
 rigid-body identification.
 """
 from __future__ import annotations
@@ -116,32 +117,36 @@ def _body_names(robot):
 
 
 def _sea_motor_equation(log, fs, names):
-    """Per joint: τ_m = B θ̈ + D_m θ̇ + K (θ − q), least squares; returns dict of (n,) arrays and
-    their σ."""
+    """Per joint, least squares of the motor equation τ_m = B θ̈ + D_m θ̇ + F_m sign(θ̇) + K (θ − q)
+    (F_m: the motor side's Coulomb friction, 0 when there is none); returns dicts of (n,)
+    arrays: the values and their σ."""
     rows = fs.rows
     tau_m = log.effort[rows]
     delta = log.motor_position[rows] - log.position[rows]
     n = len(names)
-    out = {k: np.zeros(n) for k in ("motor_inertia", "motor_damping", "stiffness")}
-    sig = {k: np.zeros(n) for k in out}
+    keys = ("motor_inertia", "motor_damping", "motor_coulomb", "stiffness")
+    out = {k: np.zeros(n) for k in keys}
+    sig = {k: np.zeros(n) for k in keys}
     for j in range(n):
-        X = np.column_stack([fs.thetadd[:, j], fs.thetad[:, j], delta[:, j]])
+        moving = np.abs(fs.thetad[:, j]) >= _estimate.REST
+        X = np.column_stack([fs.thetadd[:, j], fs.thetad[:, j],
+                             np.where(moving, np.sign(fs.thetad[:, j]), 0.0), delta[:, j]])
         d = np.linalg.norm(X, axis=0)
         d[d == 0] = 1.0
-        G = (X.T @ X) / np.outer(d, d)  # 3×3 normal equations, columns scaled
-        x = np.linalg.solve(G, (X.T @ tau_m[:, j]) / d) / d
+        Ginv = np.linalg.pinv((X.T @ X) / np.outer(d, d))  # 4×4, columns scaled
+        x = Ginv @ ((X.T @ tau_m[:, j]) / d) / d
         r = tau_m[:, j] - X @ x
-        s2 = r @ r / max(X.shape[0] - 3, 1)
-        cov = s2 * np.linalg.inv(G) / np.outer(d, d)
-        for k, key in enumerate(("motor_inertia", "motor_damping", "stiffness")):
+        s2 = r @ r / max(X.shape[0] - 4, 1)
+        cov = s2 * Ginv / np.outer(d, d)
+        for k, key in enumerate(keys):
             out[key][j] = x[k]
             sig[key][j] = math.sqrt(max(cov[k, k], 0.0))
     bad = [names[j] for j in range(n) if not out["stiffness"][j] > 0]
     if bad:
         raise ValueError(f"{log.source}: no positive spring stiffness identified for "
                          f"{', '.join(bad)} (is motor_position the motor side of the spring?)")
-    out["motor_damping"] = np.maximum(out["motor_damping"], 0.0)
-    out["motor_inertia"] = np.maximum(out["motor_inertia"], 0.0)
+    for key in ("motor_inertia", "motor_damping", "motor_coulomb"):
+        out[key] = np.maximum(out[key], 0.0)
     return out, sig
 
 

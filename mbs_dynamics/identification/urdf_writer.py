@@ -103,6 +103,9 @@ def actuator_yaml(joint_names, sea=None, friction=None, comment=""):
                      "(not an actuator key):")
         for j, f in friction.items():
             lines.append(f"#   {j}: viscous {f['viscous']:.6g}, coulomb {f['coulomb']:.6g}")
+    if sea is not None and "motor_coulomb" in sea:
+        lines.append("# identified motor Coulomb friction (not an actuator key): " +
+                     ", ".join(f"{v:.6g}" for v in sea["motor_coulomb"]))
     lines.append("actuator:")
     if sea is None:
         lines.append("  type: rigid")
