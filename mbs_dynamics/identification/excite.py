@@ -125,7 +125,8 @@ def _scale(a, b, period, lims, t_grid, smooth=False):
         s = np.minimum(vmax / peak(qd), amax / peak(qdd))
         s = np.minimum(s, span / width)
     s[~np.isfinite(s)] = 0.0
-    mid = np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), 0.0)
+    finite = np.isfinite(lo) & np.isfinite(hi)
+    mid = np.where(finite, 0.5 * (np.where(finite, lo, 0.0) + np.where(finite, hi, 0.0)), 0.0)
     q0 = mid - s * 0.5 * (top + bot)
     return s, q0
 
