@@ -235,7 +235,14 @@ def identify(robot, log, friction=True, consistent=True, *, cutoff=None, topic="
         pi = (prior.ravel() + _consistent.least_norm(T, est.x[:p] - T @ prior.ravel())
               ).reshape(prior.shape)
         fr, dchi2 = est.x[p:], 0.0
-    new_robot = robot.with_inertial_parameters(pi)
+    try:
+        new_robot = robot.with_inertial_parameters(pi)
+    except ValueError as exc:
+        if consistent:
+            raise
+        raise ValueError(f"the least-squares estimate is not a physical robot "
+                         f"({' '.join(str(exc).split())}); use the physically consistent "
+                         "estimate (consistent=True, without --least-squares)") from None
     fric = {}
     if friction:
         for j, nm in enumerate(names):
