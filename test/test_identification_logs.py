@@ -32,7 +32,9 @@ def test_csv_any_column_order_extra_columns_ignored(tmp_path):
     header = ["j2/effort", "note", "j1/position", "time", "j1/effort", "j2/position",
               "j3/position", "j1/velocity", "j2/velocity"]
     rows = [[e[k, 1], "x", q[k, 0], t[k], e[k, 0], q[k, 1], 9, 1.0, 2.0] for k in range(t.size)]
-    log = logs.read_log(_csv(tmp_path / "a.csv", header, rows), J)
+    path = _csv(tmp_path / "a.csv", header, rows)
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes().replace(b"\n", b"\r\n"))  # Excel
+    log = logs.read_log(path, J)
     np.testing.assert_array_equal(log.time, t)
     np.testing.assert_array_equal(log.position, q)
     np.testing.assert_array_equal(log.effort, e)

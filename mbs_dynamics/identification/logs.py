@@ -128,7 +128,7 @@ def read_csv(path, joint_names) -> JointLog:
     path = Path(path)
     src = str(path)
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:  # a BOM is not part of "time"
             header = next(csv.reader(f), None)
     except UnicodeDecodeError:
         raise LogError(f"{src}: not a text file (expected CSV with a header row)") from None
