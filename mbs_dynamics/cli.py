@@ -7,6 +7,9 @@ Subcommands:
                                  mixed representation)
   feedforward URDF TRAJECTORY    τ, τ', τ'' (and θ, θ', θ'', τ_m with --sea CONFIG) sampled along a
                                  C⁴ trajectory, written to CSV (and a plot with matplotlib)
+  identify URDF LOG -o OUT       inertial parameters, friction (and SEA springs) from a CSV or
+                                 rosbag2 log: OUT.urdf, OUT_actuators.yaml, OUT_report.json
+  excite URDF -o TRAJ.yaml       an exciting trajectory for identification (Fourier series)
   demo                           closed-loop tracking demo in the built-in simulator
   codegen URDF -o DIR            C99 source and header of the robot's dynamics (τ, τ', τ'', M,
                                  g, forward dynamics, frame Jacobians) for C/C++ control loops
@@ -27,8 +30,8 @@ import numpy as np
 from ._cliutil import (PROG, ArgumentParser, InputError, add_lock_option, add_loops_option,
                        check_memory,
                        check_output_dir, existing_file, joint_units, load_actuator,
-                       load_trajectory, number_list, plot_backend, positive_float, robot_file,
-                       unit_of)
+                       load_trajectory, number_list, plot_backend, positive_float,
+                       positive_int, robot_file, unit_of)
 from .kinematics.frames import REPRESENTATIONS
 
 __all__ = ["get_argument_parser", "main"]
@@ -126,10 +129,89 @@ def get_argument_parser():
     p.add_argument("--floating-base", action="store_true",
                    help="the base link is a free body: q = (x, y, z, qx, qy, qz, qw, joints)")
     _add_model_options(p)
+    _add_identification_parsers(sub)
 
     for name, (_, text) in LAZY.items():
         sub.add_parser(name, help=text)  # listed in --help; main() dispatches before parsing
     return parser
+
+
+def _add_identification_parsers(sub):
+    p = sub.add_parser(
+        "identify", help="identify inertial parameters, friction (and SEA K, B) from a log",
+        description="Identify the base inertial parameters (weighted least squares, with σ), "
+                    "viscous and Coulomb friction per joint and, for series elastic logs, the "
+                    "spring stiffness K and motor inertia B per joint, from a CSV file or a "
+                    "rosbag2 (sqlite3 or MCAP) of sensor_msgs/JointState; then a physically "
+                    "consistent estimate. Writes OUT.urdf (inertials replaced), "
+                    "OUT_actuators.yaml (actuator.* keys) and OUT_report.json. CSV columns: "
+                    "time, <joint>/position, <joint>/effort, optional <joint>/velocity and "
+                    "<joint>/motor_position (then effort is the motor torque).")
+    p.add_argument("urdf", type=existing_file, metavar="URDF", help="URDF file of the robot")
+    p.add_argument("log", type=Path, metavar="LOG",
+                   help="CSV file or rosbag2 directory (or its .db3/.mcap file)")
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="output prefix: writes OUT.urdf, OUT_actuators.yaml, OUT_report.json")
+    p.add_argument("--topic", default="/joint_states",
+                   help="JointState topic of a bag (default /joint_states)")
+    p.add_argument("--cutoff", type=positive_float, default=None, metavar="HZ",
+                   help="low-pass cut-off for the positions [Hz] (default 10)")
+    p.add_argument("--torque-constant", type=_float_list, default=None, metavar="KT[,KT...]",
+                   help="the logged effort is a motor current: τ = KT·effort (one number or "
+                        "one per joint)")
+    p.add_argument("--no-friction", action="store_true", help="do not identify friction")
+    p.add_argument("--least-squares", action="store_true",
+                   help="write the least-squares estimate instead of the physically "
+                        "consistent one (may not load)")
+    p.add_argument("--plot", type=Path, metavar="OUT.png",
+                   help="also plot measured vs predicted torques (needs matplotlib)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or report")
+    _add_model_options(p)
+
+    p = sub.add_parser(
+        "excite", help="an exciting trajectory for identification (finite Fourier series)",
+        description="Design a periodic finite Fourier series per joint (Swevers et al. 1997) "
+                    "that starts and ends at rest, stays within the position, velocity and "
+                    "acceleration limits, and minimises the condition number of the stacked "
+                    "base regressor (friction columns included); written as a trajectory YAML "
+                    "the feedforward command, the nodes and the proxy play.")
+    p.add_argument("urdf", type=existing_file, metavar="URDF", help="URDF file of the robot")
+    p.add_argument("-o", "--output", required=True, type=Path, metavar="TRAJ.yaml",
+                   help="trajectory file to write (.yaml, .yml or .json)")
+    p.add_argument("--period", type=positive_float, default=10.0, metavar="S",
+                   help="period of the series [s] (default 10)")
+    p.add_argument("--harmonics", type=positive_int, default=5, metavar="L",
+                   help="harmonics per joint (default 5)")
+    p.add_argument("--periods", type=positive_int, default=1, metavar="K",
+                   help="periods written to the file (default 1)")
+    p.add_argument("--max-acceleration", type=positive_float, default=None, metavar="A",
+                   help="acceleration limit [rad/s²] of every joint (default: 2× its velocity "
+                        "limit per second)")
+    p.add_argument("--margin", type=_fraction, default=0.9, metavar="F",
+                   help="use this fraction of every limit (default 0.9)")
+    p.add_argument("--iterations", type=positive_int, default=60, metavar="N",
+                   help="optimiser iterations (default 60)")
+    p.add_argument("--seed", type=int, default=0, help="random start (default 0)")
+    p.add_argument("--quiet", action="store_true", help="no summary")
+    _add_model_options(p)
+
+
+def _float_list(text):
+    try:
+        vals = [float(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number or comma-separated list") \
+            from None
+    if not all(math.isfinite(v) and v != 0 for v in vals):
+        raise argparse.ArgumentTypeError(f"{text!r}: torque constants must be finite and non-zero")
+    return vals
+
+
+def _fraction(text):
+    x = positive_float(text)
+    if x > 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must lie in (0, 1]")
+    return x
 
 
 def _add_model_options(p):
@@ -505,6 +587,102 @@ def cmd_codegen(args):
     return 0
 
 
+def _identification_missing(exc):
+    """One-line hint when an optional dependency of identification is missing."""
+    name = getattr(exc, "name", None) or str(exc)
+    return InputError(f"identification needs {name}: pip install 'mbs_dynamics[identify]'")
+
+
+def cmd_identify(args):
+    import warnings
+
+    plt = plot_backend(args.plot) if args.plot is not None else None
+    out = Path(args.output)
+    check_output_dir(Path(f"{out}.urdf"), "-o")
+    try:
+        import scipy  # noqa: F401
+        from .identification import logs, pipeline
+        from .identification.report import format_report, plot_torques
+    except ImportError as exc:
+        raise _identification_missing(exc) from None
+    if args.lock:
+        raise InputError("--lock: identify writes the URDF's inertials back; a locked joint's "
+                         "links would be merged into its parent's inertial (identify the "
+                         "full robot and hold the joint still instead)")
+    robot = _load_robot(args)
+    if robot.floating_base:
+        raise InputError(f"{args.urdf}: identification needs a fixed-base robot")
+    kt = args.torque_constant
+    if kt is not None and len(kt) not in (1, robot.n):
+        raise InputError(f"--torque-constant: {len(kt)} values for {robot.n} joints")
+    progress = None if args.quiet else (lambda done, total: _progress(done, total, sys.stderr))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", pipeline.IdentificationWarning)
+        try:
+            log = logs.read_log(args.log, robot.joint_names, topic=args.topic)
+            if not args.quiet and log.n_samples < 4 * CHUNK:
+                progress = None
+            result = pipeline.identify(
+                robot, log, friction=not args.no_friction, consistent=not args.least_squares,
+                cutoff=args.cutoff, torque_constants=kt, urdf=args.urdf, progress=progress)
+            texts = {f"{out}.urdf": result.urdf_text(),
+                     f"{out}_actuators.yaml": result.actuator_text()}
+        except ValueError as exc:  # LogError, URDF validation of the result, bad cut-off
+            raise InputError(" ".join(str(exc).split())) from None
+    # everything is computed: now write
+    for path, text in texts.items():
+        Path(path).write_text(text)
+    Path(f"{out}_report.json").write_text(
+        json.dumps(pipeline._jsonable(result.report), indent=1) + "\n")
+    if plt is not None:
+        step = max(1, result.time.shape[0] // 4000)
+        sl = slice(None, None, step)
+        plot_torques(plt, args.plot, result.time[sl], result.torque[sl], result.predicted[sl],
+                     result.predicted_urdf[sl], robot.joint_names,
+                     title=f"{Path(args.log).name}: measured vs predicted τ (RMS identified "
+                           f"{max(result.report['rms'].values()):.3g}, URDF "
+                           f"{max(result.report['rms_urdf'].values()):.3g}, worst joint)")
+    if not args.quiet:
+        print(format_report(result.report, max_parameters=80))
+        print(f"-> {out}.urdf, {out}_actuators.yaml, {out}_report.json"
+              + (f", {args.plot}" if args.plot is not None else ""))
+    else:
+        for w in caught:
+            if issubclass(w.category, pipeline.IdentificationWarning):
+                print(f"{PROG}: warning: {w.message}", file=sys.stderr)
+    return 0
+
+
+def cmd_excite(args):
+    check_output_dir(args.output, "-o")
+    if args.output.suffix.lower() not in (".yaml", ".yml", ".json"):
+        raise InputError(f"-o {args.output}: use a .yaml, .yml or .json file name")
+    try:
+        import scipy  # noqa: F401
+        from .identification import excite
+    except ImportError as exc:
+        raise _identification_missing(exc) from None
+    robot = _load_robot(args)
+    if robot.floating_base:
+        raise InputError(f"{args.urdf}: exciting trajectories need a fixed-base robot")
+    try:
+        design = excite.excite(robot, period=args.period, harmonics=args.harmonics,
+                               max_acceleration=args.max_acceleration, margin=args.margin,
+                               iterations=args.iterations, seed=args.seed)
+    except ValueError as exc:
+        raise InputError(" ".join(str(exc).split())) from None
+    from .control.trajectory import Trajectory
+    d = design.to_dict(periods=args.periods)
+    Trajectory.from_dict(d).save(args.output)
+    if not args.quiet:
+        print(f"finite Fourier series, {args.harmonics} harmonics, period {args.period:g} s, "
+              f"{args.periods} period(s): condition number {design.condition:.4g} "
+              f"(start {design.condition_start:.4g}); peak |q̇| "
+              f"{np.round(design.peak_velocity, 3).tolist()}, peak |q̈| "
+              f"{np.round(design.peak_acceleration, 3).tolist()} -> {args.output}")
+    return 0
+
+
 def cmd_lazy(name, rest):
     """Run ``demo`` from its own module (imported only now)."""
     import importlib
@@ -529,7 +707,8 @@ def main(argv=None) -> int:
             return cmd_lazy(argv[0], argv[1:])
         args = get_argument_parser().parse_args(argv)
         return {"info": cmd_info, "feedforward": cmd_feedforward,
-                "kinematics": cmd_kinematics, "codegen": cmd_codegen}[args.command](args)
+                "kinematics": cmd_kinematics, "codegen": cmd_codegen,
+                "identify": cmd_identify, "excite": cmd_excite}[args.command](args)
     except InputError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2

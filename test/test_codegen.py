@@ -367,11 +367,9 @@ def test_two_processes_compile_at_once(tmp_path):
               "assert isinstance(c, codegen.CompiledRobot)\n"
               "assert np.allclose(c.inverse_dynamics(q, q, q), r.inverse_dynamics(q, q, q), "
               "rtol=1e-12, atol=0)\n")
-    env = dict(os.environ, MBS_DYNAMICS_CACHE=str(tmp_path),
-               PYTHONPATH=str(Path(__file__).parents[1]) + os.pathsep
-               + os.environ.get("PYTHONPATH", ""))
-    ps = [subprocess.Popen([sys.executable, "-c", script], env=env, stderr=subprocess.PIPE)
-          for _ in range(2)]
+    env = dict(os.environ, MBS_DYNAMICS_CACHE=str(tmp_path))   # the installed package
+    ps = [subprocess.Popen([sys.executable, "-c", script], env=env, stderr=subprocess.PIPE,
+                           cwd=tmp_path) for _ in range(2)]
     for p in ps:
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err.decode()
