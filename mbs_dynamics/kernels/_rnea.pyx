@@ -51,8 +51,8 @@ cdef extern from "_soa.h":
     void mbs_soa_rnea_batch(const mbs_soa_model* m, double* work, long N, const double* q,
                             const double* v, const double* a, double* out) noexcept nogil
     long mbs_soa_jet2_batch_size(int nb) noexcept nogil
-    void mbs_soa_jet2_batch(const mbs_soa_model* m, double* work, long N, const double* qs,
-                            double* out) noexcept nogil
+    void mbs_soa_jet2_batch(const mbs_soa_model* m, double* work, long N, const double* q,
+                            long sq, const double* v, long sv, double* out) noexcept nogil
 
 
 cdef void soa_view(const KModel* m, mbs_soa_model* v) noexcept nogil:
@@ -501,17 +501,35 @@ def torque_derivatives_batch(Data d, q, vs, out):
     cdef double* pv = (pq + m.n) if packed else <double*> cnp.PyArray_DATA(vs)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
     cdef int T = _threads(N, m.nb, 4 * (K + 1)), t
-    cdef Py_ssize_t s, so = (K + 1) * m.nv
-    cdef KWork* ws = &d.w if T == 1 else d.thread_works(T)
-    if T == 1:
-        for s in range(N):
-            load_jet(m, ws, pq + s * sq, pv + s * sv, K + 2)
-            rnea_jet(m, ws, K, False, po + s * so)
+    cdef Py_ssize_t s, so = (K + 1) * m.nv, s0, s1
+    cdef KWork* ws
+    cdef mbs_soa_model sm
+    cdef long wsize
+    cdef double* pw
+    if not m.fb and K == 2:  # the block kernel of _soa.h: MBS_L samples per pass
+        soa_view(m, &sm)
+        wsize = mbs_soa_jet2_batch_size(m.nb)
+        work = np.empty(T * wsize)
+        pw = <double*> cnp.PyArray_DATA(work)
+        if T == 1:
+            mbs_soa_jet2_batch(&sm, pw, N, pq, sq, pv, sv, po)
+        else:
+            for t in prange(T, nogil=True, schedule="static", chunksize=1, num_threads=T):
+                s0 = (t * (N // MBS_L) // T) * MBS_L
+                s1 = N if t == T - 1 else ((t + 1) * (N // MBS_L) // T) * MBS_L
+                mbs_soa_jet2_batch(&sm, pw + t * wsize, s1 - s0, pq + s0 * sq, sq, pv + s0 * sv,
+                                   sv, po + s0 * so)
     else:
-        for t in prange(T, nogil=True, schedule="static", chunksize=1, num_threads=T):
-            for s in range(t * N // T, (t + 1) * N // T):
-                load_jet(m, &ws[t], pq + s * sq, pv + s * sv, K + 2)
-                rnea_jet(m, &ws[t], K, False, po + s * so)
+        ws = &d.w if T == 1 else d.thread_works(T)
+        if T == 1:
+            for s in range(N):
+                load_jet(m, ws, pq + s * sq, pv + s * sv, K + 2)
+                rnea_jet(m, ws, K, False, po + s * so)
+        else:
+            for t in prange(T, nogil=True, schedule="static", chunksize=1, num_threads=T):
+                for s in range(t * N // T, (t + 1) * N // T):
+                    load_jet(m, &ws[t], pq + s * sq, pv + s * sv, K + 2)
+                    rnea_jet(m, &ws[t], K, False, po + s * so)
     if res is not out:
         out[...] = res
     return out

@@ -19,18 +19,280 @@
 
 #include <math.h>
 
-#define MBS_L 8
+#define MBS_L 16
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
 #define MBS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define MBS_CLONES
+/* ---- τ, τ′, τ″ of MBS_L samples: rnea_jet of _rnea.pyx with K = 2 (fixed base, no applied
+ * wrenches), its Bell sums written out as phi_small does ------------------------------------ */
+#define AU(l, j) (Au + 6 * L * (4 * (l) + (j)))
+/* qj: (5, nb, L) q, q′, q″, q‴, q⁗; out: (3, nb, L) */
+MBS_CLONES
+static void mbs_soa_jet2(const mbs_soa_model* m, double* work, const double* qj, double* out) {
+    const int nb = m->nb;
+    const int L = MBS_L;
+    double* T = work;
+    double* V = T + 12 * nb * L;         /* (4, nb, 6, L) */
+    double* W = V + 4 * 6 * nb * L;      /* (3, nb, 6, L) */
+    double* Au = W + 3 * 6 * nb * L;     /* (4, 4, 6, L) */
+    double* MV = Au + 16 * 6 * L;        /* (4, 6, L) */
+    double* S = MV + 4 * 6 * L;          /* (6, L) */
+    double c1[MBS_L], c2[MBS_L], c3[MBS_L], c4[MBS_L], c5[MBS_L], c6[MBS_L];
+    /* forward pass */
+    for (int i = 0; i < nb; ++i) {
+        const int par = m->parent[i];
+        double* Ti = T + 12 * L * i;
+        const double* q1 = qj + (nb + i) * L;
+        const double* q2 = qj + (2 * nb + i) * L;
+        const double* q3 = qj + (3 * nb + i) * L;
+        soa_joint_pose(m, i, qj + i * L, Ti);
+        for (int l = 0; l < 4; ++l) {
+            if (par >= 0) soa_to_child(Ti, V + 6 * L * (l * nb + par), AU(l, 0));
+            else if (l == 1) soa_base_gravity(m, Ti, AU(1, 0));
+            else soa_zero6(AU(l, 0));
+        }
+        for (int l = 0; l < 4; ++l)
+            for (int j = 1; j < 4 - l; ++j) soa_ad_X(m, i, AU(l, j - 1), AU(l, j), 0);
+        for (int k = 0; k < 4; ++k) {
+            double* Vk = V + 6 * L * (k * nb + i);
+            soa_copy6(AU(k, 0), Vk);
+            if (k == 1) {
+                LOOP c1[l] = -q1[l];
+                soa_axpy6(c1, AU(0, 1), Vk);
+            } else if (k == 2) {
+                LOOP {
+                    c1[l] = -2.0 * q1[l];
+                    c2[l] = -q2[l];
+                    c3[l] = q1[l] * q1[l];
+                }
+                soa_axpy6(c1, AU(1, 1), Vk);
+                soa_axpy6(c2, AU(0, 1), Vk);
+                soa_axpy6(c3, AU(0, 2), Vk);
+            } else if (k == 3) {
+                LOOP {
+                    c1[l] = -3.0 * q1[l];
+                    c2[l] = -3.0 * q2[l];
+                    c3[l] = 3.0 * q1[l] * q1[l];
+                    c4[l] = -q3[l];
+                    c5[l] = 3.0 * q1[l] * q2[l];
+                    c6[l] = -q1[l] * q1[l] * q1[l];
+                }
+                soa_axpy6(c1, AU(2, 1), Vk);
+                soa_axpy6(c2, AU(1, 1), Vk);
+                soa_axpy6(c3, AU(1, 2), Vk);
+                soa_axpy6(c4, AU(0, 1), Vk);
+                soa_axpy6(c5, AU(0, 2), Vk);
+                soa_axpy6(c6, AU(0, 3), Vk);
+            }
+            soa_add_X(m, i, qj + ((k + 1) * nb + i) * L, Vk);
+        }
+    }
+    /* backward pass */
+    for (int a = 0; a < 3 * 6 * nb * L; ++a) W[a] = 0.0;
+    for (int i = nb - 1; i >= 0; --i) {
+        const int par = m->parent[i];
+        const double* q1 = qj + (nb + i) * L;
+        const double* q2 = qj + (2 * nb + i) * L;
+        for (int k = 0; k < 4; ++k) soa_inertia_times(m, i, V + 6 * L * (k * nb + i), MV + 6 * L * k);
+        for (int k = 0; k < 3; ++k) {
+            double* Wk = W + 6 * L * (k * nb + i);
+            soa_axpy6c(1.0, MV + 6 * L * (k + 1), Wk);
+            for (int mm = 0; mm <= k; ++mm)
+                soa_add_adT(V + 6 * L * (mm * nb + i), MV + 6 * L * (k - mm), Wk,
+                            (k == 2 && mm == 1) ? 2.0 : 1.0);
+            soa_X_dot(m, i, Wk, out + (k * nb + i) * L);
+        }
+        if (par < 0) continue;
+        for (int l = 0; l < 3; ++l) {
+            soa_copy6(W + 6 * L * (l * nb + i), AU(l, 0));
+            for (int j = 1; j < 3 - l; ++j) soa_ad_X(m, i, AU(l, j - 1), AU(l, j), 1);
+        }
+        for (int k = 0; k < 3; ++k) {
+            soa_copy6(AU(k, 0), S);
+            if (k == 1) {
+                LOOP c1[l] = -q1[l];
+                soa_axpy6(c1, AU(0, 1), S);
+            } else if (k == 2) {
+                LOOP {
+                    c1[l] = -2.0 * q1[l];
+                    c2[l] = -q2[l];
+                    c3[l] = q1[l] * q1[l];
+                }
+                soa_axpy6(c1, AU(1, 1), S);
+                soa_axpy6(c2, AU(0, 1), S);
+                soa_axpy6(c3, AU(0, 2), S);
+            }
+            soa_add_to_parent(T + 12 * L * i, S, W + 6 * L * (k * nb + par));
+        }
+    }
+}
+#undef AU
+
+/* doubles mbs_soa_jet2_batch needs in ``work`` */
+static inline long mbs_soa_jet2_batch_size(int nb) {
+    return (long) MBS_L * (12L * nb + 42L * nb + 22L * 6 + 8L * nb);
+}
+
+/* N samples of a fixed-base robot: q rows at q + s·sq, the rows q′, q″, q‴, q⁗ at v + s·sv
+ * (each nb long, contiguous) → out (N, 3, nb) rows τ, τ′, τ″ */
+static void mbs_soa_jet2_batch(const mbs_soa_model* m, double* work, long N, const double* q,
+                               long sq, const double* v, long sv, double* out) {
+    const int nb = m->nb, L = MBS_L;
+    double* qj = work + (long) L * (12L * nb + 42L * nb + 22L * 6);
+    double* o = qj + 5 * nb * L;
+    for (long s0 = 0; s0 < N; s0 += L) {
+        for (int l = 0; l < L; ++l) {
+            const long s = s0 + l < N ? s0 + l : N - 1;   /* the last block repeats a sample */
+            for (int i = 0; i < nb; ++i) qj[i * L + l] = q[s * sq + i];
+            for (int r = 0; r < 4; ++r)
+                for (int i = 0; i < nb; ++i) qj[((r + 1) * nb + i) * L + l] = v[s * sv + r * nb + i];
+        }
+        mbs_soa_jet2(m, work, qj, o);
+        for (int l = 0; l < L && s0 + l < N; ++l)
+            for (int k = 0; k < 3; ++k)
+                for (int i = 0; i < nb; ++i) out[(s0 + l) * 3 * nb + k * nb + i] = o[(k * nb + i) * L + l];
+    }
+}
+
 #endif
 #define MBS_R __restrict__
 #if defined(__GNUC__)
 #define MBS_INLINE static inline __attribute__((always_inline))
 #else
 #define MBS_INLINE static inline
+/* ---- τ, τ′, τ″ of MBS_L samples: rnea_jet of _rnea.pyx with K = 2 (fixed base, no applied
+ * wrenches), its Bell sums written out as phi_small does ------------------------------------ */
+#define AU(l, j) (Au + 6 * L * (4 * (l) + (j)))
+/* qj: (5, nb, L) q, q′, q″, q‴, q⁗; out: (3, nb, L) */
+MBS_CLONES
+static void mbs_soa_jet2(const mbs_soa_model* m, double* work, const double* qj, double* out) {
+    const int nb = m->nb;
+    const int L = MBS_L;
+    double* T = work;
+    double* V = T + 12 * nb * L;         /* (4, nb, 6, L) */
+    double* W = V + 4 * 6 * nb * L;      /* (3, nb, 6, L) */
+    double* Au = W + 3 * 6 * nb * L;     /* (4, 4, 6, L) */
+    double* MV = Au + 16 * 6 * L;        /* (4, 6, L) */
+    double* S = MV + 4 * 6 * L;          /* (6, L) */
+    double c1[MBS_L], c2[MBS_L], c3[MBS_L], c4[MBS_L], c5[MBS_L], c6[MBS_L];
+    /* forward pass */
+    for (int i = 0; i < nb; ++i) {
+        const int par = m->parent[i];
+        double* Ti = T + 12 * L * i;
+        const double* q1 = qj + (nb + i) * L;
+        const double* q2 = qj + (2 * nb + i) * L;
+        const double* q3 = qj + (3 * nb + i) * L;
+        soa_joint_pose(m, i, qj + i * L, Ti);
+        for (int l = 0; l < 4; ++l) {
+            if (par >= 0) soa_to_child(Ti, V + 6 * L * (l * nb + par), AU(l, 0));
+            else if (l == 1) soa_base_gravity(m, Ti, AU(1, 0));
+            else soa_zero6(AU(l, 0));
+        }
+        for (int l = 0; l < 4; ++l)
+            for (int j = 1; j < 4 - l; ++j) soa_ad_X(m, i, AU(l, j - 1), AU(l, j), 0);
+        for (int k = 0; k < 4; ++k) {
+            double* Vk = V + 6 * L * (k * nb + i);
+            soa_copy6(AU(k, 0), Vk);
+            if (k == 1) {
+                LOOP c1[l] = -q1[l];
+                soa_axpy6(c1, AU(0, 1), Vk);
+            } else if (k == 2) {
+                LOOP {
+                    c1[l] = -2.0 * q1[l];
+                    c2[l] = -q2[l];
+                    c3[l] = q1[l] * q1[l];
+                }
+                soa_axpy6(c1, AU(1, 1), Vk);
+                soa_axpy6(c2, AU(0, 1), Vk);
+                soa_axpy6(c3, AU(0, 2), Vk);
+            } else if (k == 3) {
+                LOOP {
+                    c1[l] = -3.0 * q1[l];
+                    c2[l] = -3.0 * q2[l];
+                    c3[l] = 3.0 * q1[l] * q1[l];
+                    c4[l] = -q3[l];
+                    c5[l] = 3.0 * q1[l] * q2[l];
+                    c6[l] = -q1[l] * q1[l] * q1[l];
+                }
+                soa_axpy6(c1, AU(2, 1), Vk);
+                soa_axpy6(c2, AU(1, 1), Vk);
+                soa_axpy6(c3, AU(1, 2), Vk);
+                soa_axpy6(c4, AU(0, 1), Vk);
+                soa_axpy6(c5, AU(0, 2), Vk);
+                soa_axpy6(c6, AU(0, 3), Vk);
+            }
+            soa_add_X(m, i, qj + ((k + 1) * nb + i) * L, Vk);
+        }
+    }
+    /* backward pass */
+    for (int a = 0; a < 3 * 6 * nb * L; ++a) W[a] = 0.0;
+    for (int i = nb - 1; i >= 0; --i) {
+        const int par = m->parent[i];
+        const double* q1 = qj + (nb + i) * L;
+        const double* q2 = qj + (2 * nb + i) * L;
+        for (int k = 0; k < 4; ++k) soa_inertia_times(m, i, V + 6 * L * (k * nb + i), MV + 6 * L * k);
+        for (int k = 0; k < 3; ++k) {
+            double* Wk = W + 6 * L * (k * nb + i);
+            soa_axpy6c(1.0, MV + 6 * L * (k + 1), Wk);
+            for (int mm = 0; mm <= k; ++mm)
+                soa_add_adT(V + 6 * L * (mm * nb + i), MV + 6 * L * (k - mm), Wk,
+                            (k == 2 && mm == 1) ? 2.0 : 1.0);
+            soa_X_dot(m, i, Wk, out + (k * nb + i) * L);
+        }
+        if (par < 0) continue;
+        for (int l = 0; l < 3; ++l) {
+            soa_copy6(W + 6 * L * (l * nb + i), AU(l, 0));
+            for (int j = 1; j < 3 - l; ++j) soa_ad_X(m, i, AU(l, j - 1), AU(l, j), 1);
+        }
+        for (int k = 0; k < 3; ++k) {
+            soa_copy6(AU(k, 0), S);
+            if (k == 1) {
+                LOOP c1[l] = -q1[l];
+                soa_axpy6(c1, AU(0, 1), S);
+            } else if (k == 2) {
+                LOOP {
+                    c1[l] = -2.0 * q1[l];
+                    c2[l] = -q2[l];
+                    c3[l] = q1[l] * q1[l];
+                }
+                soa_axpy6(c1, AU(1, 1), S);
+                soa_axpy6(c2, AU(0, 1), S);
+                soa_axpy6(c3, AU(0, 2), S);
+            }
+            soa_add_to_parent(T + 12 * L * i, S, W + 6 * L * (k * nb + par));
+        }
+    }
+}
+#undef AU
+
+/* doubles mbs_soa_jet2_batch needs in ``work`` */
+static inline long mbs_soa_jet2_batch_size(int nb) {
+    return (long) MBS_L * (12L * nb + 42L * nb + 22L * 6 + 8L * nb);
+}
+
+/* N samples of a fixed-base robot: q rows at q + s·sq, the rows q′, q″, q‴, q⁗ at v + s·sv
+ * (each nb long, contiguous) → out (N, 3, nb) rows τ, τ′, τ″ */
+static void mbs_soa_jet2_batch(const mbs_soa_model* m, double* work, long N, const double* q,
+                               long sq, const double* v, long sv, double* out) {
+    const int nb = m->nb, L = MBS_L;
+    double* qj = work + (long) L * (12L * nb + 42L * nb + 22L * 6);
+    double* o = qj + 5 * nb * L;
+    for (long s0 = 0; s0 < N; s0 += L) {
+        for (int l = 0; l < L; ++l) {
+            const long s = s0 + l < N ? s0 + l : N - 1;   /* the last block repeats a sample */
+            for (int i = 0; i < nb; ++i) qj[i * L + l] = q[s * sq + i];
+            for (int r = 0; r < 4; ++r)
+                for (int i = 0; i < nb; ++i) qj[((r + 1) * nb + i) * L + l] = v[s * sv + r * nb + i];
+        }
+        mbs_soa_jet2(m, work, qj, o);
+        for (int l = 0; l < L && s0 + l < N; ++l)
+            for (int k = 0; k < 3; ++k)
+                for (int i = 0; i < nb; ++i) out[(s0 + l) * 3 * nb + k * nb + i] = o[(k * nb + i) * L + l];
+    }
+}
+
 #endif
 
 /* ---- sine and cosine ------------------------------------------------------------------- */
@@ -358,6 +620,137 @@ static void mbs_soa_rnea_batch(const mbs_soa_model* m, double* work, long N, con
 /* doubles mbs_soa_rnea_batch needs in ``work`` */
 static inline long mbs_soa_rnea_batch_size(int nb) {
     return mbs_soa_work_size(nb, 1) + 4L * nb * MBS_L;
+}
+
+/* ---- τ, τ′, τ″ of MBS_L samples: rnea_jet of _rnea.pyx with K = 2 (fixed base, no applied
+ * wrenches), its Bell sums written out as phi_small does ------------------------------------ */
+#define AU(l, j) (Au + 6 * L * (4 * (l) + (j)))
+/* qj: (5, nb, L) q, q′, q″, q‴, q⁗; out: (3, nb, L) */
+MBS_CLONES
+static void mbs_soa_jet2(const mbs_soa_model* m, double* work, const double* qj, double* out) {
+    const int nb = m->nb;
+    const int L = MBS_L;
+    double* T = work;
+    double* V = T + 12 * nb * L;         /* (4, nb, 6, L) */
+    double* W = V + 4 * 6 * nb * L;      /* (3, nb, 6, L) */
+    double* Au = W + 3 * 6 * nb * L;     /* (4, 4, 6, L) */
+    double* MV = Au + 16 * 6 * L;        /* (4, 6, L) */
+    double* S = MV + 4 * 6 * L;          /* (6, L) */
+    double c1[MBS_L], c2[MBS_L], c3[MBS_L], c4[MBS_L], c5[MBS_L], c6[MBS_L];
+    /* forward pass */
+    for (int i = 0; i < nb; ++i) {
+        const int par = m->parent[i];
+        double* Ti = T + 12 * L * i;
+        const double* q1 = qj + (nb + i) * L;
+        const double* q2 = qj + (2 * nb + i) * L;
+        const double* q3 = qj + (3 * nb + i) * L;
+        soa_joint_pose(m, i, qj + i * L, Ti);
+        for (int l = 0; l < 4; ++l) {
+            if (par >= 0) soa_to_child(Ti, V + 6 * L * (l * nb + par), AU(l, 0));
+            else if (l == 1) soa_base_gravity(m, Ti, AU(1, 0));
+            else soa_zero6(AU(l, 0));
+        }
+        for (int l = 0; l < 4; ++l)
+            for (int j = 1; j < 4 - l; ++j) soa_ad_X(m, i, AU(l, j - 1), AU(l, j), 0);
+        for (int k = 0; k < 4; ++k) {
+            double* Vk = V + 6 * L * (k * nb + i);
+            soa_copy6(AU(k, 0), Vk);
+            if (k == 1) {
+                LOOP c1[l] = -q1[l];
+                soa_axpy6(c1, AU(0, 1), Vk);
+            } else if (k == 2) {
+                LOOP {
+                    c1[l] = -2.0 * q1[l];
+                    c2[l] = -q2[l];
+                    c3[l] = q1[l] * q1[l];
+                }
+                soa_axpy6(c1, AU(1, 1), Vk);
+                soa_axpy6(c2, AU(0, 1), Vk);
+                soa_axpy6(c3, AU(0, 2), Vk);
+            } else if (k == 3) {
+                LOOP {
+                    c1[l] = -3.0 * q1[l];
+                    c2[l] = -3.0 * q2[l];
+                    c3[l] = 3.0 * q1[l] * q1[l];
+                    c4[l] = -q3[l];
+                    c5[l] = 3.0 * q1[l] * q2[l];
+                    c6[l] = -q1[l] * q1[l] * q1[l];
+                }
+                soa_axpy6(c1, AU(2, 1), Vk);
+                soa_axpy6(c2, AU(1, 1), Vk);
+                soa_axpy6(c3, AU(1, 2), Vk);
+                soa_axpy6(c4, AU(0, 1), Vk);
+                soa_axpy6(c5, AU(0, 2), Vk);
+                soa_axpy6(c6, AU(0, 3), Vk);
+            }
+            soa_add_X(m, i, qj + ((k + 1) * nb + i) * L, Vk);
+        }
+    }
+    /* backward pass */
+    for (int a = 0; a < 3 * 6 * nb * L; ++a) W[a] = 0.0;
+    for (int i = nb - 1; i >= 0; --i) {
+        const int par = m->parent[i];
+        const double* q1 = qj + (nb + i) * L;
+        const double* q2 = qj + (2 * nb + i) * L;
+        for (int k = 0; k < 4; ++k) soa_inertia_times(m, i, V + 6 * L * (k * nb + i), MV + 6 * L * k);
+        for (int k = 0; k < 3; ++k) {
+            double* Wk = W + 6 * L * (k * nb + i);
+            soa_axpy6c(1.0, MV + 6 * L * (k + 1), Wk);
+            for (int mm = 0; mm <= k; ++mm)
+                soa_add_adT(V + 6 * L * (mm * nb + i), MV + 6 * L * (k - mm), Wk,
+                            (k == 2 && mm == 1) ? 2.0 : 1.0);
+            soa_X_dot(m, i, Wk, out + (k * nb + i) * L);
+        }
+        if (par < 0) continue;
+        for (int l = 0; l < 3; ++l) {
+            soa_copy6(W + 6 * L * (l * nb + i), AU(l, 0));
+            for (int j = 1; j < 3 - l; ++j) soa_ad_X(m, i, AU(l, j - 1), AU(l, j), 1);
+        }
+        for (int k = 0; k < 3; ++k) {
+            soa_copy6(AU(k, 0), S);
+            if (k == 1) {
+                LOOP c1[l] = -q1[l];
+                soa_axpy6(c1, AU(0, 1), S);
+            } else if (k == 2) {
+                LOOP {
+                    c1[l] = -2.0 * q1[l];
+                    c2[l] = -q2[l];
+                    c3[l] = q1[l] * q1[l];
+                }
+                soa_axpy6(c1, AU(1, 1), S);
+                soa_axpy6(c2, AU(0, 1), S);
+                soa_axpy6(c3, AU(0, 2), S);
+            }
+            soa_add_to_parent(T + 12 * L * i, S, W + 6 * L * (k * nb + par));
+        }
+    }
+}
+#undef AU
+
+/* doubles mbs_soa_jet2_batch needs in ``work`` */
+static inline long mbs_soa_jet2_batch_size(int nb) {
+    return (long) MBS_L * (12L * nb + 42L * nb + 22L * 6 + 8L * nb);
+}
+
+/* N samples of a fixed-base robot: q rows at q + s·sq, the rows q′, q″, q‴, q⁗ at v + s·sv
+ * (each nb long, contiguous) → out (N, 3, nb) rows τ, τ′, τ″ */
+static void mbs_soa_jet2_batch(const mbs_soa_model* m, double* work, long N, const double* q,
+                               long sq, const double* v, long sv, double* out) {
+    const int nb = m->nb, L = MBS_L;
+    double* qj = work + (long) L * (12L * nb + 42L * nb + 22L * 6);
+    double* o = qj + 5 * nb * L;
+    for (long s0 = 0; s0 < N; s0 += L) {
+        for (int l = 0; l < L; ++l) {
+            const long s = s0 + l < N ? s0 + l : N - 1;   /* the last block repeats a sample */
+            for (int i = 0; i < nb; ++i) qj[i * L + l] = q[s * sq + i];
+            for (int r = 0; r < 4; ++r)
+                for (int i = 0; i < nb; ++i) qj[((r + 1) * nb + i) * L + l] = v[s * sv + r * nb + i];
+        }
+        mbs_soa_jet2(m, work, qj, o);
+        for (int l = 0; l < L && s0 + l < N; ++l)
+            for (int k = 0; k < 3; ++k)
+                for (int i = 0; i < nb; ++i) out[(s0 + l) * 3 * nb + k * nb + i] = o[(k * nb + i) * L + l];
+    }
 }
 
 #endif
