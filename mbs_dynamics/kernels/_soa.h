@@ -25,274 +25,17 @@
 #define MBS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define MBS_CLONES
-/* ---- τ, τ′, τ″ of MBS_L samples: rnea_jet of _rnea.pyx with K = 2 (fixed base, no applied
- * wrenches), its Bell sums written out as phi_small does ------------------------------------ */
-#define AU(l, j) (Au + 6 * L * (4 * (l) + (j)))
-/* qj: (5, nb, L) q, q′, q″, q‴, q⁗; out: (3, nb, L) */
-MBS_CLONES
-static void mbs_soa_jet2(const mbs_soa_model* m, double* work, const double* qj, double* out) {
-    const int nb = m->nb;
-    const int L = MBS_L;
-    double* T = work;
-    double* V = T + 12 * nb * L;         /* (4, nb, 6, L) */
-    double* W = V + 4 * 6 * nb * L;      /* (3, nb, 6, L) */
-    double* Au = W + 3 * 6 * nb * L;     /* (4, 4, 6, L) */
-    double* MV = Au + 16 * 6 * L;        /* (4, 6, L) */
-    double* S = MV + 4 * 6 * L;          /* (6, L) */
-    double c1[MBS_L], c2[MBS_L], c3[MBS_L], c4[MBS_L], c5[MBS_L], c6[MBS_L];
-    /* forward pass */
-    for (int i = 0; i < nb; ++i) {
-        const int par = m->parent[i];
-        double* Ti = T + 12 * L * i;
-        const double* q1 = qj + (nb + i) * L;
-        const double* q2 = qj + (2 * nb + i) * L;
-        const double* q3 = qj + (3 * nb + i) * L;
-        soa_joint_pose(m, i, qj + i * L, Ti);
-        for (int l = 0; l < 4; ++l) {
-            if (par >= 0) soa_to_child(Ti, V + 6 * L * (l * nb + par), AU(l, 0));
-            else if (l == 1) soa_base_gravity(m, Ti, AU(1, 0));
-            else soa_zero6(AU(l, 0));
-        }
-        for (int l = 0; l < 4; ++l)
-            for (int j = 1; j < 4 - l; ++j) soa_ad_X(m, i, AU(l, j - 1), AU(l, j), 0);
-        for (int k = 0; k < 4; ++k) {
-            double* Vk = V + 6 * L * (k * nb + i);
-            soa_copy6(AU(k, 0), Vk);
-            if (k == 1) {
-                LOOP c1[l] = -q1[l];
-                soa_axpy6(c1, AU(0, 1), Vk);
-            } else if (k == 2) {
-                LOOP {
-                    c1[l] = -2.0 * q1[l];
-                    c2[l] = -q2[l];
-                    c3[l] = q1[l] * q1[l];
-                }
-                soa_axpy6(c1, AU(1, 1), Vk);
-                soa_axpy6(c2, AU(0, 1), Vk);
-                soa_axpy6(c3, AU(0, 2), Vk);
-            } else if (k == 3) {
-                LOOP {
-                    c1[l] = -3.0 * q1[l];
-                    c2[l] = -3.0 * q2[l];
-                    c3[l] = 3.0 * q1[l] * q1[l];
-                    c4[l] = -q3[l];
-                    c5[l] = 3.0 * q1[l] * q2[l];
-                    c6[l] = -q1[l] * q1[l] * q1[l];
-                }
-                soa_axpy6(c1, AU(2, 1), Vk);
-                soa_axpy6(c2, AU(1, 1), Vk);
-                soa_axpy6(c3, AU(1, 2), Vk);
-                soa_axpy6(c4, AU(0, 1), Vk);
-                soa_axpy6(c5, AU(0, 2), Vk);
-                soa_axpy6(c6, AU(0, 3), Vk);
-            }
-            soa_add_X(m, i, qj + ((k + 1) * nb + i) * L, Vk);
-        }
-    }
-    /* backward pass */
-    for (int a = 0; a < 3 * 6 * nb * L; ++a) W[a] = 0.0;
-    for (int i = nb - 1; i >= 0; --i) {
-        const int par = m->parent[i];
-        const double* q1 = qj + (nb + i) * L;
-        const double* q2 = qj + (2 * nb + i) * L;
-        for (int k = 0; k < 4; ++k) soa_inertia_times(m, i, V + 6 * L * (k * nb + i), MV + 6 * L * k);
-        for (int k = 0; k < 3; ++k) {
-            double* Wk = W + 6 * L * (k * nb + i);
-            soa_axpy6c(1.0, MV + 6 * L * (k + 1), Wk);
-            for (int mm = 0; mm <= k; ++mm)
-                soa_add_adT(V + 6 * L * (mm * nb + i), MV + 6 * L * (k - mm), Wk,
-                            (k == 2 && mm == 1) ? 2.0 : 1.0);
-            soa_X_dot(m, i, Wk, out + (k * nb + i) * L);
-        }
-        if (par < 0) continue;
-        for (int l = 0; l < 3; ++l) {
-            soa_copy6(W + 6 * L * (l * nb + i), AU(l, 0));
-            for (int j = 1; j < 3 - l; ++j) soa_ad_X(m, i, AU(l, j - 1), AU(l, j), 1);
-        }
-        for (int k = 0; k < 3; ++k) {
-            soa_copy6(AU(k, 0), S);
-            if (k == 1) {
-                LOOP c1[l] = -q1[l];
-                soa_axpy6(c1, AU(0, 1), S);
-            } else if (k == 2) {
-                LOOP {
-                    c1[l] = -2.0 * q1[l];
-                    c2[l] = -q2[l];
-                    c3[l] = q1[l] * q1[l];
-                }
-                soa_axpy6(c1, AU(1, 1), S);
-                soa_axpy6(c2, AU(0, 1), S);
-                soa_axpy6(c3, AU(0, 2), S);
-            }
-            soa_add_to_parent(T + 12 * L * i, S, W + 6 * L * (k * nb + par));
-        }
-    }
-}
-#undef AU
-
-/* doubles mbs_soa_jet2_batch needs in ``work`` */
-static inline long mbs_soa_jet2_batch_size(int nb) {
-    return (long) MBS_L * (12L * nb + 42L * nb + 22L * 6 + 8L * nb);
-}
-
-/* N samples of a fixed-base robot: q rows at q + s·sq, the rows q′, q″, q‴, q⁗ at v + s·sv
- * (each nb long, contiguous) → out (N, 3, nb) rows τ, τ′, τ″ */
-static void mbs_soa_jet2_batch(const mbs_soa_model* m, double* work, long N, const double* q,
-                               long sq, const double* v, long sv, double* out) {
-    const int nb = m->nb, L = MBS_L;
-    double* qj = work + (long) L * (12L * nb + 42L * nb + 22L * 6);
-    double* o = qj + 5 * nb * L;
-    for (long s0 = 0; s0 < N; s0 += L) {
-        for (int l = 0; l < L; ++l) {
-            const long s = s0 + l < N ? s0 + l : N - 1;   /* the last block repeats a sample */
-            for (int i = 0; i < nb; ++i) qj[i * L + l] = q[s * sq + i];
-            for (int r = 0; r < 4; ++r)
-                for (int i = 0; i < nb; ++i) qj[((r + 1) * nb + i) * L + l] = v[s * sv + r * nb + i];
-        }
-        mbs_soa_jet2(m, work, qj, o);
-        for (int l = 0; l < L && s0 + l < N; ++l)
-            for (int k = 0; k < 3; ++k)
-                for (int i = 0; i < nb; ++i) out[(s0 + l) * 3 * nb + k * nb + i] = o[(k * nb + i) * L + l];
-    }
-}
-
 #endif
 #define MBS_R __restrict__
+#if defined(__GNUC__)
+#define MBS_UNUSED __attribute__((unused))
+#else
+#define MBS_UNUSED
+#endif
 #if defined(__GNUC__)
 #define MBS_INLINE static inline __attribute__((always_inline))
 #else
 #define MBS_INLINE static inline
-/* ---- τ, τ′, τ″ of MBS_L samples: rnea_jet of _rnea.pyx with K = 2 (fixed base, no applied
- * wrenches), its Bell sums written out as phi_small does ------------------------------------ */
-#define AU(l, j) (Au + 6 * L * (4 * (l) + (j)))
-/* qj: (5, nb, L) q, q′, q″, q‴, q⁗; out: (3, nb, L) */
-MBS_CLONES
-static void mbs_soa_jet2(const mbs_soa_model* m, double* work, const double* qj, double* out) {
-    const int nb = m->nb;
-    const int L = MBS_L;
-    double* T = work;
-    double* V = T + 12 * nb * L;         /* (4, nb, 6, L) */
-    double* W = V + 4 * 6 * nb * L;      /* (3, nb, 6, L) */
-    double* Au = W + 3 * 6 * nb * L;     /* (4, 4, 6, L) */
-    double* MV = Au + 16 * 6 * L;        /* (4, 6, L) */
-    double* S = MV + 4 * 6 * L;          /* (6, L) */
-    double c1[MBS_L], c2[MBS_L], c3[MBS_L], c4[MBS_L], c5[MBS_L], c6[MBS_L];
-    /* forward pass */
-    for (int i = 0; i < nb; ++i) {
-        const int par = m->parent[i];
-        double* Ti = T + 12 * L * i;
-        const double* q1 = qj + (nb + i) * L;
-        const double* q2 = qj + (2 * nb + i) * L;
-        const double* q3 = qj + (3 * nb + i) * L;
-        soa_joint_pose(m, i, qj + i * L, Ti);
-        for (int l = 0; l < 4; ++l) {
-            if (par >= 0) soa_to_child(Ti, V + 6 * L * (l * nb + par), AU(l, 0));
-            else if (l == 1) soa_base_gravity(m, Ti, AU(1, 0));
-            else soa_zero6(AU(l, 0));
-        }
-        for (int l = 0; l < 4; ++l)
-            for (int j = 1; j < 4 - l; ++j) soa_ad_X(m, i, AU(l, j - 1), AU(l, j), 0);
-        for (int k = 0; k < 4; ++k) {
-            double* Vk = V + 6 * L * (k * nb + i);
-            soa_copy6(AU(k, 0), Vk);
-            if (k == 1) {
-                LOOP c1[l] = -q1[l];
-                soa_axpy6(c1, AU(0, 1), Vk);
-            } else if (k == 2) {
-                LOOP {
-                    c1[l] = -2.0 * q1[l];
-                    c2[l] = -q2[l];
-                    c3[l] = q1[l] * q1[l];
-                }
-                soa_axpy6(c1, AU(1, 1), Vk);
-                soa_axpy6(c2, AU(0, 1), Vk);
-                soa_axpy6(c3, AU(0, 2), Vk);
-            } else if (k == 3) {
-                LOOP {
-                    c1[l] = -3.0 * q1[l];
-                    c2[l] = -3.0 * q2[l];
-                    c3[l] = 3.0 * q1[l] * q1[l];
-                    c4[l] = -q3[l];
-                    c5[l] = 3.0 * q1[l] * q2[l];
-                    c6[l] = -q1[l] * q1[l] * q1[l];
-                }
-                soa_axpy6(c1, AU(2, 1), Vk);
-                soa_axpy6(c2, AU(1, 1), Vk);
-                soa_axpy6(c3, AU(1, 2), Vk);
-                soa_axpy6(c4, AU(0, 1), Vk);
-                soa_axpy6(c5, AU(0, 2), Vk);
-                soa_axpy6(c6, AU(0, 3), Vk);
-            }
-            soa_add_X(m, i, qj + ((k + 1) * nb + i) * L, Vk);
-        }
-    }
-    /* backward pass */
-    for (int a = 0; a < 3 * 6 * nb * L; ++a) W[a] = 0.0;
-    for (int i = nb - 1; i >= 0; --i) {
-        const int par = m->parent[i];
-        const double* q1 = qj + (nb + i) * L;
-        const double* q2 = qj + (2 * nb + i) * L;
-        for (int k = 0; k < 4; ++k) soa_inertia_times(m, i, V + 6 * L * (k * nb + i), MV + 6 * L * k);
-        for (int k = 0; k < 3; ++k) {
-            double* Wk = W + 6 * L * (k * nb + i);
-            soa_axpy6c(1.0, MV + 6 * L * (k + 1), Wk);
-            for (int mm = 0; mm <= k; ++mm)
-                soa_add_adT(V + 6 * L * (mm * nb + i), MV + 6 * L * (k - mm), Wk,
-                            (k == 2 && mm == 1) ? 2.0 : 1.0);
-            soa_X_dot(m, i, Wk, out + (k * nb + i) * L);
-        }
-        if (par < 0) continue;
-        for (int l = 0; l < 3; ++l) {
-            soa_copy6(W + 6 * L * (l * nb + i), AU(l, 0));
-            for (int j = 1; j < 3 - l; ++j) soa_ad_X(m, i, AU(l, j - 1), AU(l, j), 1);
-        }
-        for (int k = 0; k < 3; ++k) {
-            soa_copy6(AU(k, 0), S);
-            if (k == 1) {
-                LOOP c1[l] = -q1[l];
-                soa_axpy6(c1, AU(0, 1), S);
-            } else if (k == 2) {
-                LOOP {
-                    c1[l] = -2.0 * q1[l];
-                    c2[l] = -q2[l];
-                    c3[l] = q1[l] * q1[l];
-                }
-                soa_axpy6(c1, AU(1, 1), S);
-                soa_axpy6(c2, AU(0, 1), S);
-                soa_axpy6(c3, AU(0, 2), S);
-            }
-            soa_add_to_parent(T + 12 * L * i, S, W + 6 * L * (k * nb + par));
-        }
-    }
-}
-#undef AU
-
-/* doubles mbs_soa_jet2_batch needs in ``work`` */
-static inline long mbs_soa_jet2_batch_size(int nb) {
-    return (long) MBS_L * (12L * nb + 42L * nb + 22L * 6 + 8L * nb);
-}
-
-/* N samples of a fixed-base robot: q rows at q + s·sq, the rows q′, q″, q‴, q⁗ at v + s·sv
- * (each nb long, contiguous) → out (N, 3, nb) rows τ, τ′, τ″ */
-static void mbs_soa_jet2_batch(const mbs_soa_model* m, double* work, long N, const double* q,
-                               long sq, const double* v, long sv, double* out) {
-    const int nb = m->nb, L = MBS_L;
-    double* qj = work + (long) L * (12L * nb + 42L * nb + 22L * 6);
-    double* o = qj + 5 * nb * L;
-    for (long s0 = 0; s0 < N; s0 += L) {
-        for (int l = 0; l < L; ++l) {
-            const long s = s0 + l < N ? s0 + l : N - 1;   /* the last block repeats a sample */
-            for (int i = 0; i < nb; ++i) qj[i * L + l] = q[s * sq + i];
-            for (int r = 0; r < 4; ++r)
-                for (int i = 0; i < nb; ++i) qj[((r + 1) * nb + i) * L + l] = v[s * sv + r * nb + i];
-        }
-        mbs_soa_jet2(m, work, qj, o);
-        for (int l = 0; l < L && s0 + l < N; ++l)
-            for (int k = 0; k < 3; ++k)
-                for (int i = 0; i < nb; ++i) out[(s0 + l) * 3 * nb + k * nb + i] = o[(k * nb + i) * L + l];
-    }
-}
-
 #endif
 
 /* ---- sine and cosine ------------------------------------------------------------------- */
@@ -378,7 +121,15 @@ MBS_INLINE void soa_joint_pose(const mbs_soa_model* m, int i, const double* MBS_
                 }
             }
         }
-        for (int a = 0; a < 9; ++a) LOOP R6(T, a)[l] = B[a] + s[l] * E1[a] + t[l] * E2[a];
+        /* B + s E1 + t E2 with the model's zero coefficients left out (x + 0 = x: the same
+         * values as the single calls' full sums) */
+        for (int a = 0; a < 9; ++a) {
+            const double b = B[a], e1 = E1[a], e2 = E2[a];
+            if (e1 == 0.0 && e2 == 0.0) LOOP R6(T, a)[l] = b;
+            else if (e2 == 0.0) LOOP R6(T, a)[l] = b + s[l] * e1;
+            else if (e1 == 0.0) LOOP R6(T, a)[l] = b + t[l] * e2;
+            else LOOP R6(T, a)[l] = b + s[l] * e1 + t[l] * e2;
+        }
         for (int a = 0; a < 3; ++a) LOOP R6(T, 9 + a)[l] = Bp[a];
     } else {
         const double* Be = m->BRe + 3 * i;
@@ -404,6 +155,64 @@ MBS_INLINE void soa_to_child(const double* MBS_R T, const double* MBS_R s, doubl
         R6(d, 3)[l] = T0 * v0 + T3 * v1 + T6 * v2;
         R6(d, 4)[l] = T1 * v0 + T4 * v1 + T7 * v2;
         R6(d, 5)[l] = T2 * v0 + T5 * v1 + T8 * v2;
+    }
+}
+
+/* d = Ad_{C_{i,λ}} s and e = Ad_{C_{i,λ}} t in one pass (T loaded once): two to_child */
+MBS_INLINE void soa_to_child2(const double* MBS_R T, const double* MBS_R s, double* MBS_R d,
+                              const double* MBS_R t, double* MBS_R e) {
+    LOOP {
+        double p0 = R6(T, 9)[l], p1 = R6(T, 10)[l], p2 = R6(T, 11)[l];
+        double T0 = R6(T, 0)[l], T1 = R6(T, 1)[l], T2 = R6(T, 2)[l], T3 = R6(T, 3)[l];
+        double T4 = R6(T, 4)[l], T5 = R6(T, 5)[l], T6 = R6(T, 6)[l], T7 = R6(T, 7)[l];
+        double T8 = R6(T, 8)[l];
+        double w0 = R6(s, 0)[l], w1 = R6(s, 1)[l], w2 = R6(s, 2)[l];
+        double v0 = R6(s, 3)[l] + w1 * p2 - w2 * p1;
+        double v1 = R6(s, 4)[l] + w2 * p0 - w0 * p2;
+        double v2 = R6(s, 5)[l] + w0 * p1 - w1 * p0;
+        R6(d, 0)[l] = T0 * w0 + T3 * w1 + T6 * w2;
+        R6(d, 1)[l] = T1 * w0 + T4 * w1 + T7 * w2;
+        R6(d, 2)[l] = T2 * w0 + T5 * w1 + T8 * w2;
+        R6(d, 3)[l] = T0 * v0 + T3 * v1 + T6 * v2;
+        R6(d, 4)[l] = T1 * v0 + T4 * v1 + T7 * v2;
+        R6(d, 5)[l] = T2 * v0 + T5 * v1 + T8 * v2;
+        double x0 = R6(t, 0)[l], x1 = R6(t, 1)[l], x2 = R6(t, 2)[l];
+        double y0 = R6(t, 3)[l] + x1 * p2 - x2 * p1;
+        double y1 = R6(t, 4)[l] + x2 * p0 - x0 * p2;
+        double y2 = R6(t, 5)[l] + x0 * p1 - x1 * p0;
+        R6(e, 0)[l] = T0 * x0 + T3 * x1 + T6 * x2;
+        R6(e, 1)[l] = T1 * x0 + T4 * x1 + T7 * x2;
+        R6(e, 2)[l] = T2 * x0 + T5 * x1 + T8 * x2;
+        R6(e, 3)[l] = T0 * y0 + T3 * y1 + T6 * y2;
+        R6(e, 4)[l] = T1 * y0 + T4 * y1 + T7 * y2;
+        R6(e, 5)[l] = T2 * y0 + T5 * y1 + T8 * y2;
+    }
+}
+
+/* d = M_i s and e = M_i t in one pass: two inertia_times */
+MBS_INLINE void soa_inertia_times2(const mbs_soa_model* m, int i, const double* MBS_R s,
+                                   double* MBS_R d, const double* MBS_R t, double* MBS_R e) {
+    const double ms = m->mass[i];
+    const double* hh = m->h + 3 * i;
+    const double* Ti = m->Th + 9 * i;
+    const double h0 = hh[0], h1 = hh[1], h2 = hh[2];
+    LOOP {
+        double w0 = R6(s, 0)[l], w1 = R6(s, 1)[l], w2 = R6(s, 2)[l];
+        double v0 = R6(s, 3)[l], v1 = R6(s, 4)[l], v2 = R6(s, 5)[l];
+        R6(d, 0)[l] = Ti[0] * w0 + Ti[1] * w1 + Ti[2] * w2 + (h1 * v2 - h2 * v1);
+        R6(d, 1)[l] = Ti[3] * w0 + Ti[4] * w1 + Ti[5] * w2 + (h2 * v0 - h0 * v2);
+        R6(d, 2)[l] = Ti[6] * w0 + Ti[7] * w1 + Ti[8] * w2 + (h0 * v1 - h1 * v0);
+        R6(d, 3)[l] = ms * v0 - (h1 * w2 - h2 * w1);
+        R6(d, 4)[l] = ms * v1 - (h2 * w0 - h0 * w2);
+        R6(d, 5)[l] = ms * v2 - (h0 * w1 - h1 * w0);
+        double x0 = R6(t, 0)[l], x1 = R6(t, 1)[l], x2 = R6(t, 2)[l];
+        double y0 = R6(t, 3)[l], y1 = R6(t, 4)[l], y2 = R6(t, 5)[l];
+        R6(e, 0)[l] = Ti[0] * x0 + Ti[1] * x1 + Ti[2] * x2 + (h1 * y2 - h2 * y1);
+        R6(e, 1)[l] = Ti[3] * x0 + Ti[4] * x1 + Ti[5] * x2 + (h2 * y0 - h0 * y2);
+        R6(e, 2)[l] = Ti[6] * x0 + Ti[7] * x1 + Ti[8] * x2 + (h0 * y1 - h1 * y0);
+        R6(e, 3)[l] = ms * y0 - (h1 * x2 - h2 * x1);
+        R6(e, 4)[l] = ms * y1 - (h2 * x0 - h0 * x2);
+        R6(e, 5)[l] = ms * y2 - (h0 * x1 - h1 * x0);
     }
 }
 
@@ -450,10 +259,49 @@ MBS_INLINE void soa_inertia_times(const mbs_soa_model* m, int i, const double* M
 }
 
 /* d = ad_{X_i} s (twists) or ad_{X_i}ᵀ s (wrenches) (ad_X); d may not alias s */
+/* the coordinate k of an axis along one coordinate axis (e = c u_k), or −1 */
+MBS_INLINE int soa_axis_k(const double* e) {
+    if (e[0] == 0.0 && e[1] == 0.0) return 2;
+    if (e[1] == 0.0 && e[2] == 0.0) return 0;
+    if (e[0] == 0.0 && e[2] == 0.0) return 1;
+    return -1;
+}
+
+/* y = c u_k × x (rows r0..r0+2 of d from rows x0..x0+2 of s): the generic e × x with its zero
+ * products left out, the same values (0·x ± y = ±y) */
+MBS_INLINE void soa_cross_k(int k, double c, const double* MBS_R s, int x0, double* MBS_R d,
+                            int r0) {
+    const double* a0 = R6(s, x0);
+    const double* a1 = R6(s, x0 + 1);
+    const double* a2 = R6(s, x0 + 2);
+    double* d0 = R6(d, r0);
+    double* d1 = R6(d, r0 + 1);
+    double* d2 = R6(d, r0 + 2);
+    if (k == 2) LOOP { d0[l] = -(c * a1[l]); d1[l] = c * a0[l]; d2[l] = 0.0; }
+    else if (k == 0) LOOP { d0[l] = 0.0; d1[l] = -(c * a2[l]); d2[l] = c * a1[l]; }
+    else LOOP { d0[l] = c * a2[l]; d1[l] = 0.0; d2[l] = -(c * a0[l]); }
+}
+
+/* d = ad_{X_i} s (twists) or ad_{X_i}ᵀ s (wrenches) (ad_X); d may not alias s */
 MBS_INLINE void soa_ad_X(const mbs_soa_model* m, int i, const double* MBS_R s, double* MBS_R d,
-                            int transpose) {
+                         int transpose) {
     const double* e = m->axis + 3 * i;
     const double ex = e[0], ey = e[1], ez = e[2];
+    const int k = soa_axis_k(e);
+    if (k >= 0) {  /* sg · (e × x) = (sg e_k) u_k × x: sg = ±1 changes no rounding */
+        const double c = e[k];
+        if (m->jtype[i] == 0) {
+            soa_cross_k(k, transpose ? -c : c, s, 0, d, 0);
+            soa_cross_k(k, transpose ? -c : c, s, 3, d, 3);
+        } else if (!transpose) {
+            soa_cross_k(k, c, s, 0, d, 3);
+            LOOP { R6(d, 0)[l] = 0.0; R6(d, 1)[l] = 0.0; R6(d, 2)[l] = 0.0; }
+        } else {
+            soa_cross_k(k, -c, s, 3, d, 0);
+            LOOP { R6(d, 3)[l] = 0.0; R6(d, 4)[l] = 0.0; R6(d, 5)[l] = 0.0; }
+        }
+        return;
+    }
     if (m->jtype[i] == 0) {
         const double sg = transpose ? -1.0 : 1.0;
         LOOP {
@@ -509,7 +357,8 @@ MBS_INLINE void soa_add_adT(const double* MBS_R V, const double* MBS_R s, double
 MBS_INLINE void soa_add_X(const mbs_soa_model* m, int i, const double* MBS_R s, double* MBS_R v) {
     const double* e = m->axis + 3 * i;
     const int o = m->jtype[i] == 0 ? 0 : 3;
-    for (int a = 0; a < 3; ++a) LOOP R6(v, o + a)[l] += s[l] * e[a];
+    for (int a = 0; a < 3; ++a)
+        if (e[a] != 0.0) LOOP R6(v, o + a)[l] += s[l] * e[a];   /* v + s·0 = v */
 }
 
 /* d += c s, c per lane (axpy6) */
@@ -547,7 +396,13 @@ MBS_INLINE void soa_base_gravity(const mbs_soa_model* m, const double* MBS_R T, 
 MBS_INLINE void soa_X_dot(const mbs_soa_model* m, int i, const double* MBS_R w, double* MBS_R out) {
     const double* e = m->axis + 3 * i;
     const int o = m->jtype[i] == 0 ? 0 : 3;
-    LOOP out[l] = e[0] * R6(w, o)[l] + e[1] * R6(w, o + 1)[l] + e[2] * R6(w, o + 2)[l];
+    const int k = soa_axis_k(e);
+    if (k >= 0) {  /* 0·w + 0·w + c·w = c·w */
+        const double c = e[k];
+        LOOP out[l] = c * R6(w, o + k)[l];
+    } else {
+        LOOP out[l] = e[0] * R6(w, o)[l] + e[1] * R6(w, o + 1)[l] + e[2] * R6(w, o + 2)[l];
+    }
 }
 
 /* ---- τ = ID(q, q̇, q̈) of MBS_L samples: rnea0 of _rnea.pyx, lane by lane ----------------- */
@@ -570,8 +425,7 @@ static void mbs_soa_rnea0(const mbs_soa_model* m, double* work, const double* qj
         const double* qd = qj + (nb + i) * L;
         soa_joint_pose(m, i, qj + i * L, Ti);
         if (par >= 0) {
-            soa_to_child(Ti, V + 6 * L * par, Vi);
-            soa_to_child(Ti, A + 6 * L * par, Ai);
+            soa_to_child2(Ti, V + 6 * L * par, Vi, A + 6 * L * par, Ai);
             soa_ad_X(m, i, Vi, s, 0);
             LOOP nq[l] = -qd[l];
             soa_axpy6(nq, s, Ai);
@@ -587,16 +441,16 @@ static void mbs_soa_rnea0(const mbs_soa_model* m, double* work, const double* qj
         double* Vi = V + 6 * L * i;
         double* Wi = W + 6 * L * i;
         const int par = m->parent[i];
-        soa_inertia_times(m, i, A + 6 * L * i, s);
+        soa_inertia_times2(m, i, A + 6 * L * i, s, Vi, s + 6 * L);
         soa_axpy6c(1.0, s, Wi);
-        soa_inertia_times(m, i, Vi, s);
-        soa_add_adT(Vi, s, Wi, 1.0);
+        soa_add_adT(Vi, s + 6 * L, Wi, 1.0);
         soa_X_dot(m, i, Wi, out + i * L);
         if (par >= 0) soa_add_to_parent(T + 12 * L * i, Wi, W + 6 * L * par);
     }
 }
 
 /* N samples of a fixed-base robot: q, v, a (N, nb) row-major → out (N, nb) */
+MBS_CLONES MBS_UNUSED
 static void mbs_soa_rnea_batch(const mbs_soa_model* m, double* work, long N, const double* q,
                                const double* v, const double* a, double* out) {
     const int nb = m->nb, L = MBS_L;
@@ -734,6 +588,7 @@ static inline long mbs_soa_jet2_batch_size(int nb) {
 
 /* N samples of a fixed-base robot: q rows at q + s·sq, the rows q′, q″, q‴, q⁗ at v + s·sv
  * (each nb long, contiguous) → out (N, 3, nb) rows τ, τ′, τ″ */
+MBS_CLONES MBS_UNUSED
 static void mbs_soa_jet2_batch(const mbs_soa_model* m, double* work, long N, const double* q,
                                long sq, const double* v, long sv, double* out) {
     const int nb = m->nb, L = MBS_L;
