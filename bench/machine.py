@@ -39,6 +39,25 @@ def blas_threads(n: int) -> str:
     return "unknown BLAS (thread count left as is)"
 
 
+def omp_threads(n: int) -> str:
+    """Run the package's OpenMP batches on ``n`` threads (``n`` > 0; 0 leaves them as they are)
+    and say so. Issue 21 counts batches in CPU time with threads not counting toward the ratio:
+    one thread makes the ratio work against work (on this shared 2-core machine a second thread
+    costs more CPU time than it saves). Sets ``OMP_NUM_THREADS`` for what is loaded later and
+    calls ``omp_set_num_threads`` of the process's libgomp for what is loaded already."""
+    import ctypes
+    if n <= 0:
+        return f"left as is (OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')})"
+    os.environ["OMP_NUM_THREADS"] = str(n)
+    for name in ("libgomp.so.1", "libomp.so", "libiomp5.so"):
+        try:
+            ctypes.CDLL(name).omp_set_num_threads(int(n))
+            break
+        except (OSError, AttributeError):
+            continue
+    return f"{n} (set by --omp-threads: batches run on {n} thread(s))"
+
+
 def machine_facts() -> dict:
     """CPU, cores, load, versions and thread settings that shape the numbers."""
     import mbs_dynamics

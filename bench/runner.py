@@ -40,7 +40,7 @@ import numpy as np
 
 from calls import bench_batch, bench_limit, bench_single
 from cases import make_case
-from machine import blas_threads, machine_facts
+from machine import blas_threads, machine_facts, omp_threads
 from profiling import bench_profile
 from report import command_line, write_report
 from settings import DEFAULTS, HERE, QUICK, ROBOTS
@@ -112,6 +112,9 @@ def get_argument_parser() -> argparse.ArgumentParser:
     p.add_argument("--blas-threads", type=int,
                    help="NumPy BLAS threads during the run, 0 = leave as is (1)")
     p.add_argument("--seed", type=int, help="random states (0)")
+    p.add_argument("--omp-threads", type=int,
+                   help="OpenMP threads of the package's batches, 0 = leave as is (1: the "
+                        "ratios count work, issue 21)")
     p.add_argument("--clock", choices=("cpu", "wall"),
                    help="cpu: process CPU time, all threads (default); wall: perf_counter")
     p.add_argument("--casadi", type=_robots_or_none,
@@ -154,6 +157,7 @@ def run(args) -> int:
 
     facts = machine_facts()
     facts["NumPy BLAS"] = blas_threads(args.blas_threads)
+    facts["OpenMP threads of the batches"] = omp_threads(args.omp_threads)
     set_clock(args.clock)
     log("machine: " + "; ".join(f"{k}: {v}" for k, v in facts.items()))
     res = {"facts": facts, "command": command_line(args), "single": {}, "batch": {}, "cases": {}}

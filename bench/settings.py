@@ -39,7 +39,7 @@ PUBLIC_METHODS = ("inverse_dynamics", "mass_matrix", "coriolis_matrix", "gravity
 DEFAULTS = dict(out_dir=str(HERE), robots=",".join(ROBOTS), chain_n=30, repeat=11,
                 target_time=0.02, batch=10_000, batch_repeat=5, scaling="6,12,24,48,96",
                 enrich_duration=10.0, seed=0, blas_threads=1, clock="cpu",
-                casadi="panda")
+                casadi="panda", omp_threads=1)
 QUICK = dict(robots="panda,chain", chain_n=4, repeat=2, target_time=1e-4, batch=20,
              batch_repeat=1, scaling="2,3", enrich_duration=0.05, blas_threads=0,
              casadi="chain")
