@@ -35,7 +35,7 @@ def extensions():
         Extension(f"{package_name}.{name}", [f"{package_name}/{name.replace('.', '/')}.pyx"],
                   include_dirs=[numpy.get_include(), f"{package_name}/kernels"],
                   define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-                  extra_compile_args=["-O3", "-fno-math-errno", "-ffp-contract=off", "--param=max-inline-insns-single=2000"] + omp, extra_link_args=omp)
+                  extra_compile_args=["-O3", "-fno-math-errno", "-ffp-contract=off", "-fno-trapping-math", "--param=max-inline-insns-single=2000"] + omp, extra_link_args=omp)
         for name in ("kernels._data", "kernels._rnea", "kernels._crba", "kernels._aba",
                      "control._spline", "control._actuators")
     ]
