@@ -69,6 +69,9 @@ cdef void soa_view(const KModel* m, mbs_soa_model* v) noexcept nogil:
 # that take milliseconds themselves are split.
 cdef enum:
     PARALLEL_WORK = 20000
+    # Fewer samples than this take the one-sample kernels: a block computes all MBS_L lanes, so
+    # below ~4 samples it costs more than the samples one by one (the numbers are the same).
+    SOA_MIN_N = 4
 
 
 # ---------------------------------------------------------------------------------------------
@@ -386,7 +389,7 @@ def inverse_dynamics_batch(Data d, q, qd, qdd, out):
     cdef mbs_soa_model sm
     cdef long wsize
     cdef double* pw
-    if not m.fb:
+    if not m.fb and N >= SOA_MIN_N:  # the block kernel of _soa.h
         soa_view(m, &sm)
         wsize = mbs_soa_rnea_batch_size(m.nb)
         work = np.empty(T * wsize)
@@ -506,7 +509,7 @@ def torque_derivatives_batch(Data d, q, vs, out):
     cdef mbs_soa_model sm
     cdef long wsize
     cdef double* pw
-    if not m.fb and K == 2:  # the block kernel of _soa.h: MBS_L samples per pass
+    if not m.fb and K == 2 and N >= SOA_MIN_N:  # the block kernel of _soa.h
         soa_view(m, &sm)
         wsize = mbs_soa_jet2_batch_size(m.nb)
         work = np.empty(T * wsize)
