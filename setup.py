@@ -33,9 +33,9 @@ def extensions():
     omp = ["-fopenmp"] if sys.platform.startswith("linux") else []
     exts = [
         Extension(f"{package_name}.{name}", [f"{package_name}/{name.replace('.', '/')}.pyx"],
-                  include_dirs=[numpy.get_include()],
+                  include_dirs=[numpy.get_include(), f"{package_name}/kernels"],
                   define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-                  extra_compile_args=["-O3", "-fno-math-errno", "--param=max-inline-insns-single=2000"] + omp, extra_link_args=omp)
+                  extra_compile_args=["-O3", "-fno-math-errno", "-ffp-contract=off", "-fno-trapping-math", "--param=max-inline-insns-single=2000"] + omp, extra_link_args=omp)
         for name in ("kernels._data", "kernels._rnea", "kernels._crba", "kernels._aba",
                      "control._spline", "control._actuators",
                      "kernels._rnea_repr", "kinematics._jets", "kinematics._closed",
@@ -50,7 +50,8 @@ setup(
     ext_modules=extensions(),
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "bench"]),
-    package_data={package_name: data_tree("data") + ["kernels/*.pxd", "codegen/*.c.in"]},
+    package_data={package_name: data_tree("data") + ["kernels/*.pxd", "kernels/*.h",
+                                                      "codegen/*.c.in"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),

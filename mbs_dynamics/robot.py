@@ -28,6 +28,15 @@ from .model import model as _model
 _ND = np.ndarray
 
 
+def _ndim(x):
+    """np.ndim without converting a flat list or tuple of numbers (the kernels convert once)."""
+    if type(x) is _ND:
+        return x.ndim
+    if type(x) in (list, tuple) and x and type(x[0]) in (float, int):
+        return 1
+    return np.ndim(x)
+
+
 class Robot:
     """Rigid-body dynamics of a robot loaded from URDF (see :func:`mbs_dynamics.load_urdf`).
 
@@ -149,9 +158,10 @@ class Robot:
         """
         if representation != "body":
             return self._inverse_dynamics_repr(q, qd, qdd, f_ext, out, representation)
-        if f_ext is None and type(q) is _ND and q.ndim == 1:
+        nd = _ndim(q)
+        if f_ext is None and nd == 1:
             return _rnea.inverse_dynamics(self._data, q, qd, qdd, None, out)
-        if np.ndim(q) == 2:
+        if nd == 2:
             if f_ext is not None:
                 raise ValueError("f_ext is not supported with batch inputs")
             return _rnea.inverse_dynamics_batch(self._data, q, qd, qdd, out)
@@ -174,9 +184,10 @@ class Robot:
         """
         if method != "aba":
             return self._hdca(q, qd, tau, f_ext, out, method)
-        if f_ext is None and type(q) is _ND and q.ndim == 1:
+        nd = _ndim(q)
+        if f_ext is None and nd == 1:
             return _aba.forward_dynamics(self._data, q, qd, tau, None, out)
-        if np.ndim(q) == 2:
+        if nd == 2:
             if f_ext is not None:
                 raise ValueError("f_ext is not supported with batch inputs")
             return _aba.forward_dynamics_batch(self._data, q, qd, tau, out)

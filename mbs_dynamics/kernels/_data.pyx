@@ -14,7 +14,7 @@ exception); complex input is a TypeError; ``out=`` must be exactly right or a Va
 """
 import numpy as np
 cimport numpy as cnp
-from libc.math cimport isfinite
+from libc.stdint cimport uint64_t
 from libc.stdlib cimport free, malloc
 
 cnp.import_array()
@@ -269,34 +269,49 @@ def _desc(tuple shape):
     return "(" + ", ".join("N" if s < 0 else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-cdef object as_input(object x, str name, int ndim, tuple shape):
-    """``x`` as a C-contiguous float64 array of ``shape`` (−1 = any size), converted at most once."""
-    cdef cnp.ndarray a
+cdef inline bint _shape_ok(cnp.ndarray a, int ndim, tuple shape):
     cdef int i
+    cdef Py_ssize_t want
+    if cnp.PyArray_NDIM(a) != ndim:
+        return False
+    for i in range(ndim):
+        want = <Py_ssize_t> shape[i]
+        if want >= 0 and cnp.PyArray_DIM(a, i) != want:
+            return False
+    return True
+
+
+cdef object as_input(object x, str name, int ndim, tuple shape):
+    """``x`` as a C-contiguous float64 array of ``shape`` (−1 = any size), converted at most once.
+
+    NumPy's C API all the way (issue 21: inputs at numpy's cost): an array of float64 in C order
+    passes untouched; another real array (strided view, Fortran order, float32, integers, bool)
+    is copied once by ``PyArray_FromAny``; anything else goes through ``PyArray_FromAny`` in its
+    natural dtype first (what ``np.asarray`` does), then the same checks."""
+    cdef cnp.ndarray a
     if cnp.PyArray_CheckExact(x):
         a = <cnp.ndarray> x
         if (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_IS_C_CONTIGUOUS(a)
-                and cnp.PyArray_NDIM(a) == ndim):
-            for i in range(ndim):
-                if shape[i] >= 0 and cnp.PyArray_DIM(a, i) != <cnp.npy_intp> shape[i]:
-                    break
-            else:
-                return a
-    # the slow path: anything else is converted once
-    if isinstance(x, np.ndarray):
-        a0 = x
+                and _shape_ok(a, ndim, shape)):
+            return a
+    elif cnp.PyArray_Check(x):
+        a = <cnp.ndarray> x
     else:
         try:
-            a0 = np.asarray(x)
+            a = <cnp.ndarray> cnp.PyArray_FROM_O(x)
         except (TypeError, ValueError):
             raise ValueError(f"{name} must be an array of numbers of shape {_desc(shape)}") from None
-    if a0.dtype.kind == "c":
+    if cnp.PyArray_ISCOMPLEX(a):
         raise TypeError(f"{name} must be real, got a complex array")
-    if a0.dtype.kind not in "fiub":
+    if not (cnp.PyArray_ISFLOAT(a) or cnp.PyArray_ISINTEGER(a) or cnp.PyArray_ISBOOL(a)):
         raise ValueError(f"{name} must be an array of numbers of shape {_desc(shape)}")
-    if a0.ndim != ndim or any(s >= 0 and d != s for d, s in zip(a0.shape, shape)):
-        raise ValueError(f"{name} has shape {a0.shape}, expected {_desc(shape)}")
-    return np.ascontiguousarray(a0, dtype=np.float64)
+    if not _shape_ok(a, ndim, shape):
+        raise ValueError(f"{name} has shape {(<object> a).shape}, expected {_desc(shape)}")
+    if (cnp.PyArray_CheckExact(a) and cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE
+            and cnp.PyArray_IS_C_CONTIGUOUS(a)):
+        return a
+    return cnp.PyArray_FROM_OTF(a, cnp.NPY_DOUBLE, cnp.NPY_ARRAY_IN_ARRAY | cnp.NPY_ARRAY_FORCECAST
+                                | cnp.NPY_ARRAY_ENSUREARRAY)
 
 
 cdef object as_out(object x, str name, tuple shape):
@@ -331,11 +346,15 @@ cdef object as_out(object x, str name, tuple shape):
 
 
 cdef int check_finite(object a, str name) except -1:
-    cdef double* p = <double*> cnp.PyArray_DATA(a)
+    """NaN or inf anywhere is a ValueError. Branch-free over the bits (it vectorises): the
+    exponent field is all ones exactly when (x & EXP) + 2⁵² carries into the sign bit."""
+    cdef const uint64_t* p = <const uint64_t*> cnp.PyArray_DATA(a)
     cdef Py_ssize_t i, N = cnp.PyArray_SIZE(a)
+    cdef uint64_t acc = 0
     for i in range(N):
-        if not isfinite(p[i]):
-            raise ValueError(f"{name} contains NaN or inf")
+        acc |= (p[i] & <uint64_t> 0x7FF0000000000000ULL) + <uint64_t> 0x0010000000000000ULL
+    if acc >> 63:
+        raise ValueError(f"{name} contains NaN or inf")
     return 0
 
 

@@ -32,12 +32,47 @@ from mbs_dynamics.kernels._spatial cimport (ad_V, ad_X, add_adT, add_to_parent, 
 
 cnp.import_array()
 
+cdef extern from "_soa.h":
+    enum: MBS_L
+    ctypedef struct mbs_soa_model:
+        int nb
+        const int* parent
+        const int* jtype
+        const double* axis
+        const double* BR
+        const double* Bp
+        const double* BE1
+        const double* BE2
+        const double* BRe
+        const double* mass
+        const double* h
+        const double* Th
+        double g[3]
+    long mbs_soa_rnea_batch_size(int nb) noexcept nogil
+    void mbs_soa_rnea_batch(const mbs_soa_model* m, double* work, long N, const double* q,
+                            const double* v, const double* a, double* out) noexcept nogil
+    long mbs_soa_jet2_batch_size(int nb) noexcept nogil
+    void mbs_soa_jet2_batch(const mbs_soa_model* m, double* work, long N, const double* q,
+                            long sq, const double* v, long sv, double* out) noexcept nogil
+
+
+cdef void soa_view(const KModel* m, mbs_soa_model* v) noexcept nogil:
+    """The model as the block kernels of _soa.h see it (fixed base)."""
+    v.nb = m.nb
+    v.parent, v.jtype, v.axis = m.parent, m.jtype, m.axis
+    v.BR, v.Bp, v.BE1, v.BE2, v.BRe = m.BR, m.Bp, m.BE1, m.BE2, m.BRe
+    v.mass, v.h, v.Th = m.mass, m.h, m.Th
+    v.g[0], v.g[1], v.g[2] = m.g[0], m.g[1], m.g[2]
+
 # A batch goes parallel only when each thread gets at least this much work, in joint-samples ×
 # derivative rows: waking OpenMP workers costs ~10 µs on an idle machine but milliseconds when the
 # other cores are busy (measured on a loaded 2-core machine: 8 ms for N = 100), so only batches
 # that take milliseconds themselves are split.
 cdef enum:
     PARALLEL_WORK = 20000
+    # Fewer samples than this take the one-sample kernels: a block computes all MBS_L lanes, so
+    # below ~4 samples it costs more than the samples one by one (the numbers are the same).
+    SOA_MIN_N = 4
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,7 +325,8 @@ cdef void _load_state_rows(const KModel* m, KWork* w, const double* q, const dou
 
 
 cdef object _inverse_dynamics_batch(Data d, q, qd, qdd, out):
-    """τ (N, nv) for N states q (N, nq), v, a (N, nv), split over the OpenMP threads."""
+    """τ (N, nv) for N states q (N, nq), v, a (N, nv), split over the OpenMP threads. A fixed
+    base runs the block kernel of _soa.h (MBS_L samples per pass, SIMD across samples)."""
     cdef KModel* m = &d.m
     q, qd, qdd = take_states(m, q, qd, qdd, "qd", "qdd", True)
     cdef Py_ssize_t N = q.shape[0]
@@ -301,18 +337,36 @@ cdef object _inverse_dynamics_batch(Data d, q, qd, qdd, out):
     cdef double* pa = <double*> cnp.PyArray_DATA(qdd)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
     cdef int T = _threads(N, m.nb, 1), t
-    cdef Py_ssize_t s
-    cdef KWork* ws = &d.w if T == 1 else d.thread_works(T)
+    cdef Py_ssize_t s, s0, s1
+    cdef KWork* ws
     cdef int nq = m.nq, nv = m.nv
-    if T == 1:
-        for s in range(N):
-            _load_state_rows(m, ws, pq + s * nq, pv + s * nv, pa + s * nv)
-            rnea0(m, ws, False, po + s * nv)
+    cdef mbs_soa_model sm
+    cdef long wsize
+    cdef double* pw
+    if not m.fb and N >= SOA_MIN_N:  # the block kernel of _soa.h
+        soa_view(m, &sm)
+        wsize = mbs_soa_rnea_batch_size(m.nb)
+        work = np.empty(T * wsize)
+        pw = <double*> cnp.PyArray_DATA(work)
+        if T == 1:
+            mbs_soa_rnea_batch(&sm, pw, N, pq, pv, pa, po)
+        else:
+            for t in prange(T, nogil=True, schedule="static", chunksize=1, num_threads=T):
+                s0 = (t * (N // MBS_L) // T) * MBS_L
+                s1 = N if t == T - 1 else ((t + 1) * (N // MBS_L) // T) * MBS_L
+                mbs_soa_rnea_batch(&sm, pw + t * wsize, s1 - s0, pq + s0 * nq, pv + s0 * nv,
+                                   pa + s0 * nv, po + s0 * nv)
     else:
-        for t in prange(T, nogil=True, schedule="static", chunksize=1, num_threads=T):
-            for s in range(t * N // T, (t + 1) * N // T):
-                _load_state_rows(m, &ws[t], pq + s * nq, pv + s * nv, pa + s * nv)
-                rnea0(m, &ws[t], False, po + s * nv)
+        ws = &d.w if T == 1 else d.thread_works(T)
+        if T == 1:
+            for s in range(N):
+                _load_state_rows(m, ws, pq + s * nq, pv + s * nv, pa + s * nv)
+                rnea0(m, ws, False, po + s * nv)
+        else:
+            for t in prange(T, nogil=True, schedule="static", chunksize=1, num_threads=T):
+                for s in range(t * N // T, (t + 1) * N // T):
+                    _load_state_rows(m, &ws[t], pq + s * nq, pv + s * nv, pa + s * nv)
+                    rnea0(m, &ws[t], False, po + s * nv)
     if res is not out:
         out[...] = res
     return out
@@ -404,17 +458,35 @@ cdef object _torque_derivatives_batch(Data d, q, vs, out):
     cdef double* pv = (pq + m.n) if packed else <double*> cnp.PyArray_DATA(vs)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
     cdef int T = _threads(N, m.nb, 4 * (K + 1)), t
-    cdef Py_ssize_t s, so = (K + 1) * m.nv
-    cdef KWork* ws = &d.w if T == 1 else d.thread_works(T)
-    if T == 1:
-        for s in range(N):
-            load_jet(m, ws, pq + s * sq, pv + s * sv, K + 2)
-            rnea_jet(m, ws, K, False, po + s * so)
+    cdef Py_ssize_t s, so = (K + 1) * m.nv, s0, s1
+    cdef KWork* ws
+    cdef mbs_soa_model sm
+    cdef long wsize
+    cdef double* pw
+    if not m.fb and K == 2 and N >= SOA_MIN_N:  # the block kernel of _soa.h
+        soa_view(m, &sm)
+        wsize = mbs_soa_jet2_batch_size(m.nb)
+        work = np.empty(T * wsize)
+        pw = <double*> cnp.PyArray_DATA(work)
+        if T == 1:
+            mbs_soa_jet2_batch(&sm, pw, N, pq, sq, pv, sv, po)
+        else:
+            for t in prange(T, nogil=True, schedule="static", chunksize=1, num_threads=T):
+                s0 = (t * (N // MBS_L) // T) * MBS_L
+                s1 = N if t == T - 1 else ((t + 1) * (N // MBS_L) // T) * MBS_L
+                mbs_soa_jet2_batch(&sm, pw + t * wsize, s1 - s0, pq + s0 * sq, sq, pv + s0 * sv,
+                                   sv, po + s0 * so)
     else:
-        for t in prange(T, nogil=True, schedule="static", chunksize=1, num_threads=T):
-            for s in range(t * N // T, (t + 1) * N // T):
-                load_jet(m, &ws[t], pq + s * sq, pv + s * sv, K + 2)
-                rnea_jet(m, &ws[t], K, False, po + s * so)
+        ws = &d.w if T == 1 else d.thread_works(T)
+        if T == 1:
+            for s in range(N):
+                load_jet(m, ws, pq + s * sq, pv + s * sv, K + 2)
+                rnea_jet(m, ws, K, False, po + s * so)
+        else:
+            for t in prange(T, nogil=True, schedule="static", chunksize=1, num_threads=T):
+                for s in range(t * N // T, (t + 1) * N // T):
+                    load_jet(m, &ws[t], pq + s * sq, pv + s * sv, K + 2)
+                    rnea_jet(m, &ws[t], K, False, po + s * so)
     if res is not out:
         out[...] = res
     return out

@@ -5,24 +5,29 @@
 ``Ad_{C_{i,λ}}`` maps a parent twist into body i and its transpose a body-i wrench to the parent
 (seed 004 §2: Ad_C = [[R, 0], [p̃R, R]]).
 """
-from libc.math cimport cos, sin, sqrt
+from libc.math cimport sqrt
+
+cdef extern from "_soa.h":
+    void mbs_sincos(double x, double* s, double* c) noexcept nogil
 
 from mbs_dynamics.kernels._data cimport FREE, PRISMATIC, REVOLUTE, KModel, KWork
 
 
 cdef inline void joint_pose(const KModel* m, int i, double q, double* T) noexcept nogil:
     """C_{λ(i),i}(q) = B_i exp(X_i q) (seed 004 eq. 6–7): R = B_R (I + sin q ẽ + (1 − cos q) ẽ²),
-    p = B_p (revolute); R = B_R, p = B_p + B_R e q (prismatic). B_R ẽ, B_R ẽ² are precomputed."""
+    p = B_p (revolute); R = B_R, p = B_p + B_R e q (prismatic). B_R ẽ, B_R ẽ² are precomputed.
+    sin q, cos q: ``mbs_sincos`` of _soa.h, the same function the batch kernels use (a batch
+    gives the single calls' numbers bit for bit)."""
     cdef const double* B = m.BR + 9 * i
     cdef const double* Bp = m.Bp + 3 * i
     cdef const double* E1
     cdef const double* E2
     cdef const double* Be
-    cdef double s, t
+    cdef double s, c, t
     cdef int a
     if m.jtype[i] == REVOLUTE:
-        s = sin(q)
-        t = 1.0 - cos(q)
+        mbs_sincos(q, &s, &c)
+        t = 1.0 - c
         E1 = m.BE1 + 9 * i
         E2 = m.BE2 + 9 * i
         for a in range(9):

@@ -1,0 +1,123 @@
+"""The benchmark robots as URDF text: example-robot-data files, the generated chain, the
+locked-joint form peers load, and candidate joint orders (for a peer without joint names)."""
+from __future__ import annotations
+
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+
+from settings import ERD
+
+
+def erd_root() -> Path:
+    """The example-robot-data ``robots`` folder installed with the ``example-robot-data`` wheel."""
+    import pinocchio as pin
+    cands = [Path(pin.__file__).parents[4]]
+    cands += [Path(p).parent for p in sys.path if p.endswith("site-packages")]
+    cands += [Path(p) / "cmeel.prefix" for p in sys.path if p.endswith("site-packages")]
+    for c in cands:
+        r = c / "share/example-robot-data/robots"
+        if r.is_dir():
+            return r
+    raise FileNotFoundError("example-robot-data is not installed (pip install example-robot-data)")
+
+
+def chain_urdf(n: int, seed: int = 0) -> str:
+    """URDF text of a serial chain of ``n`` revolute joints (axes cycling z, y, x, tilted joint
+    origins, rotated inertial frames with off-centre COMs), deterministic in ``seed``."""
+    rng = np.random.default_rng(seed)
+    axes = ("0 0 1", "0 1 0", "1 0 0")
+
+    def f(v):
+        return " ".join(f"{x:.6f}" for x in v)
+
+    parts = [f'<?xml version="1.0"?>\n<robot name="chain{n}">', '  <link name="link0"/>']
+    for i in range(1, n + 1):
+        mass = 2.0 * 0.97 ** i + rng.uniform(0.0, 0.3)
+        com = (rng.uniform(-0.02, 0.02), rng.uniform(-0.02, 0.02), rng.uniform(0.03, 0.07))
+        d = mass * np.array([0.004, 0.004, 0.002]) * rng.uniform(0.9, 1.1, 3)  # A + B ≥ C
+        parts.append(
+            f'  <link name="link{i}"><inertial><origin xyz="{f(com)}" '
+            f'rpy="{f(rng.uniform(-0.5, 0.5, 3))}"/><mass value="{mass:.6f}"/>'
+            f'<inertia ixx="{d[0]:.6g}" ixy="0" ixz="0" iyy="{d[1]:.6g}" iyz="0" '
+            f'izz="{d[2]:.6g}"/></inertial></link>')
+        xyz = (rng.uniform(-0.02, 0.02), rng.uniform(-0.02, 0.02), 0.1)
+        parts.append(
+            f'  <joint name="joint{i}" type="revolute"><parent link="link{i - 1}"/>'
+            f'<child link="link{i}"/><origin xyz="{f(xyz)}" rpy="{f(rng.uniform(-0.2, 0.2, 3))}"/>'
+            f'<axis xyz="{axes[(i - 1) % 3]}"/>'
+            f'<limit lower="-2.9" upper="2.9" effort="100" velocity="3"/></joint>')
+    parts.append("</robot>\n")
+    return "\n".join(parts)
+
+
+def locked_urdf_text(xml: str, locked: dict) -> str:
+    """The URDF with every locked joint (at 0) turned ``fixed`` and its mimic tag removed: the
+    form dynibo and MuJoCo load (neither has a locked-joint option; dynibo rejects mimic)."""
+    root = ET.fromstring(xml.encode() if isinstance(xml, str) else xml)
+    for j in root.findall("joint"):
+        if j.get("name") in locked:
+            if locked[j.get("name")] != 0.0:
+                raise ValueError("only joints locked at 0 can be made fixed")
+            j.set("type", "fixed")
+            for c in list(j):
+                if c.tag in ("mimic", "axis", "limit", "dynamics", "safety_controller",
+                             "calibration"):
+                    j.remove(c)
+    return ET.tostring(root, encoding="unicode")
+
+
+def _first_line(e):
+    return (str(e).strip().splitlines() or [""])[0]
+
+
+def urdf_joint_orders(text: str):
+    """Candidate orders of the movable joints of a URDF: document order, breadth-first and
+    depth-first from the root link (children in document order). Yields (name, list)."""
+    root = ET.fromstring(text)
+    joints = [j for j in root.findall("joint")]
+    movable = {j.get("name") for j in joints if j.get("type") not in ("fixed", None)}
+    children = {}
+    childs = set()
+    for j in joints:
+        p, c = j.find("parent"), j.find("child")
+        if p is None or c is None:
+            continue
+        children.setdefault(p.get("link"), []).append((j.get("name"), c.get("link")))
+        childs.add(c.get("link"))
+    roots = [lk.get("name") for lk in root.findall("link") if lk.get("name") not in childs]
+    yield "URDF document order", [j.get("name") for j in joints if j.get("name") in movable]
+    bfs, frontier = [], list(roots)
+    while frontier:
+        nxt = []
+        for link in frontier:
+            for jn, c in children.get(link, []):
+                if jn in movable:
+                    bfs.append(jn)
+                nxt.append(c)
+        frontier = nxt
+    yield "breadth-first from the root link", bfs
+    dfs = []
+
+    def visit(link):
+        for jn, c in children.get(link, []):
+            if jn in movable:
+                dfs.append(jn)
+            visit(c)
+
+    for r in roots:
+        visit(r)
+    yield "depth-first from the root link", dfs
+
+
+def robot_xml(name: str, args):
+    """(URDF text, locked joints, label, source) of one benchmark robot."""
+    if name == "chain":
+        return (chain_urdf(args.chain_n, args.seed), {}, f"chain{args.chain_n}",
+                "generated by bench/robots.py chain_urdf")
+    rel, locked = ERD[name]
+    return ((erd_root() / rel).read_text(), locked,
+            {"panda": "Panda", "ur5": "UR5", "baxter": "Baxter"}[name],
+            f"example-robot-data/{rel}")
