@@ -25,6 +25,20 @@ def _keep_the_checkout_out():
 _keep_the_checkout_out()
 
 
+def _rooms_on_the_path():
+    """The tests mirror the package's rooms (test/kernels, test/model, …); a room's oracles
+    (e.g. test_mimic's Pinocchio twins, test_floating_base's states) serve the others, so every
+    room folder is importable by module name, as test/ itself is."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in sorted(os.listdir(here)):
+        d = os.path.join(here, name)
+        if os.path.isdir(d) and not name.startswith(("_", ".")) and d not in sys.path:
+            sys.path.append(d)
+
+
+_rooms_on_the_path()
+
+
 
 def erd_path(rel):
     """Path of a URDF shipped by the example-robot-data wheel (skips if it is not installed)."""

@@ -17,7 +17,7 @@ from mbs_dynamics.codegen.generate import c_name
 from conftest import PANDA, erd_path, pin_model, pin_q, sym
 
 GCC = shutil.which("gcc")
-MAIN = Path(__file__).with_name("codegen") / "main.c"
+MAIN = Path(__file__).with_name("main.c")
 
 
 def _arr(name, rows):

@@ -21,7 +21,7 @@ import pytest
 
 import mbs_dynamics as mbs
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EX = os.path.join(ROOT, "examples", "seed001")
 sys.path.insert(0, EX)
 import rcm  # noqa: E402

@@ -792,7 +792,7 @@ def test_fuzz_malformed_inputs_never_escape_or_give_non_finite_output(panda):
 
 
 # -- node parameters, configuration files, launch file (ROS-free parts) -----------------------
-REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+REPO = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
 def _flatten(d, prefix=""):

@@ -15,7 +15,7 @@ from mbs_dynamics.control.enrich import TrajectoryEnricher
 from mbs_dynamics.ros.parameters import (check_config, check_proxy_config, parse_locked_joints,
                                          proxy_parameter_table)
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 ARM7 = REPO / "mbs_dynamics" / "data" / "robots" / "arm7.urdf"
 
 
