@@ -31,7 +31,7 @@ from libc.string cimport memset
 
 from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, claim, unclaim, as_input, as_out,
                                          check_finite, check_quat, fresh_if_alias, take_states)
-from mbs_dynamics.kernels._rnea cimport rnea_jet
+from mbs_dynamics.kernels._rnea cimport forward0, rnea_jet
 from mbs_dynamics.kernels._spatial cimport (ad_V, ad_X, add_adT, add_to_parent, add_X, axpy6,
                                             base_gravity, bell, copy6, joint_pose, load_jet,
                                             phi_small, phi_sum, to_child, X_dot, zero6)
@@ -47,38 +47,6 @@ cdef enum:
 # ---------------------------------------------------------------------------------------------
 # K = 0
 # ---------------------------------------------------------------------------------------------
-cdef void forward0(const KModel* m, KWork* w) noexcept nogil:
-    """T_i, V_i (row 0 of w.V) and A_i = V̇_i with gravity (row 1): seed 000 eq. 67."""
-    cdef int nb = m.nb, i, par
-    cdef double* T
-    cdef double* V
-    cdef double* A
-    cdef double* s = w.S
-    cdef double qd
-    for i in range(nb):
-        par = m.parent[i]
-        T = w.T + 12 * i
-        V = w.V + 6 * i
-        A = w.V + 6 * (nb + i)
-        if m.jtype[i] == FREE:
-            copy6(w.nu, V)
-            base_gravity(m, T, A)
-            axpy6(1.0, w.nu + 6, A)
-            continue
-        joint_pose(m, i, w.qj[i], T)
-        qd = w.qj[nb + i]
-        if par >= 0:
-            to_child(T, w.V + 6 * par, V)
-            to_child(T, w.V + 6 * (nb + par), A)
-            ad_X(m, i, V, s, False)
-            axpy6(-qd, s, A)
-        else:
-            zero6(V)
-            base_gravity(m, T, A)
-        add_X(m, i, qd, V)
-        add_X(m, i, w.qj[2 * nb + i], A)
-
-
 cdef inline void beta_add(const double* y, const double* s, double c, double* row) noexcept nogil:
     """row[0..9] += c β(y, s), β(y, s) = yᵀ Ψ(s) for M s = Ψ(s) π, s = (ω, v):
     (y_v·v, v × y_ω + y_v × ω, y_ω ⊗ ω in the order Ixx, Ixy, Iyy, Ixz, Iyz, Izz)."""

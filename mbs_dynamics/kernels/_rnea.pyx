@@ -91,12 +91,13 @@ cdef inline void store_base(const double* W, double* out) noexcept nogil:
 # ---------------------------------------------------------------------------------------------
 # τ = ID(q, q̇, q̈): the K = 0 recursion with its sums written out (the hot path)
 # ---------------------------------------------------------------------------------------------
-cdef void rnea0(const KModel* m, KWork* w, bint use_fx, double* out) noexcept nogil:
-    cdef int nb = m.nb, i, par, a
+cdef void forward0(const KModel* m, KWork* w) noexcept nogil:
+    """The forward pass of seed 000 eq. 67: T_i, V_i (row 0 of w.V) and V̇_i with gravity as a
+    base acceleration (row 1). Shared with the regressor (identification/_regressor.pyx)."""
+    cdef int nb = m.nb, i, par
     cdef double* T
     cdef double* V
     cdef double* A
-    cdef double* Wi
     cdef double* s = w.S
     cdef double qd
     for i in range(nb):
@@ -122,6 +123,17 @@ cdef void rnea0(const KModel* m, KWork* w, bint use_fx, double* out) noexcept no
             base_gravity(m, T, A)
         add_X(m, i, qd, V)
         add_X(m, i, w.qj[2 * nb + i], A)
+
+
+cdef void rnea0(const KModel* m, KWork* w, bint use_fx, double* out) noexcept nogil:
+    cdef int nb = m.nb, i, par, a
+    cdef double* T
+    cdef double* V
+    cdef double* A
+    cdef double* Wi
+    cdef double* s = w.S
+    cdef double qd
+    forward0(m, w)
     for i in range(nb):
         zero6(w.W + 6 * i)
     for i in range(nb - 1, -1, -1):
