@@ -15,6 +15,7 @@ import numpy as np
 from .dynamics import G_jets, fact, project_jet
 from .kinematics import LoopKinematics, _rank, pivoted_columns
 from .spec import parse_loops
+from ..model.subset import SubsetDescription
 
 _F64 = np.dtype(np.float64)
 
@@ -47,7 +48,7 @@ def _out(out, res):
     return out
 
 
-class ClosedLoopRobot:
+class ClosedLoopRobot(SubsetDescription):
     """A closed-loop mechanism (see the module docstring and :func:`mbs_dynamics.load_urdf`).
 
     Args:
@@ -245,33 +246,6 @@ class ClosedLoopRobot:
     def joint_types(self):
         return tuple(self._full.joint_types[i] for i in self._act)
 
-    @property
-    def lower(self):
-        return self._sel(self._full.lower)
-
-    @property
-    def upper(self):
-        return self._sel(self._full.upper)
-
-    @property
-    def velocity_limit(self):
-        return self._sel(self._full.velocity_limit)
-
-    @property
-    def effort_limit(self):
-        return self._sel(self._full.effort_limit)
-
-    @property
-    def gravity(self):
-        return self._full.gravity
-
-    @property
-    def base_link(self):
-        return self._full.base_link
-
-    @property
-    def total_mass(self):
-        return self._full.total_mass
 
     @property
     def data(self):

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..kernels._data import _check_array
 from .urdf import URDFError
+from .subset import SubsetDescription
 
 _F64 = np.dtype(np.float64)
 
@@ -80,7 +81,7 @@ def _out(out, shape):
     return out
 
 
-class MimicRobot:
+class MimicRobot(SubsetDescription):
     """A robot with mimic joints, in its independent coordinates (see the module docstring).
 
     The public API is :class:`~.robot.Robot`'s: every joint vector follows ``joint_names`` (the
@@ -260,33 +261,6 @@ class MimicRobot:
     def _sel(self, a):
         return _ro(np.asarray(a)[self._ind])
 
-    @property
-    def lower(self):
-        return self._sel(self._full.lower)
-
-    @property
-    def upper(self):
-        return self._sel(self._full.upper)
-
-    @property
-    def velocity_limit(self):
-        return self._sel(self._full.velocity_limit)
-
-    @property
-    def effort_limit(self):
-        return self._sel(self._full.effort_limit)
-
-    @property
-    def gravity(self):
-        return self._full.gravity
-
-    @property
-    def base_link(self):
-        return self._full.base_link
-
-    @property
-    def total_mass(self) -> float:
-        return self._full.total_mass
 
     def __repr__(self):
         return (f"MimicRobot('{self.model.name}', n={self._n}, base='{self.base_link}', "
