@@ -36,7 +36,7 @@ cimport numpy as cnp
 from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, as_out,
                                          claim, unclaim,
                                          fresh_if_alias, load_fx, out_vec, take_states)
-from mbs_dynamics.kernels._spatial cimport (ad_V, add_adT, axpy6, copy6, joint_pose, load_jet,
+from mbs_dynamics.kernels._spatial cimport (ad_V, add_adT, axpy6, compose, copy6, joint_pose, load_jet, rot,
                                             zero6)
 
 cnp.import_array()
@@ -50,22 +50,6 @@ cdef inline void copy_pose(const double* a, double* b) noexcept nogil:
     cdef int k
     for k in range(12):
         b[k] = a[k]
-
-
-cdef inline void compose(const double* A, const double* B, double* C) noexcept nogil:
-    """C = A B for poses (R row-major 9, p 3)."""
-    cdef int r, c
-    for r in range(3):
-        for c in range(3):
-            C[3 * r + c] = A[3 * r] * B[c] + A[3 * r + 1] * B[3 + c] + A[3 * r + 2] * B[6 + c]
-        C[9 + r] = A[3 * r] * B[9] + A[3 * r + 1] * B[10] + A[3 * r + 2] * B[11] + A[9 + r]
-
-
-cdef inline void rot(const double* R, const double* x, double* y) noexcept nogil:
-    """y = R x (y may not alias x)."""
-    y[0] = R[0] * x[0] + R[1] * x[1] + R[2] * x[2]
-    y[1] = R[3] * x[0] + R[4] * x[1] + R[5] * x[2]
-    y[2] = R[6] * x[0] + R[7] * x[1] + R[8] * x[2]
 
 
 cdef inline void rotT(const double* R, const double* x, double* y) noexcept nogil:

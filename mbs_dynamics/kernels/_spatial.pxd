@@ -293,3 +293,20 @@ cdef inline void phi_small(KWork* w, int k, double q1, double q2, double q3, dou
         axpy6(-q3, Au + 6, d)
         axpy6(3.0 * q1 * q2, Au + 12, d)
         axpy6(-q1 * q1 * q1, Au + 18, d)
+
+
+# ---- poses (R row-major 9, p 3)
+cdef inline void compose(const double* A, const double* B, double* C) noexcept nogil:
+    """C = A B for poses; C may not alias A or B."""
+    cdef int r, c
+    for r in range(3):
+        for c in range(3):
+            C[3 * r + c] = A[3 * r] * B[c] + A[3 * r + 1] * B[3 + c] + A[3 * r + 2] * B[6 + c]
+        C[9 + r] = A[3 * r] * B[9] + A[3 * r + 1] * B[10] + A[3 * r + 2] * B[11] + A[9 + r]
+
+
+cdef inline void rot(const double* R, const double* x, double* y) noexcept nogil:
+    """y = R x (y may not alias x)."""
+    y[0] = R[0] * x[0] + R[1] * x[1] + R[2] * x[2]
+    y[1] = R[3] * x[0] + R[4] * x[1] + R[5] * x[2]
+    y[2] = R[6] * x[0] + R[7] * x[1] + R[8] * x[2]

@@ -16,17 +16,9 @@ from libc.stdlib cimport calloc, free, malloc
 from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, as_input, claim,
                                          unclaim,
                                          as_out, check_finite, check_quat)
-from mbs_dynamics.kernels._spatial cimport ad_V, joint_pose, quat_pose
+from mbs_dynamics.kernels._spatial cimport ad_V, compose, joint_pose, quat_pose
 
 cnp.import_array()
-
-
-cdef inline void compose(const double* A, const double* B, double* C) noexcept nogil:
-    cdef int r, c
-    for r in range(3):
-        for c in range(3):
-            C[3 * r + c] = A[3 * r] * B[c] + A[3 * r + 1] * B[3 + c] + A[3 * r + 2] * B[6 + c]
-        C[9 + r] = A[3 * r] * B[9] + A[3 * r + 1] * B[10] + A[3 * r + 2] * B[11] + A[9 + r]
 
 
 cdef inline void screw(const double* C, const double* a, bint rotational, double* J) noexcept nogil:

@@ -34,7 +34,7 @@ from libc.string cimport memset
 from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, alias3, as_input, as_out,
                                          claim, unclaim,
                                          check_finite, check_quat, vec)
-from mbs_dynamics.kernels._spatial cimport joint_pose, quat_pose
+from mbs_dynamics.kernels._spatial cimport compose, joint_pose, quat_pose
 
 from mbs_dynamics.kinematics.frames import frame_table, representation_index, unknown_frame
 
@@ -119,15 +119,6 @@ cdef inline void rt_mul(const double* R, const double* x, double* y) noexcept no
     y[0] = R[0] * x[0] + R[3] * x[1] + R[6] * x[2]
     y[1] = R[1] * x[0] + R[4] * x[1] + R[7] * x[2]
     y[2] = R[2] * x[0] + R[5] * x[1] + R[8] * x[2]
-
-
-cdef inline void compose(const double* A, const double* B, double* C) noexcept nogil:
-    """C = A B for poses (R row-major 9, p 3)."""
-    cdef int r, c
-    for r in range(3):
-        for c in range(3):
-            C[3 * r + c] = A[3 * r] * B[c] + A[3 * r + 1] * B[3 + c] + A[3 * r + 2] * B[6 + c]
-        C[9 + r] = A[3 * r] * B[9] + A[3 * r + 1] * B[10] + A[3 * r + 2] * B[11] + A[9 + r]
 
 
 cdef int support(FrameData fd, int f) noexcept nogil:

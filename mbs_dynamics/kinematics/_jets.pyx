@@ -23,41 +23,10 @@ from libc.stdlib cimport free, malloc
 from mbs_dynamics.kernels._data cimport (FREE, Data, KModel, KWork, as_input, as_out, claim,
                                          unclaim,
                                          check_finite, check_quat, fresh_if_alias)
-from mbs_dynamics.kernels._spatial cimport (ad_V, ad_X, add_X, axpy6, copy6, joint_pose,
+from mbs_dynamics.kernels._spatial cimport (ad_V, ad_X, add_X, axpy6, bell, compose, copy6, joint_pose, rot,
                                             load_jet, quat_pose, to_child, zero6)
 
 cnp.import_array()
-
-
-cdef inline void bell(const KModel* m, KWork* w, int i, int K1) noexcept nogil:
-    """c[m][j] of Φ_m, m ≤ K1 (as in _rnea.pyx)."""
-    cdef int nb = m.nb, s = w.kmax + 2, nbn = w.kmax + 3, mm, j, l
-    cdef double acc
-    for mm in range(K1 + 1):
-        for j in range(K1 + 1):
-            w.bell[mm * s + j] = 0.0
-    w.bell[0] = 1.0
-    for mm in range(K1):
-        for j in range(1, mm + 2):
-            acc = 0.0
-            for l in range(mm + 1):
-                acc -= w.binom[mm * nbn + l] * w.bell[(mm - l) * s + j - 1] * w.qj[(l + 1) * nb + i]
-            w.bell[(mm + 1) * s + j] = acc
-
-
-cdef inline void compose(const double* A, const double* B, double* C) noexcept nogil:
-    """C = A B for poses (R row-major 9, p 3)."""
-    cdef int r, c
-    for r in range(3):
-        for c in range(3):
-            C[3 * r + c] = A[3 * r] * B[c] + A[3 * r + 1] * B[3 + c] + A[3 * r + 2] * B[6 + c]
-        C[9 + r] = A[3 * r] * B[9] + A[3 * r + 1] * B[10] + A[3 * r + 2] * B[11] + A[9 + r]
-
-
-cdef inline void rot(const double* R, const double* x, double* y) noexcept nogil:
-    y[0] = R[0] * x[0] + R[1] * x[1] + R[2] * x[2]
-    y[1] = R[3] * x[0] + R[4] * x[1] + R[5] * x[2]
-    y[2] = R[6] * x[0] + R[7] * x[1] + R[8] * x[2]
 
 
 cdef int body_jet(const KModel* m, KWork* w, int b, int K, double* Cw, int* path) noexcept nogil:
