@@ -104,6 +104,41 @@ class ConfigurationError(ValueError):
     """A parameter value the proxy cannot start with."""
 
 
+class LockedActionClient(ActionClient):
+    """An ActionClient whose requests are registered before their responses are processed.
+
+    rclpy's ActionClient (Jazzy up to 7.1.3 at least; ros2/rclpy#1123, fixed upstream by
+    ros2/rclpy#1308) sends a goal, cancel or result request and only then records its sequence
+    number. Under a MultiThreadedExecutor another thread can process the response in between:
+    rclpy logs "Ignoring unexpected goal response" and the future never completes. A C++ server
+    on the same machine answers that fast: against the real joint_trajectory_controller the
+    proxy's goals were accepted and executed by JTC while the proxy waited for an answer that
+    never came, then told its client "no answer". Here a lock makes each request atomic with
+    its registration, and the processing of responses waits for it.
+    """
+
+    def __init__(self, *args, **kwargs):
+        self._request_lock = threading.RLock()
+        super().__init__(*args, **kwargs)
+
+    def send_goal_async(self, *args, **kwargs):
+        with self._request_lock:
+            return super().send_goal_async(*args, **kwargs)
+
+    def _cancel_goal_async(self, *args, **kwargs):
+        with self._request_lock:
+            return super()._cancel_goal_async(*args, **kwargs)
+
+    def _get_result_async(self, *args, **kwargs):
+        with self._request_lock:
+            return super()._get_result_async(*args, **kwargs)
+
+    async def execute(self, taken_data):
+        with self._request_lock:     # a request being sent is registered first
+            pass
+        return await super().execute(taken_data)
+
+
 class _Goal:
     """Book-keeping of one upstream goal while it runs downstream."""
 
@@ -175,8 +210,8 @@ class FeedforwardProxy(Node):
             self.get_logger().info("waiting for a robot model on the robot_description topic")
 
         fq = self.get_fully_qualified_name().rstrip("/")
-        self._client = ActionClient(self, FollowJointTrajectory, cfg["controller_action"],
-                                    callback_group=self._group)
+        self._client = LockedActionClient(self, FollowJointTrajectory,
+                                          cfg["controller_action"], callback_group=self._group)
         self._server = ActionServer(
             self, FollowJointTrajectory, f"{fq}/follow_joint_trajectory",
             execute_callback=self._execute, goal_callback=self._on_goal,

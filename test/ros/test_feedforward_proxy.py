@@ -34,7 +34,7 @@ try:  # ROS 2 and control_msgs are optional: without them every test here skips,
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
     from mbs_dynamics.ros.feedforward_proxy import (PREEMPTED, ConfigurationError,
-                                                    FeedforwardProxy)
+                                                    FeedforwardProxy, LockedActionClient)
 except ImportError as exc:
     _MISSING = str(exc)
 
@@ -570,3 +570,51 @@ def test_waiting_is_event_driven(harness):
     assert res.status == GoalStatus.STATUS_SUCCEEDED
     # polling at 2 ms woke ~150 times for 0.3 s; events: a few (3,500 per 10 s is the budget)
     assert h.proxy.wakeups <= 10
+
+
+def test_goal_response_processed_before_the_request_is_registered_is_not_lost():
+    # ros2/rclpy#1123 (rclpy <= 7.1.3): a fast server's response processed by another executor
+    # thread before send_goal_async recorded the request was dropped ("Ignoring unexpected goal
+    # response") and the future never completed; seen with the real JTC (C++, same machine).
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = rclpy.create_node("race_probe", context=context)
+        client = LockedActionClient(node, FollowJointTrajectory, "/race/follow_joint_trajectory")
+        real = client._client_handle
+        threads = []
+
+        class RacingHandle:
+            """The real handle; the response to a goal request is processed at once."""
+
+            def __getattr__(self, name):
+                return getattr(real, name)
+
+            def send_goal_request(self, request):
+                seq = real.send_goal_request(request)
+                response = FollowJointTrajectory.Impl.SendGoalService.Response(accepted=True)
+
+                def process():
+                    coro = client.execute({"goal": (seq, response)})
+                    try:
+                        coro.send(None)
+                    except StopIteration:
+                        pass
+                thread = threading.Thread(target=process, daemon=True)
+                threads.append(thread)
+                thread.start()
+                thread.join(0.3)          # the response "arrives" before the request is recorded
+                return seq
+
+        client._client_handle = RacingHandle()
+        try:
+            future = client.send_goal_async(goal_of(trajectory_msg()))
+            threads[0].join(5.0)
+            assert future.done(), "the goal response was lost"
+            assert future.result().accepted
+        finally:
+            client._client_handle = real
+        client.destroy()
+        node.destroy_node()
+    finally:
+        context.try_shutdown()
