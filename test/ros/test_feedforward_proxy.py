@@ -468,16 +468,13 @@ def test_bad_configuration_refuses_to_start():
 
 # -- issue 22 items 16-20: what the real joint_trajectory_controller needs ------------------------
 def publish_state(h, q, qd=(0.0, 0.0), until=lambda: True, timeout=5.0):
-    """Publish /joint_states until the proxy has it (and ``until()`` holds)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        msg = JointState(name=JOINTS, position=[float(x) for x in q],
-                         velocity=[float(x) for x in qd])
-        h.state_pub.publish(msg)
-        if h.proxy._states.get(JOINTS, 0.0)[0] is not None and until():
-            return
-        time.sleep(0.05)
-    raise AssertionError("the proxy got no joint state")
+    """Publish /joint_states from now on at 100 Hz, as joint_state_broadcaster does (the proxy
+    subscribes only when it needs a state), and wait until ``until()`` holds."""
+    msg = JointState(name=JOINTS, position=[float(x) for x in q],
+                     velocity=[float(x) for x in qd])
+    h.state_timer = h.client_node.create_timer(0.01, lambda: h.state_pub.publish(msg))
+    if not wait_for(until, timeout):
+        raise AssertionError("until() did not hold")
 
 
 def wait_for(cond, timeout=10.0):
@@ -618,3 +615,29 @@ def test_goal_response_processed_before_the_request_is_registered_is_not_lost():
         node.destroy_node()
     finally:
         context.try_shutdown()
+
+
+def test_joint_states_are_subscribed_only_while_a_state_is_needed(harness):
+    # joint_state_broadcaster publishes at the controller manager's rate (500-1000 Hz): a
+    # permanent subscription woke the proxy ~37,000 times per 10 s goal against the real JTC
+    h = harness(mode="wait", interfaces=["effort"])
+    assert h.proxy._state_sub is None
+    publish_state(h, np.array([0.1, -0.3]))
+    late = [(t + 0.5, q) for t, q in WAYPOINTS]        # the lead-in needs the measured state
+    handle = h.send(goal_of(trajectory_msg(late)))
+    assert wait_for(lambda: len(h.fake.goals) == 1)
+    np.testing.assert_allclose(h.fake.goals[0].trajectory.points[0].positions, [0.1, -0.3])
+    assert h.proxy._state_sub is None                  # not while the goal runs
+    assert wait_for(lambda: h.client_node.count_subscribers("/joint_states") == 0)
+    h.fake.release.set()
+    assert h.result(handle).status == GoalStatus.STATUS_SUCCEEDED
+
+
+def test_a_state_older_than_the_need_is_not_used(harness):
+    h = harness(interfaces=["effort"], overrides={"joint_state_timeout": 0.3})
+    h.proxy._states.update(JOINTS, [0.5, 0.5], [0.0, 0.0])    # e.g. left from an earlier need
+    late = [(t + 0.5, q) for t, q in WAYPOINTS]
+    res = h.result(h.send(goal_of(trajectory_msg(late))))   # nobody publishes joint_states
+    assert res.status == GoalStatus.STATUS_SUCCEEDED
+    assert "lead-in" in res.result.error_string and "within 0.3 s" in res.result.error_string
+    assert seconds(h.fake.goals[0].trajectory.points[0].time_from_start) == pytest.approx(0.5)
