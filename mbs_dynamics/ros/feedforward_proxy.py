@@ -35,6 +35,10 @@ interface. MoveIt (or any FollowJointTrajectory client) talks to this node inste
   t = 0, JTC's quintic to the first point, effort = ID along it; :mod:`.proxy_logic`);
 * after a cancel or an abort (not a preemption), and at start-up with ``hold_on_start``, JTC
   gets a hold goal: measured position, at rest, effort = g(q) (``hold_after_stop``).
+* ``joint_states`` is subscribed to only while a measured state is needed (a lead-in, a hold),
+  for at most ``joint_state_timeout`` s, and only a message received after the need counts:
+  joint_state_broadcaster publishes at the controller manager's rate, and a permanent
+  subscription woke the proxy ~37,000 times per 10 s goal at 500 Hz.
 
 Threads: a MultiThreadedExecutor with a ReentrantCallbackGroup; each goal's execute callback
 blocks its own thread while the goal runs downstream, on a threading.Event set by the futures'
@@ -46,6 +50,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 
 import numpy as np
 from action_msgs.msg import GoalStatus
@@ -104,6 +109,41 @@ class ConfigurationError(ValueError):
     """A parameter value the proxy cannot start with."""
 
 
+class LockedActionClient(ActionClient):
+    """An ActionClient whose requests are registered before their responses are processed.
+
+    rclpy's ActionClient (Jazzy up to 7.1.3 at least; ros2/rclpy#1123, fixed upstream by
+    ros2/rclpy#1308) sends a goal, cancel or result request and only then records its sequence
+    number. Under a MultiThreadedExecutor another thread can process the response in between:
+    rclpy logs "Ignoring unexpected goal response" and the future never completes. A C++ server
+    on the same machine answers that fast: against the real joint_trajectory_controller the
+    proxy's goals were accepted and executed by JTC while the proxy waited for an answer that
+    never came, then told its client "no answer". Here a lock makes each request atomic with
+    its registration, and the processing of responses waits for it.
+    """
+
+    def __init__(self, *args, **kwargs):
+        self._request_lock = threading.RLock()
+        super().__init__(*args, **kwargs)
+
+    def send_goal_async(self, *args, **kwargs):
+        with self._request_lock:
+            return super().send_goal_async(*args, **kwargs)
+
+    def _cancel_goal_async(self, *args, **kwargs):
+        with self._request_lock:
+            return super()._cancel_goal_async(*args, **kwargs)
+
+    def _get_result_async(self, *args, **kwargs):
+        with self._request_lock:
+            return super()._get_result_async(*args, **kwargs)
+
+    async def execute(self, taken_data):
+        with self._request_lock:     # a request being sent is registered first
+            pass
+        return await super().execute(taken_data)
+
+
 class _Goal:
     """Book-keeping of one upstream goal while it runs downstream."""
 
@@ -160,6 +200,9 @@ class FeedforwardProxy(Node):
         self.holds_sent = 0
         self.wakeups = 0                          # event waits of the execute threads
         self._states = JointStateCache()
+        self._state_sub = None                    # joint_states, subscribed only while needed
+        self._state_waiters = []
+        self._state_lock = threading.Lock()
         self._interfaces = None                   # last command_interfaces read (None: unknown)
         self._group = ReentrantCallbackGroup()
 
@@ -175,8 +218,8 @@ class FeedforwardProxy(Node):
             self.get_logger().info("waiting for a robot model on the robot_description topic")
 
         fq = self.get_fully_qualified_name().rstrip("/")
-        self._client = ActionClient(self, FollowJointTrajectory, cfg["controller_action"],
-                                    callback_group=self._group)
+        self._client = LockedActionClient(self, FollowJointTrajectory,
+                                          cfg["controller_action"], callback_group=self._group)
         self._server = ActionServer(
             self, FollowJointTrajectory, f"{fq}/follow_joint_trajectory",
             execute_callback=self._execute, goal_callback=self._on_goal,
@@ -185,8 +228,6 @@ class FeedforwardProxy(Node):
                                           qos_trajectory())
         self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory,
                                  qos_trajectory(), callback_group=self._group)
-        self.create_subscription(JointState, "joint_states", self._on_joint_state,
-                                 qos_joint_states(), callback_group=self._group)
         self._controller = cfg["controller_node"] or controller_node_name(
             cfg["controller_action"])
         self._param_client = None
@@ -194,6 +235,7 @@ class FeedforwardProxy(Node):
             self._param_client = self.create_client(
                 GetParameters, f"{self._controller}/get_parameters", callback_group=self._group)
         self._start_timer = None
+        self._start_busy = threading.Lock()
         if cfg["hold_on_start"]:
             self._start_timer = self.create_timer(_HOLD_RETRY_S, self._hold_on_start,
                                                   callback_group=self._group)
@@ -290,7 +332,7 @@ class FeedforwardProxy(Node):
         if enriched.output != "effort":
             return enriched, ("the lead-in from the controller's state to the first point has "
                               "no feedforward (filled for output effort only)")
-        q, qd, why = self._states.get(list(enriched.joint_names), cfg["joint_state_timeout"])
+        q, qd, why = self._measured_state(list(enriched.joint_names))
         if q is None:
             return enriched, (f"the lead-in from the controller's state to the first point "
                               f"has no feedforward: {why} (topic joint_states)")
@@ -303,6 +345,43 @@ class FeedforwardProxy(Node):
 
     def _on_joint_state(self, msg):
         self._states.update(msg.name, msg.position, msg.velocity)
+        with self._state_lock:
+            waiters = list(self._state_waiters)
+        for waiter in waiters:
+            waiter.notify()
+
+    def _measured_state(self, names):
+        """(q, q̇ or None, "") from a joint_states message received after this call, or
+        (None, None, why not).
+
+        ``joint_states`` is subscribed to only while a state is wanted (a lead-in, a hold) and
+        at most ``joint_state_timeout`` s (0: 1 s): joint_state_broadcaster publishes at the
+        controller manager's rate (500-1000 Hz), which woke a permanently subscribed proxy some
+        37,000 times per 10 s goal (voluntary context switches, real JTC, 500 Hz)."""
+        timeout = self._config["joint_state_timeout"] or 1.0
+        since = time.monotonic()
+        waiter = DoneWaiter(tick=_TICK_S)
+        with self._state_lock:
+            self._state_waiters.append(waiter)
+            if self._state_sub is None:
+                self._state_sub = self.create_subscription(
+                    JointState, "joint_states", self._on_joint_state, qos_joint_states(),
+                    callback_group=self._group)
+        try:
+            waiter.wait(lambda: self._states.get(names, 0.0, since=since)[0] is not None,
+                        ok=self.context.ok, timeout=timeout)
+        finally:
+            with self._state_lock:
+                self._state_waiters.remove(waiter)
+                sub = self._state_sub if not self._state_waiters else None
+                if sub is not None:
+                    self._state_sub = None
+            if sub is not None:
+                self.destroy_subscription(sub)
+        q, qd, why = self._states.get(names, 0.0, since=since)
+        if q is None:
+            why = f"{why} within {timeout:g} s"
+        return q, qd, why
 
     def _command_interfaces(self):
         """The controller's ``command_interfaces`` (list) and "", or (None, why not).
@@ -506,7 +585,7 @@ class FeedforwardProxy(Node):
             self.wakeups += waiter.wakeups - before
 
     # -- holding ------------------------------------------------------------------------------
-    def _hold(self, why):
+    def _hold(self, why, quiet=False):
         """Send the controller a hold goal: measured position, at rest, effort = g(q).
 
         Skipped (logged) when disabled, for output motor, with no model or fresh joint state,
@@ -521,9 +600,10 @@ class FeedforwardProxy(Node):
         if self._interfaces is not None and "effort" not in self._interfaces:
             return False                         # JTC holds position by itself
         names = list(enricher.robot.joint_names)
-        q, _, reason = self._states.get(names, cfg["joint_state_timeout"])
+        q, _, reason = self._measured_state(names)
         if q is None:
-            self.get_logger().warn(f"no hold goal after {why}: {reason} (topic joint_states)")
+            if not quiet:
+                self.get_logger().warn(f"no hold goal after {why}: {reason} (topic joint_states)")
             return False
         try:
             with self._enrich_lock:
@@ -554,6 +634,16 @@ class FeedforwardProxy(Node):
 
     def _hold_on_start(self):
         """Timer: the start-up hold, once model, joint state and controller are there."""
+        if not self._start_busy.acquire(blocking=False):
+            return                               # the previous tick is still waiting
+        try:
+            self._try_hold_on_start()
+        finally:
+            self._start_busy.release()
+
+    def _try_hold_on_start(self):
+        if self._start_timer.is_canceled():
+            return
         if self.goals_received > 0 or self._enricher is None:
             if self.goals_received > 0:
                 self._start_timer.cancel()
@@ -564,11 +654,13 @@ class FeedforwardProxy(Node):
             interfaces, _ = self._command_interfaces()
             if interfaces is None:
                 return
-        names = list(self._enricher.robot.joint_names)
-        if self._states.get(names, self._config["joint_state_timeout"])[0] is None:
-            return
-        self._start_timer.cancel()
-        self._hold("start-up")
+        if self._hold("start-up", quiet=True) or self._hold_impossible():
+            self._start_timer.cancel()
+
+    def _hold_impossible(self):
+        """A hold can never be sent (output motor, or a controller without effort)."""
+        return self._config["output"] != "effort" or (
+            self._interfaces is not None and "effort" not in self._interfaces)
 
     # -- terminal states ----------------------------------------------------------------------
     def _fail(self, goal_handle, result, code, text):

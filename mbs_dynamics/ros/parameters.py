@@ -108,8 +108,9 @@ PROXY_PARAMETERS = {
               "with inverse dynamics (output effort only). false: forward as received (JTC then "
               "ramps the effort linearly over that lead-in).", True, None),
     "joint_state_timeout": (
-        0.5, "A joint state older than this [s] is not used for the lead-in or a hold; 0 "
-             "accepts any age.", True, (0.0, 3600.0)),
+        0.5, "How long [s] to wait for a joint_states message when the lead-in or a hold needs "
+             "the measured state (joint_states is subscribed to only then; only a message "
+             "received after the need counts); 0: 1 s.", True, (0.0, 3600.0)),
     "hold_after_stop": (
         True, "After a goal is cancelled or aborted (not preempted), send the controller a hold "
               "goal at the measured position with effort = gravity torque g(q) (output effort "

@@ -367,14 +367,16 @@ class JointStateCache:
                     self._vel[name] = float(velocities[i]) if has_vel else None
                     self._when[name] = now
 
-    def get(self, names, max_age, now=None):
+    def get(self, names, max_age, now=None, since=None):
         """(positions, velocities or None, "") for ``names``, or (None, None, reason).
 
-        ``max_age`` ≤ 0 accepts any age. Velocities are None unless known for every joint.
+        ``max_age`` ≤ 0 accepts any age; with ``since`` (a ``time.monotonic()`` time) only
+        states received at or after it count. Velocities are None unless known for every joint.
         """
         now = time.monotonic() if now is None else now
         with self._lock:
-            missing = [j for j in names if j not in self._pos]
+            missing = [j for j in names if j not in self._pos
+                       or (since is not None and self._when[j] < since)]
             if missing:
                 return None, None, f"no joint state received for {missing}"
             age = max(now - self._when[j] for j in names)

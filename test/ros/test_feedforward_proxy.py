@@ -34,7 +34,7 @@ try:  # ROS 2 and control_msgs are optional: without them every test here skips,
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
     from mbs_dynamics.ros.feedforward_proxy import (PREEMPTED, ConfigurationError,
-                                                    FeedforwardProxy)
+                                                    FeedforwardProxy, LockedActionClient)
 except ImportError as exc:
     _MISSING = str(exc)
 
@@ -468,16 +468,13 @@ def test_bad_configuration_refuses_to_start():
 
 # -- issue 22 items 16-20: what the real joint_trajectory_controller needs ------------------------
 def publish_state(h, q, qd=(0.0, 0.0), until=lambda: True, timeout=5.0):
-    """Publish /joint_states until the proxy has it (and ``until()`` holds)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        msg = JointState(name=JOINTS, position=[float(x) for x in q],
-                         velocity=[float(x) for x in qd])
-        h.state_pub.publish(msg)
-        if h.proxy._states.get(JOINTS, 0.0)[0] is not None and until():
-            return
-        time.sleep(0.05)
-    raise AssertionError("the proxy got no joint state")
+    """Publish /joint_states from now on at 100 Hz, as joint_state_broadcaster does (the proxy
+    subscribes only when it needs a state), and wait until ``until()`` holds."""
+    msg = JointState(name=JOINTS, position=[float(x) for x in q],
+                     velocity=[float(x) for x in qd])
+    h.state_timer = h.client_node.create_timer(0.01, lambda: h.state_pub.publish(msg))
+    if not wait_for(until, timeout):
+        raise AssertionError("until() did not hold")
 
 
 def wait_for(cond, timeout=10.0):
@@ -570,3 +567,77 @@ def test_waiting_is_event_driven(harness):
     assert res.status == GoalStatus.STATUS_SUCCEEDED
     # polling at 2 ms woke ~150 times for 0.3 s; events: a few (3,500 per 10 s is the budget)
     assert h.proxy.wakeups <= 10
+
+
+def test_goal_response_processed_before_the_request_is_registered_is_not_lost():
+    # ros2/rclpy#1123 (rclpy <= 7.1.3): a fast server's response processed by another executor
+    # thread before send_goal_async recorded the request was dropped ("Ignoring unexpected goal
+    # response") and the future never completed; seen with the real JTC (C++, same machine).
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        node = rclpy.create_node("race_probe", context=context)
+        client = LockedActionClient(node, FollowJointTrajectory, "/race/follow_joint_trajectory")
+        real = client._client_handle
+        threads = []
+
+        class RacingHandle:
+            """The real handle; the response to a goal request is processed at once."""
+
+            def __getattr__(self, name):
+                return getattr(real, name)
+
+            def send_goal_request(self, request):
+                seq = real.send_goal_request(request)
+                response = FollowJointTrajectory.Impl.SendGoalService.Response(accepted=True)
+
+                def process():
+                    coro = client.execute({"goal": (seq, response)})
+                    try:
+                        coro.send(None)
+                    except StopIteration:
+                        pass
+                thread = threading.Thread(target=process, daemon=True)
+                threads.append(thread)
+                thread.start()
+                thread.join(0.3)          # the response "arrives" before the request is recorded
+                return seq
+
+        client._client_handle = RacingHandle()
+        try:
+            future = client.send_goal_async(goal_of(trajectory_msg()))
+            threads[0].join(5.0)
+            assert future.done(), "the goal response was lost"
+            assert future.result().accepted
+        finally:
+            client._client_handle = real
+        client.destroy()
+        node.destroy_node()
+    finally:
+        context.try_shutdown()
+
+
+def test_joint_states_are_subscribed_only_while_a_state_is_needed(harness):
+    # joint_state_broadcaster publishes at the controller manager's rate (500-1000 Hz): a
+    # permanent subscription woke the proxy ~37,000 times per 10 s goal against the real JTC
+    h = harness(mode="wait", interfaces=["effort"])
+    assert h.proxy._state_sub is None
+    publish_state(h, np.array([0.1, -0.3]))
+    late = [(t + 0.5, q) for t, q in WAYPOINTS]        # the lead-in needs the measured state
+    handle = h.send(goal_of(trajectory_msg(late)))
+    assert wait_for(lambda: len(h.fake.goals) == 1)
+    np.testing.assert_allclose(h.fake.goals[0].trajectory.points[0].positions, [0.1, -0.3])
+    assert h.proxy._state_sub is None                  # not while the goal runs
+    assert wait_for(lambda: h.client_node.count_subscribers("/joint_states") == 0)
+    h.fake.release.set()
+    assert h.result(handle).status == GoalStatus.STATUS_SUCCEEDED
+
+
+def test_a_state_older_than_the_need_is_not_used(harness):
+    h = harness(interfaces=["effort"], overrides={"joint_state_timeout": 0.3})
+    h.proxy._states.update(JOINTS, [0.5, 0.5], [0.0, 0.0])    # e.g. left from an earlier need
+    late = [(t + 0.5, q) for t, q in WAYPOINTS]
+    res = h.result(h.send(goal_of(trajectory_msg(late))))   # nobody publishes joint_states
+    assert res.status == GoalStatus.STATUS_SUCCEEDED
+    assert "lead-in" in res.result.error_string and "within 0.3 s" in res.result.error_string
+    assert seconds(h.fake.goals[0].trajectory.points[0].time_from_start) == pytest.approx(0.5)

@@ -279,6 +279,10 @@ def test_joint_state_cache():
     c.update(["a"], [1.5], [], now=12.0)            # no velocities in this message
     q, v, why = c.get(["a", "b"], 0.0, now=12.0)
     assert v is None and q[0] == 1.5
+    q, v, why = c.get(["a", "b"], 0.0, now=12.0, since=11.0)   # b was received before 11
+    assert q is None and "['b']" in why
+    q, v, why = c.get(["a"], 0.0, now=12.0, since=12.0)
+    assert q[0] == 1.5
 
 
 # -- waiting without polling -----------------------------------------------------------------
