@@ -12,6 +12,7 @@ like a joint ``<origin>``):
 """
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,8 +68,8 @@ def _origin(o, where):
         v = o.get(key, (0.0, 0.0, 0.0))
         try:
             a = np.asarray(v, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError(f"{where}['{key}'] must be 3 numbers, got {v!r}") from None
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"{where}['{key}'] must be 3 numbers, got {reprlib.repr(v)}") from None
         if a.shape != (3,):
             raise ValueError(f"{where}['{key}'] must be 3 numbers, got {v!r}")
         if not np.all(np.isfinite(a)):
