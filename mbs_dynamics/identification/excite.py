@@ -76,7 +76,14 @@ class FourierDesign:
         for :meth:`mbs_dynamics.Trajectory.from_dict`; starts and ends at rest."""
         L = self.a.shape[0]
         pps = points_per_second or max(50.0, 40.0 * L / self.period)
-        m = int(math.ceil(self.period * periods * pps))
+        from ..model.limits import MAX_POINTS
+        span = self.period * periods * pps  # checked before building: 1e308 s overflowed and
+        if not (0 < span <= MAX_POINTS - 1):  # 1e6 s built 5e7 points
+            raise ValueError(f"period × periods = {self.period:g} s × {periods!r} gives "
+                             f"{span:.3g} trajectory points, outside 1 … {MAX_POINTS} "
+                             "(mbs_dynamics.model.limits.MAX_POINTS): shorten the period or "
+                             "write fewer periods")
+        m = int(math.ceil(span))
         t = np.linspace(0.0, self.period * periods, m + 1)
         q, qd, qdd = self.sample(t)
         qd[0] = qd[-1] = 0.0
@@ -148,6 +155,8 @@ def excite(robot, *, period=10.0, harmonics=5, max_acceleration=None, margin=0.9
     """
     from scipy.optimize import minimize
 
+    if not (isinstance(period, (int, float)) and 0 < period < math.inf):
+        raise ValueError(f"period must be a finite number of seconds > 0, got {period!r}")
     if harmonics < 2:
         raise ValueError("harmonics must be >= 2 (one pair is used to start and end at rest)")
     if not (0 < margin <= 1):

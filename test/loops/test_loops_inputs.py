@@ -83,3 +83,22 @@ def test_shared_closed_loop_robot_is_right_or_busy(fourbar):
             x.join()
     assert res["wrong"] == 0 and res["ok"] > 0
     assert not r.data.in_use
+
+
+@pytest.mark.parametrize("text", ["loops: " + "[" * 5000 + "]" * 5000,
+                                  "loops:\n" + "".join("  " * i + "- \n" for i in range(60)),
+                                  "\x00\x01binary"])
+def test_hostile_loops_yaml_is_one_line_exit_2(tmp_path, capsys, text):
+    # fuzz campaign (issue 22): the loops YAML bypassed the package's file limits — 5,000
+    # nested brackets ended in a RecursionError traceback
+    from mbs_dynamics import cli, data
+    f = tmp_path / "loops.yaml"
+    f.write_text(text)
+    for argv in (["info", str(data.robot("arm7")), "--loops", str(f)],
+                 ["kinematics", str(data.robot("arm7")), "--frame", "arm7_tool", "--q",
+                  "0 0 0 0 0 0 0", "--loops", str(f)]):
+        rc = cli.main(argv)
+        err = capsys.readouterr().err
+        assert rc == 2 and err.count("\n") == 1 and "loops" in err and "Traceback" not in err
+    with pytest.raises(ValueError, match="loops"):
+        mbs.load_urdf(data.robot("arm7"), loops=str(f))
