@@ -347,8 +347,15 @@ class MimicRobot:
                                         f_ext, representation=representation)
         return np.matmul(t, self._G, out=o)
 
-    def forward_dynamics(self, q, qd, tau, f_ext=None, out=None):
-        """q̈ solving (Gᵀ M_full G) q̈ = τ − Gᵀ h_full(q, q̇, f_ext); (n,) or (N, n)."""
+    def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="aba"):
+        """q̈ solving (Gᵀ M_full G) q̈ = τ − Gᵀ h_full(q, q̇, f_ext); (n,) or (N, n).
+        ``method``: the signature of :meth:`Robot.forward_dynamics`; only ``"aba"`` (the
+        projected solve) — seed 002's ``"hdca"`` assembles a tree without mimic couplings."""
+        if method != "aba":
+            if method == "hdca":
+                raise ValueError("method='hdca' covers Robot trees without mimic joints: use "
+                                 "method='aba' (a MimicRobot solves the projected dynamics)")
+            raise ValueError(f"method must be 'aba' or 'hdca', got {method!r}")
         with self._d:  # one thread at a time (the kernels' owner flag)
             return self._forward_dynamics(q, qd, tau, f_ext, out)
 

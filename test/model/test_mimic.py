@@ -587,3 +587,13 @@ def test_shared_mimic_robot_regressor_and_derivatives_are_right_or_busy():
     for x in th:
         x.join()
     assert res["wrong"] == 0 and res["ok"] > 0
+
+
+def test_forward_dynamics_takes_method_like_robot():
+    # Robot.forward_dynamics(method=) is this round's API; a MimicRobot had no such argument
+    r = mbs.load_urdf(CHAIN)
+    z = np.zeros(r.nv)
+    assert np.array_equal(r.forward_dynamics(z, z, z, method="aba"), r.forward_dynamics(z, z, z))
+    for m, words in (("hdca", "without mimic joints"), ("x", "method must be")):
+        with pytest.raises(ValueError, match=words):
+            r.forward_dynamics(z, z, z, method=m)
