@@ -191,3 +191,21 @@ def test_excite_rejects_a_non_finite_period():
     for p in (float("inf"), float("nan"), 0.0, -1.0):
         with pytest.raises(ValueError, match="period"):
             excite.excite(r, period=p, iterations=1)
+
+
+@pytest.mark.parametrize("kw, exc, words", [
+    (dict(harmonics=1000), ValueError, "harmonics"), (dict(harmonics=10 ** 400), ValueError,
+                                                      "harmonics"),
+    (dict(harmonics=2.5), TypeError, "harmonics"), (dict(margin="x"), TypeError, "margin"),
+    (dict(max_acceleration=float("nan")), ValueError, "max_acceleration"),
+    (dict(max_acceleration=10 ** 400), ValueError, "max_acceleration"),
+    (dict(period=10 ** 400), ValueError, "period"), (dict(iterations=-1), ValueError, "iterations"),
+    (dict(seed="x"), ValueError, "seed")])
+def test_excite_arguments_are_checked_before_the_work(kw, exc, words):
+    # fuzz campaign (issue 22): harmonics=1,000 ran for minutes per iteration (10**6 never
+    # returned), 10**400 values escaped as OverflowError / UFuncTypeError, NaN acceleration
+    # limits were accepted
+    from mbs_dynamics.identification import excite
+    r = mbs.load_urdf(data.robot("arm7"))
+    with pytest.raises(exc, match=words):
+        excite.excite(r, **dict(dict(iterations=1), **kw))
