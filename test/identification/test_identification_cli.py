@@ -174,7 +174,8 @@ def test_identify_refuses_lock(tmp_path, log_table, capsys):
 
 @pytest.mark.parametrize("extra, words", [(["--period", "1e308"], "trajectory points"),
                                           (["--period", "1e6"], "trajectory points"),
-                                          (["--periods", "100000"], "trajectory points")])
+                                          (["--periods", "100000"], "trajectory points"),
+                                          (["--harmonics", "100000"], "harmonics")])
 def test_excite_huge_period_is_one_line_exit_2_before_building(tmp_path, capsys, extra, words):
     # fuzz campaign (issue 22): --period 1e308 ended "cannot convert float infinity to integer"
     # (exit 1); --period 1e6 started building 5e7 points
