@@ -669,10 +669,10 @@ def cmd_excite(args):
         design = excite.excite(robot, period=args.period, harmonics=args.harmonics,
                                max_acceleration=args.max_acceleration, margin=args.margin,
                                iterations=args.iterations, seed=args.seed)
+        d = design.to_dict(periods=args.periods)
     except ValueError as exc:
         raise InputError(" ".join(str(exc).split())) from None
     from .control.trajectory import Trajectory
-    d = design.to_dict(periods=args.periods)
     Trajectory.from_dict(d).save(args.output)
     if not args.quiet:
         print(f"finite Fourier series, {args.harmonics} harmonics, period {args.period:g} s, "

@@ -1,12 +1,16 @@
 """``generate``: C99 source and header of one robot's dynamics (see the package docstring)."""
 from __future__ import annotations
 
+import reprlib
 import re
 from pathlib import Path
 
 from . import crba, jacobian, jets, ldl
 from .emit import Graph, emit_function
 from .tree import CodegenError, Tree
+
+#: Longest ``prefix`` (it names the generated files and every C identifier).
+MAX_PREFIX = 64
 
 FUNCTIONS = ("inverse_dynamics", "torque_derivatives", "mass_matrix", "gravity_torques",
              "forward_dynamics", "frame_jacobian")
@@ -76,8 +80,12 @@ def generate(robot, functions=FUNCTIONS, frames=(), prefix="robot", out_dir=None
     Raises:
         CodegenError (a ValueError) naming the feature or argument it cannot handle.
     """
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(prefix)):
-        raise CodegenError(f"prefix {prefix!r} is not a C identifier")
+    # a str (None passed as "None" and failed later with AttributeError), and short: it names
+    # the files P.h, P.c and the build directory (5,000 characters: OSError "File name too long")
+    if not (isinstance(prefix, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix)):
+        raise CodegenError(f"prefix {reprlib.repr(prefix)} is not a C identifier")
+    if len(prefix) > MAX_PREFIX:
+        raise CodegenError(f"prefix has {len(prefix)} characters, more than {MAX_PREFIX}")
     if isinstance(functions, str):
         functions = (functions,)
     if isinstance(frames, str):

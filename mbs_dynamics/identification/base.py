@@ -15,6 +15,7 @@ one; the relative residual of ``W_D − W_B K`` is checked against ``rtol``).
 """
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -106,6 +107,27 @@ def _random_states(robot, N, rng):
     return q, rng.normal(size=(N, nv)), rng.normal(size=(N, nv))
 
 
+#: Most regressor entries (samples × nv × 10·nb) that base_parameters stacks (8 bytes each).
+MAX_ENTRIES = 50_000_000
+
+
+def _check_arguments(samples, rtol, seed, row_size):
+    """ValueError/TypeError naming the argument: the fuzz campaign of issue 22 found
+    samples=0 ("zero-size array to reduction operation"), 10**12 (MemoryError), rtol=NaN
+    (accepted: every parameter "unidentifiable"), rtol=10**400 (OverflowError)."""
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)):
+        raise TypeError(f"samples must be an integer, got {type(samples).__name__}")
+    if not 1 <= samples <= MAX_ENTRIES // row_size:
+        raise ValueError(f"samples must lie in 1 … {MAX_ENTRIES // row_size} for this robot "
+                         f"(at most {MAX_ENTRIES:.0e} regressor entries), got {samples}")
+    if isinstance(rtol, bool) or not isinstance(rtol, (int, float, np.integer, np.floating)):
+        raise TypeError(f"rtol must be a number, got {type(rtol).__name__}")
+    if not (isinstance(rtol, float) or abs(rtol) < 2) or not 0 <= float(rtol) < 1:
+        raise ValueError(f"rtol must lie in [0, 1), got {reprlib.repr(rtol)}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {reprlib.repr(seed)}")
+
+
 def base_parameters(robot, samples=None, rtol=RTOL, seed=0) -> BaseParameters:
     """The base parameters of ``robot`` (a Robot or MimicRobot) by QR with column pivoting of
     the regressor stacked over ``samples`` random states (default: enough for 3× as many rows
@@ -126,6 +148,7 @@ def base_parameters(robot, samples=None, rtol=RTOL, seed=0) -> BaseParameters:
     P = 10 * nb
     if samples is None:
         samples = max(30, int(np.ceil(3 * P / robot.nv)))
+    _check_arguments(samples, rtol, seed, robot.nv * P)
     rng = np.random.default_rng(seed)
     W = robot.regressor(*_random_states(robot, samples, rng)).reshape(-1, P)
     # equilibrate rows so that no joint's units dominate the rank decision

@@ -21,6 +21,8 @@ cond from a random start).
 from __future__ import annotations
 
 import math
+import numbers
+import reprlib
 
 import numpy as np
 
@@ -76,7 +78,14 @@ class FourierDesign:
         for :meth:`mbs_dynamics.Trajectory.from_dict`; starts and ends at rest."""
         L = self.a.shape[0]
         pps = points_per_second or max(50.0, 40.0 * L / self.period)
-        m = int(math.ceil(self.period * periods * pps))
+        from ..model.limits import MAX_POINTS
+        span = self.period * periods * pps  # checked before building: 1e308 s overflowed and
+        if not (0 < span <= MAX_POINTS - 1):  # 1e6 s built 5e7 points
+            raise ValueError(f"period × periods = {self.period:g} s × {periods!r} gives "
+                             f"{span:.3g} trajectory points, outside 1 … {MAX_POINTS} "
+                             "(mbs_dynamics.model.limits.MAX_POINTS): shorten the period or "
+                             "write fewer periods")
+        m = int(math.ceil(span))
         t = np.linspace(0.0, self.period * periods, m + 1)
         q, qd, qdd = self.sample(t)
         qd[0] = qd[-1] = 0.0
@@ -85,6 +94,26 @@ class FourierDesign:
                    "velocities": qd[i].tolist(), "accelerations": qdd[i].tolist()}
                   for i in range(m + 1)]
         return {"joint_names": list(self.joint_names), "points": points}
+
+
+#: Largest ``harmonics`` of :func:`excite` (GRID samples a period: far below Nyquist) and most
+#: optimiser ``iterations`` — bounds on the run time (the fuzz campaign of issue 22: 1,000
+#: harmonics ran for minutes per iteration, 10⁶ never returned).
+MAX_HARMONICS = 100
+MAX_ITERATIONS = 100_000
+
+
+def _real(x, name, what, ok):
+    """``x`` as a float satisfying ``ok``, else ValueError/TypeError naming ``name``."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(x).__name__}")
+    try:
+        v = float(x)
+    except OverflowError:
+        v = math.inf
+    if not ok(v):
+        raise ValueError(f"{name} must be {what}, got {reprlib.repr(x)}")
+    return v
 
 
 def _limits(robot, max_acceleration, margin):
@@ -148,10 +177,22 @@ def excite(robot, *, period=10.0, harmonics=5, max_acceleration=None, margin=0.9
     """
     from scipy.optimize import minimize
 
-    if harmonics < 2:
-        raise ValueError("harmonics must be >= 2 (one pair is used to start and end at rest)")
-    if not (0 < margin <= 1):
-        raise ValueError(f"margin must lie in (0, 1], got {margin}")
+    period = _real(period, "period", "a finite number of seconds > 0", lambda x: 0 < x < math.inf)
+    if isinstance(harmonics, bool) or not isinstance(harmonics, numbers.Integral):
+        raise TypeError(f"harmonics must be an integer, got {type(harmonics).__name__}")
+    if not 2 <= harmonics <= MAX_HARMONICS:  # 1,000 took minutes per iteration
+        raise ValueError(f"harmonics must lie in 2 … {MAX_HARMONICS} (one pair is used to start "
+                         f"and end at rest), got {reprlib.repr(harmonics)}")
+    margin = _real(margin, "margin", "in (0, 1]", lambda x: 0 < x <= 1)
+    if max_acceleration is not None:
+        max_acceleration = _real(max_acceleration, "max_acceleration",
+                                 "a finite number > 0 [rad/s²]", lambda x: 0 < x < math.inf)
+    if isinstance(iterations, bool) or not isinstance(iterations, numbers.Integral) \
+            or not 0 <= iterations <= MAX_ITERATIONS:
+        raise ValueError(f"iterations must be an integer in 0 … {MAX_ITERATIONS}, got "
+                         f"{reprlib.repr(iterations)}")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {reprlib.repr(seed)}")
     if getattr(robot, "floating_base", False):
         raise ValueError("exciting trajectories need a fixed-base robot")
     if base is None:

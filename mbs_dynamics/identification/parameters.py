@@ -106,7 +106,7 @@ def check_parameters(model, pi, what="pi") -> np.ndarray:
         raise TypeError(f"{what} must be real")
     try:
         p = np.array(pi, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{what} must be an array of numbers of shape ({nb}, 10)") from None
     if p.shape == (10 * nb,):
         p = p.reshape(nb, 10)

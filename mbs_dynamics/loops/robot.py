@@ -29,7 +29,7 @@ def _arr(x, name, shape_desc, ndims):
         raise TypeError(f"{name} must be real")
     try:
         a = np.array(x, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be an array of numbers of shape {shape_desc}") from None
     if a.ndim not in ndims:
         raise ValueError(f"{name} has shape {a.shape}, expected {shape_desc}")
@@ -701,3 +701,28 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         lam = np.linalg.lstsq(K @ MK, -Kdv - K @ a0, rcond=None)[0]
         a = a0 + MK @ lam
         return _out(out, np.r_[a[:6], a[6 + self._act]])
+
+
+def _one_thread(fn):
+    """Hold the spanning tree's workspace for the whole call: a ClosedLoopRobot keeps Python
+    state between its kernel calls (the last assembly and its predictor, ``_last``/``_pred``),
+    so two threads interleaving on one robot gave wrong torques without any error. Another
+    thread's call now raises the Robot's RuntimeError "in use by another thread" (re-entrant
+    for the holding thread); give each thread ``robot.copy()``."""
+    import functools
+
+    @functools.wraps(fn)
+    def call(self, *args, **kwargs):
+        with self._full.data:
+            return fn(self, *args, **kwargs)
+    return call
+
+
+for _cls in (ClosedLoopRobot, FloatingClosedLoopRobot):
+    for _name in ("expand", "loop_residual", "constraint_jacobian", "inverse_dynamics",
+                  "constraint_forces", "multipliers", "torque_derivatives", "mass_matrix",
+                  "coriolis_matrix", "mass_matrix_derivative", "gravity_torques",
+                  "forward_dynamics"):
+        if _name in _cls.__dict__:
+            setattr(_cls, _name, _one_thread(_cls.__dict__[_name]))
+del _cls, _name

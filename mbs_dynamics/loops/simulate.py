@@ -68,7 +68,7 @@ def energy(robot, q, v):
 def _vec(x, n, name):
     try:
         a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be {n} numbers (the actuated joints)") from None
     if a.shape != (n,):
         raise ValueError(f"{name} has shape {a.shape}, expected ({n},) (the actuated joints)")

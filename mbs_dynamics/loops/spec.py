@@ -12,6 +12,7 @@ like a joint ``<origin>``):
 """
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,8 +68,8 @@ def _origin(o, where):
         v = o.get(key, (0.0, 0.0, 0.0))
         try:
             a = np.asarray(v, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError(f"{where}['{key}'] must be 3 numbers, got {v!r}") from None
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"{where}['{key}'] must be 3 numbers, got {reprlib.repr(v)}") from None
         if a.shape != (3,):
             raise ValueError(f"{where}['{key}'] must be 3 numbers, got {v!r}")
         if not np.all(np.isfinite(a)):
@@ -82,14 +83,13 @@ def read_loops(loops):
     os.PathLike) to a YAML file holding ``loops: [...]`` (or a bare list)."""
     import os
     if isinstance(loops, (str, os.PathLike)):
-        import yaml
+        # the package's one file reader: size, nesting depth and aliases are checked before
+        # any object is built (a deeply nested loops YAML ended in a RecursionError)
+        from ..model.limits import parse_yaml, read_text
         try:
-            with open(loops, encoding="utf-8") as f:
-                doc = yaml.safe_load(f)
+            doc = parse_yaml(read_text(loops, "loops YAML"), f"loops: '{loops}'")
         except OSError as e:
             raise ValueError(f"loops: cannot read '{loops}': {e.strerror}") from None
-        except yaml.YAMLError as e:
-            raise ValueError(f"loops: '{loops}' is not valid YAML: {e}") from None
         if isinstance(doc, dict):
             if "loops" not in doc:
                 raise ValueError(f"loops: '{loops}' has no 'loops:' list")

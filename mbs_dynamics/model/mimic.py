@@ -321,8 +321,15 @@ class MimicRobot(SubsetDescription):
                                         f_ext, representation=representation)
         return np.matmul(t, self._G, out=o)
 
-    def forward_dynamics(self, q, qd, tau, f_ext=None, out=None):
-        """q̈ solving (Gᵀ M_full G) q̈ = τ − Gᵀ h_full(q, q̇, f_ext); (n,) or (N, n)."""
+    def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="aba"):
+        """q̈ solving (Gᵀ M_full G) q̈ = τ − Gᵀ h_full(q, q̇, f_ext); (n,) or (N, n).
+        ``method``: the signature of :meth:`Robot.forward_dynamics`; only ``"aba"`` (the
+        projected solve) — seed 002's ``"hdca"`` assembles a tree without mimic couplings."""
+        if method != "aba":
+            if method == "hdca":
+                raise ValueError("method='hdca' covers Robot trees without mimic joints: use "
+                                 "method='aba' (a MimicRobot solves the projected dynamics)")
+            raise ValueError(f"method must be 'aba' or 'hdca', got {method!r}")
         with self._d:  # one thread at a time (the kernels' owner flag)
             return self._forward_dynamics(q, qd, tau, f_ext, out)
 
@@ -546,6 +553,10 @@ class MimicRobot(SubsetDescription):
     def regressor(self, q, qd, qdd, out=None):
         """Y = Gᵀ Y_full(G q + off, G q̇, G q̈): (nv, 10·nb) (columns: every full body), or
         (N, nv, 10·nb) for a batch; τ = Y π with π = ``inertial_parameters()``."""
+        with self._d:  # the shared buffers: one thread at a time
+            return self._regressor(q, qd, qdd, out)
+
+    def _regressor(self, q, qd, qdd, out):
         (q, qd, qdd), N = self._vecs(("q", "qd", "qdd"), (q, qd, qdd))
         if N is None:
             Y = self._full.regressor(self._xq(q, self._bq), self._xv(qd, self._bv),
@@ -591,6 +602,10 @@ class MimicRobot(SubsetDescription):
     def inverse_dynamics_derivatives(self, q, qd, qdd, out=None):
         """(∂τ/∂q, ∂τ/∂q̇, M) = Gᵀ (·)_full G at the expanded state (G is constant), each (nv, nv)
         (views of ``out`` (3, nv, nv) if given)."""
+        with self._d:  # the shared buffers (_bq, _bv, _ba, _bMG): one thread at a time
+            return self._inverse_dynamics_derivatives(q, qd, qdd, out)
+
+    def _inverse_dynamics_derivatives(self, q, qd, qdd, out):
         q, qd, qdd = self._q1(q), self._v1(qd, "qd"), self._v1(qdd, "qdd")
         d = self._full.inverse_dynamics_derivatives(self._xq(q, self._bq), self._xv(qd, self._bv),
                                                     self._xv(qdd, self._ba))
@@ -601,8 +616,9 @@ class MimicRobot(SubsetDescription):
 
     def forward_dynamics_derivatives(self, q, qd, tau):
         """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹) in the independent coordinates: −M⁻¹ ∂τ/∂x at q̈ = FD(q, q̇, τ)."""
-        qdd = self.forward_dynamics(q, qd, tau)
-        dq, dv, M = self.inverse_dynamics_derivatives(q, qd, qdd)
+        with self._d:  # one thread at a time: the two calls share the buffers
+            qdd = self._forward_dynamics(q, qd, tau)
+            dq, dv, M = self._inverse_dynamics_derivatives(q, qd, qdd, None)
         Minv = np.linalg.inv(M)
         Minv = 0.5 * (Minv + Minv.T)
         return -(Minv @ dq), -(Minv @ dv), Minv

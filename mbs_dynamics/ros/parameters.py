@@ -175,7 +175,7 @@ def _common(cfg, get):
     cfg["locked_joints"] = parse_locked_joints(list(get("locked_joints") or []))
     try:
         gravity = [float(g) for g in get("gravity")]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         gravity = []
     if len(gravity) != 3 or not all(math.isfinite(g) for g in gravity):
         raise ValueError(f"gravity must be 3 finite numbers, got {get('gravity')}")

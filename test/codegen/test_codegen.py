@@ -236,6 +236,10 @@ def test_generate_files_and_header(panda, tmp_path):
     (dict(frames=["nope"]), "unknown frame 'nope'"),
     (dict(functions=["coriolis"]), "unknown function 'coriolis'"),
     (dict(prefix="3d robot"), "not a C identifier"),
+    # fuzz campaign (issue 22): None escaped as AttributeError, a 5,000-character prefix as
+    # OSError "File name too long" from compile()
+    (dict(prefix=None), "not a C identifier"),
+    (dict(prefix="x" * 5000), "more than 64"),
 ])
 def test_generate_errors(panda, kw, words):
     with pytest.raises(codegen.CodegenError, match=words):

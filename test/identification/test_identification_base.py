@@ -9,6 +9,7 @@ import pytest
 
 import mbs_dynamics as mbs
 from test_identification_regressor import CASES, Case, random_parameters, rel
+from mbs_dynamics.identification import base_parameters
 
 
 @pytest.fixture(scope="module", params=CASES)
@@ -81,3 +82,18 @@ def test_bad_shapes():
         bp.to_base(np.zeros(7))
     with pytest.raises(ValueError, match="beta has shape"):
         bp.from_base(np.zeros(bp.n + 1))
+
+
+@pytest.mark.parametrize("kw, exc, words", [
+    (dict(samples=0), ValueError, "samples"), (dict(samples=-1), ValueError, "samples"),
+    (dict(samples=10 ** 12), ValueError, "samples"), (dict(samples=1.5), TypeError, "samples"),
+    (dict(rtol=float("nan")), ValueError, "rtol"), (dict(rtol=10 ** 400), ValueError, "rtol"),
+    (dict(rtol=2.0), ValueError, "rtol"), (dict(rtol="x"), TypeError, "rtol"),
+    (dict(seed=-1), ValueError, "seed"), (dict(seed="x"), ValueError, "seed")])
+def test_base_parameters_arguments_are_checked_and_named(kw, exc, words):
+    # fuzz campaign (issue 22): samples=0 said "zero-size array to reduction operation",
+    # 10**12 raised MemoryError, rtol=NaN was accepted, rtol=10**400 raised OverflowError
+    from mbs_dynamics import data
+    r = mbs.load_urdf(data.robot("arm7"))
+    with pytest.raises(exc, match=words):
+        base_parameters(r, **kw)

@@ -170,3 +170,43 @@ def test_identify_refuses_lock(tmp_path, log_table, capsys):
                    "--lock", "arm7_joint7=0"])
     assert rc == 2 and "--lock" in capsys.readouterr().err
     assert not any(p.exists() for p in _outputs(tmp_path / "o"))
+
+
+@pytest.mark.parametrize("extra, words", [(["--period", "1e308"], "trajectory points"),
+                                          (["--period", "1e6"], "trajectory points"),
+                                          (["--periods", "100000"], "trajectory points"),
+                                          (["--harmonics", "100000"], "harmonics")])
+def test_excite_huge_period_is_one_line_exit_2_before_building(tmp_path, capsys, extra, words):
+    # fuzz campaign (issue 22): --period 1e308 ended "cannot convert float infinity to integer"
+    # (exit 1); --period 1e6 started building 5e7 points
+    rc = cli.main(["excite", str(data.robot("arm7")), "-o", str(tmp_path / "t.yaml"), "--quiet",
+                   "--iterations", "1", *extra])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and words in err and "Traceback" not in err
+    assert not (tmp_path / "t.yaml").exists()
+
+
+def test_excite_rejects_a_non_finite_period():
+    from mbs_dynamics.identification import excite
+    r = mbs.load_urdf(data.robot("arm7"))
+    for p in (float("inf"), float("nan"), 0.0, -1.0):
+        with pytest.raises(ValueError, match="period"):
+            excite.excite(r, period=p, iterations=1)
+
+
+@pytest.mark.parametrize("kw, exc, words", [
+    (dict(harmonics=1000), ValueError, "harmonics"), (dict(harmonics=10 ** 400), ValueError,
+                                                      "harmonics"),
+    (dict(harmonics=2.5), TypeError, "harmonics"), (dict(margin="x"), TypeError, "margin"),
+    (dict(max_acceleration=float("nan")), ValueError, "max_acceleration"),
+    (dict(max_acceleration=10 ** 400), ValueError, "max_acceleration"),
+    (dict(period=10 ** 400), ValueError, "period"), (dict(iterations=-1), ValueError, "iterations"),
+    (dict(seed="x"), ValueError, "seed")])
+def test_excite_arguments_are_checked_before_the_work(kw, exc, words):
+    # fuzz campaign (issue 22): harmonics=1,000 ran for minutes per iteration (10**6 never
+    # returned), 10**400 values escaped as OverflowError / UFuncTypeError, NaN acceleration
+    # limits were accepted
+    from mbs_dynamics.identification import excite
+    r = mbs.load_urdf(data.robot("arm7"))
+    with pytest.raises(exc, match=words):
+        excite.excite(r, **dict(dict(iterations=1), **kw))

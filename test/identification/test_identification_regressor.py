@@ -375,3 +375,14 @@ def test_out_arrays_and_aliasing():
     assert rel(r.regressor(Qv, V, A, out=buf), Yb) == 0
     for k in range(2):
         assert rel(Yb[k], case.Y(Q[k], V[k], A[k])) <= TOL
+
+
+def test_with_inertial_parameters_huge_python_integer_is_a_value_error_naming_pi():
+    # fuzz campaign (issue 22): 10**400 escaped as OverflowError
+    import mbs_dynamics as mbs
+    from mbs_dynamics import data
+    r = mbs.load_urdf(data.robot("arm7"))
+    pi = r.inertial_parameters().tolist()
+    pi[0][0] = 10 ** 400
+    with pytest.raises(ValueError, match="pi"):
+        r.with_inertial_parameters(pi)

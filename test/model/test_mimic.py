@@ -549,3 +549,51 @@ def test_selection_and_partial_locks_on_a_chain():
     q, qd, qdd = np.random.default_rng(8).uniform(-1, 1, (3, 4))
     np.testing.assert_array_equal(r.inverse_dynamics(q, qd, qdd), ref.inverse_dynamics(q, qd, qdd))
 
+
+
+def test_shared_mimic_robot_regressor_and_derivatives_are_right_or_busy():
+    # fuzz campaign (issue 22): regressor, inverse_dynamics_derivatives and
+    # forward_dynamics_derivatives used the shared single-sample buffers without holding the
+    # workspace, corrupting each other's and the guarded methods' inputs (wrong results)
+    import threading
+    r = mbs.load_urdf(CHAIN)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, (3, 10, r.nv))
+    calls = [lambda i: r.regressor(X[0, i], X[1, i], X[2, i]),
+             lambda i: np.stack(r.inverse_dynamics_derivatives(X[0, i], X[1, i], X[2, i])),
+             lambda i: np.stack(r.forward_dynamics_derivatives(X[0, i], X[1, i], X[2, i])),
+             lambda i: r.frame_placement(X[0, i], r.frame_names[-1])]
+    want = [[f(i) for i in range(10)] for f in calls]
+    res = {"ok": 0, "busy": 0, "wrong": 0}
+    lock = threading.Lock()
+
+    def work(t):
+        g = np.random.default_rng(t)
+        for _ in range(300):
+            j, i = int(g.integers(len(calls))), int(g.integers(10))
+            try:
+                got = calls[j](i)
+            except RuntimeError as e:
+                assert "in use by another thread" in str(e)
+                with lock:
+                    res["busy"] += 1
+                continue
+            with lock:
+                res["ok" if np.allclose(got, want[j][i], rtol=1e-9, atol=1e-9) else "wrong"] += 1
+
+    th = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for x in th:
+        x.start()
+    for x in th:
+        x.join()
+    assert res["wrong"] == 0 and res["ok"] > 0
+
+
+def test_forward_dynamics_takes_method_like_robot():
+    # Robot.forward_dynamics(method=) is this round's API; a MimicRobot had no such argument
+    r = mbs.load_urdf(CHAIN)
+    z = np.zeros(r.nv)
+    assert np.array_equal(r.forward_dynamics(z, z, z, method="aba"), r.forward_dynamics(z, z, z))
+    for m, words in (("hdca", "without mimic joints"), ("x", "method must be")):
+        with pytest.raises(ValueError, match=words):
+            r.forward_dynamics(z, z, z, method=m)
