@@ -362,7 +362,7 @@ def _compute(robot, traj, actuator, ts, progress=None, source="the trajectory"):
             b = min(N, a + CHUNK)
             traj.sample_many(ts[a:b], out=qs[a:b])
             _check_finite(qs[a:b], Q_COLUMNS, ts[a:b], robot, source)  # before the dynamics
-            robot.torque_derivatives(qs[a:b], out=taus[a:b])
+            _torque_derivatives(robot, qs[a:b], taus[a:b])
             _check_finite(taus[a:b], FF_COLUMNS, ts[a:b], robot, source)
             if actuator is not None:
                 actuator.reference(qs[a:b], taus[a:b], out=ref[a:b])
@@ -377,6 +377,20 @@ def _compute(robot, traj, actuator, ts, progress=None, source="the trajectory"):
             data["stiffness"] = actuator.stiffness(data["theta"] - data["q"])
             _check_finite(data["stiffness"][:, None], ("stiffness",), ts, robot, source)
     return data
+
+
+def _torque_derivatives(robot, qs, taus):
+    """τ, τ′, τ″ of a block; where the kernels refuse an overflow (finite but huge values), the
+    samples up to the first refused one, which is marked NaN for :func:`_check_finite` to name."""
+    try:
+        robot.torque_derivatives(qs, out=taus)
+    except ValueError:
+        for s in range(qs.shape[0]):
+            try:
+                robot.torque_derivatives(qs[s], out=taus[s])
+            except ValueError:
+                taus[s] = np.nan
+                return
 
 
 def _check_finite(block, names, ts, robot, source):

@@ -29,8 +29,7 @@ def _findings(robots, fn=F.sweep):
     for label, r in robots:
         n += fn(r, lambda c, lab, m, tb: rec.append((c, lab, m)), f"[{label}] ")
     assert n > 0
-    bad = [x for x in rec if x[0] != "overflow"]  # IEEE overflow of |x| >= 1e154: see below
-    return bad
+    return rec      # overflow of huge finite inputs (|x| >= 1e154) is an error too: a ValueError
 
 
 @pytest.mark.parametrize("kind", ["bundled", "random", "mimic", "loops"])
@@ -52,7 +51,7 @@ def test_compiled_object_every_bad_input_class():
     assert not _findings([("compiled arm7", c)])
     for frame in ("nope", None, 3, b"arm7_tool"):
         with pytest.raises((ValueError, TypeError), match="frame|compiled"):
-            c.frame_jacobian(frame, np.zeros(7))
+            c.frame_jacobian(np.zeros(7), frame)
     for prefix in (None, 3, "", "1x", "x" * 5000):
         with pytest.raises(codegen.CodegenError, match="prefix"):
             codegen.generate(r, prefix=prefix)
@@ -68,7 +67,7 @@ def test_random_campaign_slice_is_clean():
                 rng = np.random.default_rng(7)
                 F.consistency(r, rng, lambda *a: rec.append(a[:3]), f"[{label}] ")
                 F.fuzz_robot(r, rng, lambda *a: rec.append(a[:3]), 150, f"[{label}] ")
-    assert not [x for x in rec if x[0] != "overflow"]
+    assert not rec
 
 
 hyp = pytest.importorskip("hypothesis")

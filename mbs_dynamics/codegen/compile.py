@@ -303,8 +303,8 @@ class CompiledRobot:
     Methods with the same names, arguments, input rules and results as the Robot's:
     ``inverse_dynamics``, ``forward_dynamics``, ``mass_matrix``, ``gravity_torques``,
     ``torque_derivatives`` (τ, τ′, τ″: ``qs`` (5, n) or ``(q, vs (4, nv))``, batches (N, …)),
-    plus ``frame_jacobian(frame, q)`` (6, nv) for the compiled frames (LOCAL, rows (linear,
-    angular)). What the generated code does not cover (``f_ext``, other derivative orders,
+    plus ``frame_jacobian(q, frame)`` (6, nv), in the generated code for the compiled frames
+    (LOCAL, rows (linear, angular)). What the generated code does not cover (``f_ext``, other derivative orders,
     ``method="closed_form"``, every other attribute) is answered by the wrapped robot. The
     compiled calls are re-entrant (their workspace lives on the C stack) and batches of 256
     samples or more release the GIL, so threads may share one object; what falls back to the
@@ -369,14 +369,16 @@ class CompiledRobot:
         """Itself: compiled calls are re-entrant and the slow path takes a lock."""
         return self
 
-    def frame_jacobian(self, frame, q, out=None):
-        """J (6, nv) (or (N, 6, nv)) of a compiled frame, body representation, rows (linear,
-        angular) — Pinocchio's ``getFrameJacobian(..., LOCAL)``."""
-        f = self._jac.get(frame)
-        if f is None:
-            raise ValueError(f"frame '{frame}' was not compiled (compiled frames: "
-                             f"{', '.join(self.frames) or 'none'}; compile(robot, frames=[...]))")
-        return f(q, out=out)
+    def frame_jacobian(self, q, frame, representation="body", out=None):
+        """J (6, nv) (or (N, 6, nv)) of ``frame``, rows (linear, angular), as
+        :meth:`Robot.frame_jacobian`: a compiled frame in the body representation (Pinocchio's
+        ``getFrameJacobian(..., LOCAL)``) runs in the generated code; any other frame or
+        representation is answered by the wrapped robot."""
+        f = self._jac.get(frame) if isinstance(frame, str) else None
+        if f is not None and isinstance(representation, str) and representation == "body":
+            return f(q, out=out)
+        with self._lock:
+            return self.robot.frame_jacobian(q, frame, representation, out=out)
 
     # ---------------------------------------------------------------- the slow path
     def _py(self, name):

@@ -643,7 +643,10 @@ class FeedforwardController:
             qs[:, active.cols] = active.buf
         if not np.isfinite(qs, out=model.finite).all():
             raise _Rejected("non_finite_output", "desired trajectory state is not finite")
-        model.robot.torque_derivatives(qs, out=model.taus)
+        try:
+            model.robot.torque_derivatives(qs, out=model.taus)
+        except ValueError as exc:   # finite but huge inputs: the kernels refuse an overflow
+            raise _Rejected("non_finite_output", f"torque derivatives: {exc}") from None
         self._gather(model, out)
         out.mode = "trajectory"
         out.trajectory_time = t
@@ -653,7 +656,10 @@ class FeedforwardController:
         q = model.q_hold if self._holding else model.q_meas
         qs[0] = q
         qs[1:] = 0.0
-        model.robot.gravity_torques(q, out=model.taus[0])
+        try:
+            model.robot.gravity_torques(q, out=model.taus[0])
+        except ValueError as exc:
+            raise _Rejected("non_finite_output", f"gravity torques: {exc}") from None
         model.taus[1:] = 0.0
         self._gather(model, out)
         out.mode = "hold"

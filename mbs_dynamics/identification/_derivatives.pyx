@@ -35,7 +35,7 @@ cimport numpy as cnp
 from libc.math cimport sqrt
 
 from mbs_dynamics.kernels._aba cimport aba_core
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, claim,
+from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, claim,
                                          take_states, unclaim)
 from mbs_dynamics.kernels._spatial cimport ad_V, joint_pose, load_jet
 
@@ -475,7 +475,7 @@ def inverse_dynamics_derivatives(Data d, q, qd, qdd, out=None):
     (N, ·) batches each (N, nv, nv), views of one (3, N, nv, nv) array."""
     claim(d)
     try:
-        return _inverse_dynamics_derivatives(d, q, qd, qdd, out)
+        return finite_result(_inverse_dynamics_derivatives(d, q, qd, qdd, out), "inverse_dynamics_derivatives")
     finally:
         unclaim(d)
 
@@ -485,6 +485,6 @@ def forward_dynamics_derivatives(Data d, q, qd, tau):
     ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈) (differentiate ID(q, q̇, FD(q, q̇, τ)) = τ)."""
     claim(d)
     try:
-        return _forward_dynamics_derivatives(d, q, qd, tau)
+        return finite_result(_forward_dynamics_derivatives(d, q, qd, tau), "forward_dynamics_derivatives")
     finally:
         unclaim(d)

@@ -29,7 +29,7 @@ from cython.parallel cimport prange
 cimport openmp
 from libc.string cimport memset
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, claim, unclaim, as_input, as_out,
+from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, claim, unclaim, as_input, as_out,
                                          check_finite, check_quat, fresh_if_alias, take_states)
 from mbs_dynamics.kernels._rnea cimport forward0, rnea_jet
 from mbs_dynamics.kernels._spatial cimport (ad_V, ad_X, add_adT, add_to_parent, add_X, axpy6,
@@ -411,7 +411,7 @@ def regressor(Data d, q, qd, qdd, out=None):
     """Y (nv, 10 nb) for q (nq,), v, a (nv,); or (N, nv, 10 nb) for (N, ·) batches."""
     claim(d)
     try:
-        return _regressor(d, q, qd, qdd, out)
+        return finite_result(_regressor(d, q, qd, qdd, out), "regressor")
     finally:
         unclaim(d)
 
@@ -421,6 +421,6 @@ def regressor_derivatives(Data d, q, vs, out=None):
     vs (N, K+2, nv) → (N, K+1, nv, 10 nb). vs None: q is a fixed-base qs ((N,) K+3, n)."""
     claim(d)
     try:
-        return _regressor_derivatives(d, q, vs, out)
+        return finite_result(_regressor_derivatives(d, q, vs, out), "regressor_derivatives")
     finally:
         unclaim(d)

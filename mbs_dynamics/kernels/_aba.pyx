@@ -22,7 +22,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.math cimport isfinite, sqrt
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, claim,
+from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, alias3, claim,
                                  unclaim, as_out,
                                  fresh_if_alias, load_fx, out_vec, take_states)
 from mbs_dynamics.kernels._spatial cimport (ad_X, add_adT, add_to_parent, add_X, axpy6, base_gravity,
@@ -382,7 +382,7 @@ def forward_dynamics(Data d, q, qd, tau, fx, out):
     """q̈ (nv,) = FD(q, v, τ) with optional body wrenches fx (nb, 6)."""
     claim(d)
     try:
-        return _forward_dynamics(d, q, qd, tau, fx, out)
+        return finite_result(_forward_dynamics(d, q, qd, tau, fx, out), "forward_dynamics")
     finally:
         unclaim(d)
 
@@ -391,7 +391,7 @@ def forward_dynamics_batch(Data d, q, qd, tau, out):
     """q̈ (N, nv) for N states."""
     claim(d)
     try:
-        return _forward_dynamics_batch(d, q, qd, tau, out)
+        return finite_result(_forward_dynamics_batch(d, q, qd, tau, out), "forward_dynamics_batch")
     finally:
         unclaim(d)
 

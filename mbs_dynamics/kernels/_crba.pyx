@@ -10,7 +10,7 @@ unit twists as its screws and reports its rows and columns in Pinocchio's order 
 import numpy as np
 cimport numpy as cnp
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, claim,
+from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, alias3, claim,
                                  unclaim, check_finite,
                                  check_quat, out_mat, vec)
 from mbs_dynamics.kernels._spatial cimport (axpy6, copy6,
@@ -491,7 +491,7 @@ def mass_matrix(Data d, q, out):
     """M (nv, nv) at q (nq,)."""
     claim(d)
     try:
-        return _mass_matrix(d, q, out)
+        return finite_result(_mass_matrix(d, q, out), "mass_matrix")
     finally:
         unclaim(d)
 
@@ -500,6 +500,6 @@ def coriolis_matrix(Data d, q, qd, out, int mode):
     """C̄ (mode 0) or Ṁ (mode 1), (nv, nv), at q (nq,), v (nv,)."""
     claim(d)
     try:
-        return _coriolis_matrix(d, q, qd, out, mode)
+        return finite_result(_coriolis_matrix(d, q, qd, out, mode), "coriolis_matrix")
     finally:
         unclaim(d)

@@ -108,6 +108,7 @@ cdef inline void unclaim(Data d) noexcept:
 cdef object as_input(object x, str name, int ndim, tuple shape)
 cdef object as_out(object x, str name, tuple shape)
 cdef int check_finite(object a, str name) except -1
+cdef object finite_result(object res, str what)
 cdef object fresh_if_alias(object out, tuple inputs)
 cdef int check_quat(const KModel* m, object q, str name) except -1
 cdef tuple take_states(const KModel* m, object q, object x, object y, str nx, str ny,

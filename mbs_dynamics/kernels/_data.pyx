@@ -358,6 +358,24 @@ cdef int check_finite(object a, str name) except -1:
     return 0
 
 
+cdef object finite_result(object res, str what):
+    """``res`` (an array, or a tuple of arrays) when every entry is finite, else a ValueError:
+    finite inputs far beyond a robot's range (|q̇| ~ 1e154 and up) overflow float64 arithmetic,
+    and the call says so instead of returning inf or NaN. One pass over the output, branch-free
+    (:func:`check_finite`)."""
+    cdef object a
+    for a in (res if type(res) is tuple else (res,)):
+        if type(a) is np.ndarray:
+            try:
+                check_finite(a if (<cnp.ndarray> a).flags.c_contiguous else np.ascontiguousarray(a),
+                             "")
+            except ValueError:
+                raise ValueError(f"{what}: the result overflowed to inf or NaN — an input is too "
+                                 "large for float64 arithmetic (check the magnitudes of q, "
+                                 "its derivatives, the torques and the external wrenches)") from None
+    return res
+
+
 cdef inline bint _overlap(object out, object x):
     cdef char* o0
     cdef char* a0

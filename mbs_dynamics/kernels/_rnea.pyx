@@ -22,7 +22,7 @@ cimport numpy as cnp
 from cython.parallel cimport prange
 cimport openmp
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, claim,
+from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, alias3, claim,
                                  unclaim, as_input, as_out,
                                  check_finite, check_quat, fresh_if_alias, load_fx, out_vec,
                                  take_states, vec)
@@ -528,7 +528,7 @@ def inverse_dynamics(Data d, q, qd, qdd, fx, out):
     """τ (nv,) = ID(q, v, a) with optional body wrenches fx (nb, 6) (or None)."""
     claim(d)
     try:
-        return _inverse_dynamics(d, q, qd, qdd, fx, out)
+        return finite_result(_inverse_dynamics(d, q, qd, qdd, fx, out), "inverse_dynamics")
     finally:
         unclaim(d)
 
@@ -537,7 +537,7 @@ def inverse_dynamics_batch(Data d, q, qd, qdd, out):
     """τ (N, nv) for N states q (N, nq), v, a (N, nv), split over the OpenMP threads."""
     claim(d)
     try:
-        return _inverse_dynamics_batch(d, q, qd, qdd, out)
+        return finite_result(_inverse_dynamics_batch(d, q, qd, qdd, out), "inverse_dynamics_batch")
     finally:
         unclaim(d)
 
@@ -547,7 +547,7 @@ def torque_derivatives(Data d, q, vs, fx, out):
     optional applied-wrench jet fx (Kf ≤ K+1, nb, 6) in body frames (None: no external load)."""
     claim(d)
     try:
-        return _torque_derivatives(d, q, vs, fx, out)
+        return finite_result(_torque_derivatives(d, q, vs, fx, out), "torque_derivatives")
     finally:
         unclaim(d)
 
@@ -556,7 +556,7 @@ def torque_derivatives_qs(Data d, qs, out):
     """The fixed-base form: qs (K+3, n) rows q, q′, …, q^(K+2) → (K+1, n)."""
     claim(d)
     try:
-        return _torque_derivatives_qs(d, qs, out)
+        return finite_result(_torque_derivatives_qs(d, qs, out), "torque_derivatives_qs")
     finally:
         unclaim(d)
 
@@ -566,7 +566,7 @@ def torque_derivatives_batch(Data d, q, vs, out):
     passed as ``q = qs``, ``vs = None``."""
     claim(d)
     try:
-        return _torque_derivatives_batch(d, q, vs, out)
+        return finite_result(_torque_derivatives_batch(d, q, vs, out), "torque_derivatives_batch")
     finally:
         unclaim(d)
 
@@ -575,6 +575,6 @@ def gravity(Data d, q, out):
     """Q_grav (nv,) at q (nq,)."""
     claim(d)
     try:
-        return _gravity(d, q, out)
+        return finite_result(_gravity(d, q, out), "gravity")
     finally:
         unclaim(d)

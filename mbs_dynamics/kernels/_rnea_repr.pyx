@@ -33,7 +33,7 @@ in ``V[1]``, wrenches in ``W[0]``. No allocation.
 import numpy as np
 cimport numpy as cnp
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, alias3, as_out,
+from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, alias3, as_out,
                                          claim, unclaim,
                                          fresh_if_alias, load_fx, out_vec, take_states)
 from mbs_dynamics.kernels._spatial cimport (ad_V, add_adT, axpy6, compose, copy6, joint_pose, load_jet, rot,
@@ -416,7 +416,7 @@ def inverse_dynamics(Data d, int rep, q, qd, qdd, fx, out):
     (nb, 6) in body frames."""
     claim(d)
     try:
-        return _inverse_dynamics(d, rep, q, qd, qdd, fx, out)
+        return finite_result(_inverse_dynamics(d, rep, q, qd, qdd, fx, out), "inverse_dynamics")
     finally:
         unclaim(d)
 
@@ -425,6 +425,6 @@ def inverse_dynamics_batch(Data d, int rep, q, qd, qdd, out):
     """τ (N, nv) for N states, one thread."""
     claim(d)
     try:
-        return _inverse_dynamics_batch(d, rep, q, qd, qdd, out)
+        return finite_result(_inverse_dynamics_batch(d, rep, q, qd, qdd, out), "inverse_dynamics_batch")
     finally:
         unclaim(d)

@@ -13,7 +13,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdlib cimport calloc, free, malloc
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, KWork, as_input, claim,
+from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, as_input, claim,
                                          unclaim,
                                          as_out, check_finite, check_quat)
 from mbs_dynamics.kernels._spatial cimport ad_V, compose, joint_pose, quat_pose
@@ -195,7 +195,7 @@ def kinematic_hessian(Data d, const int[::1] kb, const double[:, ::1] S12, int f
     """(the owner flag around :func:`_kinematic_hessian`)"""
     claim(d)
     try:
-        return _kinematic_hessian(d, kb, S12, f, q, rep, out)
+        return finite_result(_kinematic_hessian(d, kb, S12, f, q, rep, out), "kinematic_hessian")
     finally:
         unclaim(d)
 
@@ -339,7 +339,7 @@ def christoffel(Data d, q, out):
     """(the owner flag around :func:`_christoffel`)"""
     claim(d)
     try:
-        return _christoffel(d, q, out)
+        return finite_result(_christoffel(d, q, out), "christoffel")
     finally:
         unclaim(d)
 

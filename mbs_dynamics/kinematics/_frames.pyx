@@ -31,7 +31,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.string cimport memset
 
-from mbs_dynamics.kernels._data cimport (FREE, REVOLUTE, Data, KModel, alias3, as_input, as_out,
+from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, alias3, as_input, as_out,
                                          claim, unclaim,
                                          check_finite, check_quat, vec)
 from mbs_dynamics.kernels._spatial cimport compose, joint_pose, quat_pose
@@ -599,7 +599,7 @@ def placement(FrameData fd, q, frame, out=None):
     """(4, 4) world pose of ``frame`` at q (nq,), or (N, 4, 4) for q (N, nq)."""
     claim(fd.d)
     try:
-        return _placement(fd, q, frame, out)
+        return finite_result(_placement(fd, q, frame, out), "placement")
     finally:
         unclaim(fd.d)
 
@@ -608,7 +608,7 @@ def velocity(FrameData fd, q, qd, frame, representation, out=None):
     """(6,) twist (linear, angular) of ``frame`` in ``representation``; (N, 6) for batches."""
     claim(fd.d)
     try:
-        return _velocity(fd, q, qd, frame, representation, out)
+        return finite_result(_velocity(fd, q, qd, frame, representation, out), "velocity")
     finally:
         unclaim(fd.d)
 
@@ -617,7 +617,7 @@ def jacobian(FrameData fd, q, frame, representation, out=None):
     """(6, nv) Jacobian of ``frame`` in ``representation`` (rows linear, angular); (N, 6, nv)."""
     claim(fd.d)
     try:
-        return _jacobian(fd, q, frame, representation, out)
+        return finite_result(_jacobian(fd, q, frame, representation, out), "jacobian")
     finally:
         unclaim(fd.d)
 
@@ -626,7 +626,7 @@ def jacobian_derivative(FrameData fd, q, qd, frame, representation, out=None):
     """(6, nv) J̇ = d/dt J(q(t)) at (q, q̇) in ``representation``; (N, 6, nv) for batches."""
     claim(fd.d)
     try:
-        return _jacobian_derivative(fd, q, qd, frame, representation, out)
+        return finite_result(_jacobian_derivative(fd, q, qd, frame, representation, out), "jacobian_derivative")
     finally:
         unclaim(fd.d)
 
@@ -635,6 +635,6 @@ def acceleration(FrameData fd, q, qd, qdd, frame, representation, out=None):
     """(6,) d/dt of the frame's twist in ``representation`` = J q̈ + J̇ q̇; (N, 6) for batches."""
     claim(fd.d)
     try:
-        return _acceleration(fd, q, qd, qdd, frame, representation, out)
+        return finite_result(_acceleration(fd, q, qd, qdd, frame, representation, out), "acceleration")
     finally:
         unclaim(fd.d)

@@ -21,6 +21,7 @@ cimport numpy as cnp
 from libc.stdlib cimport free, malloc
 
 from mbs_dynamics.kernels._data cimport (FREE, Data, KModel, KWork, as_input, as_out, claim,
+                                         finite_result,
                                          unclaim,
                                          check_finite, check_quat, fresh_if_alias)
 from mbs_dynamics.kernels._spatial cimport (ad_V, ad_X, add_X, axpy6, bell, compose, copy6, joint_pose, rot,
@@ -222,7 +223,7 @@ cdef object _derivatives(JetFrames jf, int f, q, vs, int rep, out):
     """The owner flag of the Data (one thread at a time) around :func:`_derivatives_body`."""
     claim(jf.d)
     try:
-        return _derivatives_body(jf, f, q, vs, rep, out)
+        return finite_result(_derivatives_body(jf, f, q, vs, rep, out), "frame_derivatives")
     finally:
         unclaim(jf.d)
 

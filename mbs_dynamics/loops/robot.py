@@ -522,13 +522,14 @@ class ClosedLoopRobot(SubsetDescription):
         self._set_last(Q[0])
         tf = np.zeros(self._nf)
         tf[self._act] = tau
+        _in_range(Q[1], tf)
         if method == "lagrange":
             from .lagrange import acceleration
             a = acceleration(self, Q[0], Q[1], tf, f_ext)
         else:
             from .hdca import acceleration
             a = acceleration(self, Q[0], Q[1], tf, f_ext)
-        return _out(out, a[self._act])
+        return _out(out, _finite(a[self._act]))
 
 
 class FloatingClosedLoopRobot(ClosedLoopRobot):
@@ -687,6 +688,7 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         tf = np.zeros(6 + self._nf)
         tf[:6] = tau[:6]
         tf[6 + self._act] = tau[6:]
+        _in_range(vf, tf)
         _, _, Kdv, K = constraint_terms(self._kin, Q[0], Q[1])
         K = np.hstack([np.zeros((K.shape[0], 6)), K])
         M = self._full.mass_matrix(qf)
@@ -726,3 +728,22 @@ for _cls in (ClosedLoopRobot, FloatingClosedLoopRobot):
         if _name in _cls.__dict__:
             setattr(_cls, _name, _one_thread(_cls.__dict__[_name]))
 del _cls, _name
+
+
+# |v|, |τ| beyond this overflow the quadratic velocity terms (|v|² > 1e300) of float64
+_HUGE = 1e150
+
+
+def _in_range(v, tau):
+    """Velocities and torques far beyond any mechanism's range (≥ 1e150) are a ValueError before
+    they reach LAPACK (which would print 'illegal value' and return NaN)."""
+    if np.abs(v).max(initial=0.0) >= _HUGE or np.abs(tau).max(initial=0.0) >= _HUGE:
+        raise ValueError("forward_dynamics: qd or tau is too large for float64 arithmetic "
+                         f"(|value| >= {_HUGE:g})")
+
+
+def _finite(a):
+    if not np.all(np.isfinite(a)):
+        raise ValueError("forward_dynamics: the result overflowed to inf or NaN — an input is "
+                         "too large for float64 arithmetic")
+    return a
