@@ -5,6 +5,7 @@ code 2, no traceback, and no output file written.
 """
 from __future__ import annotations
 
+import importlib.util
 import builtins
 import json
 
@@ -17,8 +18,9 @@ from mbs_dynamics.identification import logs
 
 from identification_sim import fourier, perturbed_model, pin, simulate
 
-pytestmark = pytest.mark.skipif(pin is None, reason="pinocchio is not installed")
-pytest.importorskip("scipy")
+_NO_SCIPY = importlib.util.find_spec("scipy") is None   # a skip per test, not per module
+pytestmark = [pytest.mark.skipif(pin is None, reason="pinocchio is not installed"),
+              pytest.mark.skipif(_NO_SCIPY, reason="scipy is not installed")]
 URDF = data.robot("arm7")
 SIGMA = 0.05
 

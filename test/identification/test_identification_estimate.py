@@ -16,6 +16,7 @@ joint, along analytic Fourier trajectories (test/identification_sim.py). Checked
 """
 from __future__ import annotations
 
+import importlib.util
 import warnings
 
 import numpy as np
@@ -29,8 +30,9 @@ from mbs_dynamics.identification.pipeline import IdentificationWarning, identify
 from identification_sim import (central_first_derivative, central_second_derivative, fourier,
                                 perturbed_model, pin, rigid_torques, simulate, true_parameters)
 
-pytestmark = pytest.mark.skipif(pin is None, reason="pinocchio is not installed")
-pytest.importorskip("scipy")
+_NO_SCIPY = importlib.util.find_spec("scipy") is None   # a skip per test, not per module
+pytestmark = [pytest.mark.skipif(pin is None, reason="pinocchio is not installed"),
+              pytest.mark.skipif(_NO_SCIPY, reason="scipy is not installed")]
 
 RATE = 500.0
 SIGMA = np.array([0.08, 0.2, 0.1, 0.1, 0.04, 0.03, 0.02])

@@ -14,7 +14,11 @@ import pytest
 import mbs_dynamics as mbs
 import loops_mechanisms as lm
 
-pin = pytest.importorskip("pinocchio")
+try:
+    import pinocchio as pin
+except ImportError:  # skip per test, not per module (launch_testing)
+    pin = None
+pytestmark = pytest.mark.skipif(pin is None, reason="pinocchio is not installed")
 
 D = {1: np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0, 4 / 5, -1 / 5, 4 / 105, -1 / 280]),
      2: np.array([-1 / 560, 8 / 315, -1 / 5, 8 / 5, -205 / 72, 8 / 5, -1 / 5, 8 / 315, -1 / 560])}
