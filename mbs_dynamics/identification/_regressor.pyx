@@ -34,7 +34,7 @@ from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KM
 from mbs_dynamics.kernels._rnea cimport forward0, rnea_jet
 from mbs_dynamics.kernels._spatial cimport (ad_V, ad_X, add_adT, add_to_parent, add_X, axpy6,
                                             base_gravity, bell, copy6, joint_pose, load_jet,
-                                            phi_small, phi_sum, to_child, X_dot, zero6)
+                                            load_rows, phi_small, phi_sum, to_child, X_dot, zero6)
 
 cnp.import_array()
 
@@ -149,21 +149,6 @@ cdef void regressor0(const KModel* m, KWork* w, double* Y) noexcept nogil:
             j = m.parent[j]
 
 
-cdef inline void load_state(const KModel* m, KWork* w, const double* q, const double* v,
-                            const double* a) noexcept nogil:
-    """q, v, a of one sample into the workspace."""
-    cdef int nb = m.nb, b
-    load_jet(m, w, q, v, 1)
-    if m.fb:
-        w.nu[6], w.nu[7], w.nu[8] = a[3], a[4], a[5]
-        w.nu[9], w.nu[10], w.nu[11] = a[0], a[1], a[2]
-        for b in range(1, nb):
-            w.qj[2 * nb + b] = a[5 + b]
-    else:
-        for b in range(nb):
-            w.qj[2 * nb + b] = a[b]
-
-
 cdef inline int _threads(Py_ssize_t N, Py_ssize_t work1) noexcept:
     cdef Py_ssize_t work = N * work1
     return max(1, min(openmp.omp_get_max_threads(), <int> (work // PARALLEL_WORK)))
@@ -185,7 +170,7 @@ def _regressor(Data d, q, qd, qdd, out=None):
     if not batch:
         out = as_out(out, "out", (m.nv, cols))
         w = &d.w
-        load_state(m, w, pq, pv, pa)
+        load_rows(m, w, pq, pv, pa)
         forward0(m, w)
         regressor0(m, w, <double*> cnp.PyArray_DATA(out))  # inputs are read before out is written
         return out
@@ -198,13 +183,13 @@ def _regressor(Data d, q, qd, qdd, out=None):
     cdef KWork* ws = &d.w if T == 1 else d.thread_works(T)
     if T == 1:
         for s in range(N):
-            load_state(m, ws, pq + s * nq, pv + s * nv, pa + s * nv)
+            load_rows(m, ws, pq + s * nq, pv + s * nv, pa + s * nv)
             forward0(m, ws)
             regressor0(m, ws, po + s * so)
     else:
         for t in prange(T, nogil=True, schedule="static", chunksize=1, num_threads=T):
             for s in range(t * N // T, (t + 1) * N // T):
-                load_state(m, &ws[t], pq + s * nq, pv + s * nv, pa + s * nv)
+                load_rows(m, &ws[t], pq + s * nq, pv + s * nv, pa + s * nv)
                 forward0(m, &ws[t])
                 regressor0(m, &ws[t], po + s * so)
     if res is not out:

@@ -27,8 +27,9 @@ from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KM
                                  check_finite, check_quat, fresh_if_alias, load_fx, out_vec,
                                  take_states, vec)
 from mbs_dynamics.kernels._spatial cimport (ad_V, ad_X, add_adT, add_to_parent, add_X, axpy6,
-                                    base_gravity, bell, copy6, inertia_times, joint_pose,
-                                    load_jet, phi_small, phi_sum, to_child, X_dot, zero6)
+                                            base_gravity, bell, copy6, inertia_times, joint_pose,
+                                            load_jet, load_rows, phi_small, phi_sum, to_child,
+                                            X_dot, zero6)
 
 cnp.import_array()
 
@@ -321,21 +322,6 @@ cdef object _inverse_dynamics(Data d, q, qd, qdd, fx, out):
     return out
 
 
-cdef void _load_state_rows(const KModel* m, KWork* w, const double* q, const double* v,
-                           const double* a) noexcept nogil:
-    """q, v, a of one sample into the workspace (K = 0)."""
-    cdef int nb = m.nb, b
-    load_jet(m, w, q, v, 1)
-    if m.fb:
-        w.nu[6], w.nu[7], w.nu[8] = a[3], a[4], a[5]
-        w.nu[9], w.nu[10], w.nu[11] = a[0], a[1], a[2]
-        for b in range(1, nb):
-            w.qj[2 * nb + b] = a[5 + b]
-    else:
-        for b in range(nb):
-            w.qj[2 * nb + b] = a[b]
-
-
 cdef object _inverse_dynamics_batch(Data d, q, qd, qdd, out):
     """τ (N, nv) for N states q (N, nq), v, a (N, nv), split over the OpenMP threads. A fixed
     base runs the block kernel of _soa.h (MBS_L samples per pass, SIMD across samples)."""
@@ -372,12 +358,12 @@ cdef object _inverse_dynamics_batch(Data d, q, qd, qdd, out):
         ws = &d.w if T == 1 else d.thread_works(T)
         if T == 1:
             for s in range(N):
-                _load_state_rows(m, ws, pq + s * nq, pv + s * nv, pa + s * nv)
+                load_rows(m, ws, pq + s * nq, pv + s * nv, pa + s * nv)
                 rnea0(m, ws, False, po + s * nv)
         else:
             for t in prange(T, nogil=True, schedule="static", chunksize=1, num_threads=T):
                 for s in range(t * N // T, (t + 1) * N // T):
-                    _load_state_rows(m, &ws[t], pq + s * nq, pv + s * nv, pa + s * nv)
+                    load_rows(m, &ws[t], pq + s * nq, pv + s * nv, pa + s * nv)
                     rnea0(m, &ws[t], False, po + s * nv)
     if res is not out:
         out[...] = res

@@ -36,8 +36,8 @@ cimport numpy as cnp
 from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, alias3, as_out,
                                          claim, unclaim,
                                          fresh_if_alias, load_fx, out_vec, take_states)
-from mbs_dynamics.kernels._spatial cimport (ad_V, add_adT, axpy6, compose, copy6, joint_pose, load_jet, rot,
-                                            zero6)
+from mbs_dynamics.kernels._spatial cimport (ad_V, add_adT, axpy6, compose, copy6, joint_pose,
+                                            load_jet, load_rows, rot, zero6)
 
 cnp.import_array()
 
@@ -345,21 +345,6 @@ cdef inline void run(const KModel* m, KWork* w, int rep, bint use_fx, double* ou
         rnea_spatial(m, w, use_fx, out)
     else:
         rnea_hybrid(m, w, use_fx, out)
-
-
-cdef void load_rows(const KModel* m, KWork* w, const double* q, const double* v,
-                    const double* a) noexcept nogil:
-    """q, v, a of one sample into the workspace (the base's (linear, angular) → (ω, v))."""
-    cdef int nb = m.nb, b
-    load_jet(m, w, q, v, 1)
-    if m.fb:
-        w.nu[6], w.nu[7], w.nu[8] = a[3], a[4], a[5]
-        w.nu[9], w.nu[10], w.nu[11] = a[0], a[1], a[2]
-        for b in range(1, nb):
-            w.qj[2 * nb + b] = a[5 + b]
-    else:
-        for b in range(nb):
-            w.qj[2 * nb + b] = a[b]
 
 
 cdef object _inverse_dynamics(Data d, int rep, q, qd, qdd, fx, out):

@@ -247,6 +247,21 @@ cdef inline void load_jet(const KModel* m, KWork* w, const double* q, const doub
                 w.qj[(k + 1) * nb + b] = vs[k * nv + b]
 
 
+cdef inline void load_rows(const KModel* m, KWork* w, const double* q, const double* v,
+                           const double* a) noexcept nogil:
+    """q, v, a of one sample into the workspace (K = 0; the base's (linear, angular) → (ω, v))."""
+    cdef int nb = m.nb, b
+    load_jet(m, w, q, v, 1)
+    if m.fb:
+        w.nu[6], w.nu[7], w.nu[8] = a[3], a[4], a[5]
+        w.nu[9], w.nu[10], w.nu[11] = a[0], a[1], a[2]
+        for b in range(1, nb):
+            w.qj[2 * nb + b] = a[5 + b]
+    else:
+        for b in range(nb):
+            w.qj[2 * nb + b] = a[b]
+
+
 # ---- the Bell polynomials Φ_m of one joint (MATH.md "Recursive time derivatives of any order")
 cdef inline void bell(const KModel* m, KWork* w, int i, int K1) noexcept nogil:
     """c[m][j] of Φ_m, m ≤ K1: c[m+1][j] = Σ_l binom(m,l) c[m−l][j−1] (−q^(l+1))."""
