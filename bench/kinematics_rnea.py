@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "test"))
 import mbs_dynamics as mbs  # noqa: E402
+from kinematics import _calibrate, _loop  # noqa: E402  (bench/kinematics.py: CPU-time loops)
 
 # (multiplications, additions) of the kernels' primitives for a revolute joint (from the source)
 PRIMS = {
@@ -76,22 +77,6 @@ def paper_counts(n):
         "hybrid": f"{3 * n - 3} translational + {n} rotational transformations, {n} rotational "
                   f"inertia-tensor transformations, {3 * n - 1} Lie brackets",
     }
-
-
-def _loop(f, k):
-    t0 = time.process_time()
-    for _ in range(k):
-        f()
-    return time.process_time() - t0
-
-
-def _calibrate(f, target):
-    k = 1
-    while True:
-        t = _loop(f, k)
-        if t >= target / 4 or k > 1 << 22:
-            return max(1, int(k * target / max(t, 1e-9)))
-        k *= 4
 
 
 def timed(fns, repeats, target):
