@@ -348,3 +348,46 @@ def test_proxy_enriches_goals_of_the_actuated_joints(tmp_path):
         assert len(h.fake.goals) == 1                                # never forwarded
     finally:
         h.close()
+
+
+def test_proxy_lead_in_and_hold_from_full_joint_states():
+    """joint_states carrying every joint of the mechanism (the dependent ones, here NaN, are
+    ignored): the start-up hold is g_a of the oracle at the measured actuated pose, and a goal
+    whose first point is at 0.5 s gets the lead-in from that state, effort = the oracle's τ_a."""
+    from test_feedforward_proxy import Harness, goal_of, seconds
+    from test_ros_loops import Oracle
+
+    u, text, act = mechanism("planar_fourbar")
+    orc = Oracle("planar_fourbar")
+    r = orc.r
+    q_meas = r.q_assembled[r.actuated_index] + 0.15
+    h = Harness({"robot_description": u, "loops": text, "actuated": act, "sample_period": 0.05,
+                 "hold_on_start": True}, interfaces=["effort"])
+    try:
+        msg = JointState(name=["j_rocker", "j_crank", "j_coupler"],
+                         position=[float("nan"), float(q_meas[0]), float("nan")],
+                         velocity=[0.0, 0.0, 0.0])
+        h.state_timer = h.client_node.create_timer(0.01, lambda: h.state_pub.publish(msg))
+        assert World.wait_for(lambda: bool(h.fake.goals), timeout=10.0)
+        hold = h.fake.goals[0].trajectory
+        assert list(hold.joint_names) == ["j_crank"] and len(hold.points) == 1
+        np.testing.assert_allclose(hold.points[0].positions, q_meas, atol=1e-15)
+        np.testing.assert_allclose(hold.points[0].effort, orc.gravity(q_meas), rtol=1e-9)
+        traj = JointTrajectory()
+        traj.joint_names = ["j_crank"]
+        for t, x in ((0.5, 0.3), (1.0, 0.5)):
+            p = JointTrajectoryPoint(positions=[float(q_meas[0] + x)])
+            p.time_from_start.sec, p.time_from_start.nanosec = int(t), int((t % 1) * 1e9)
+            traj.points.append(p)
+        res = h.result(h.send(goal_of(traj)))
+        assert res.status == 4, res.result.error_string
+        sent = h.fake.goals[-1].trajectory
+        times = np.array([seconds(p.time_from_start) for p in sent.points])
+        assert times[0] == 0.0 and np.sum(times < 0.5 - 1e-9) >= 10
+        np.testing.assert_allclose(sent.points[0].positions, q_meas, atol=1e-15)
+        for p in sent.points:
+            want = orc.tau(np.array(p.positions), np.array(p.velocities),
+                           np.array(p.accelerations))
+            np.testing.assert_allclose(p.effort, want, rtol=1e-9, atol=1e-12)
+    finally:
+        h.close()
