@@ -19,6 +19,12 @@ Topics (inputs relative, so launch files remap them; outputs private):
 * pub ``/diagnostics`` — diagnostic_msgs/DiagnosticArray, once a second: achieved rate,
   compute-time percentiles, loop lateness, rejections by cause.
 
+Closed loops (parameters ``loops``, ``actuated``; :mod:`.parameters`): the robot is
+``load_urdf(robot_description, loops=..., actuated=...)``, a ClosedLoopRobot whose joints are the
+actuated ones: ``joints``, every output and the trajectories name actuated joints only (a
+trajectory naming a dependent joint is rejected, ``unknown_joint``); ``joint_states`` may carry
+every joint of the mechanism or the actuated ones only (selected by name).
+
 All control publishers are reliable, keep last 1. History, depth and reliability of the control
 topics can be overridden with the standard ``qos_overrides.<topic>.<publisher|subscription>.
 <policy>`` parameters.

@@ -22,7 +22,10 @@ interface. MoveIt (or any FollowJointTrajectory client) talks to this node inste
   model yet, the controller's server absent) is answered ABORTED with error_code INVALID_JOINTS
   or INVALID_GOAL and an error_string naming the cause; nothing non-finite is ever forwarded;
 * the robot comes from the ``robot_description`` parameter or, when that is empty, from the
-  ``robot_description`` topic (reliable, transient local, as robot_state_publisher offers it).
+  ``robot_description`` topic (reliable, transient local, as robot_state_publisher offers it);
+  with the parameters ``loops``/``actuated`` it is a ClosedLoopRobot (``load_urdf(...,
+  loops=..., actuated=...)``): goals name its actuated joints (a dependent joint:
+  INVALID_JOINTS, naming it), ``joint_states`` may carry every joint (selected by name).
 
 * before each goal the controller's ``command_interfaces`` are read (rcl_interfaces
   GetParameters of ``controller_node``, default: ``controller_action`` without its last part;

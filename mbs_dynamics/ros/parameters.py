@@ -50,8 +50,9 @@ NODE_PARAMETERS = {
             "(std_msgs/String, transient local), as robot_state_publisher publishes it; every "
             "new message there swaps the model.", True, None),
     "joints": (
-        [], "Controlled joints, in output order (a subset of the model's movable joints). "
-            "Unset or empty: every movable joint in URDF order.", True, None),
+        [], "Controlled joints, in output order (a subset of the model's movable joints; with "
+            "loops, of the actuated joints). Unset or empty: every movable (actuated) joint in "
+            "URDF order.", True, None),
     "base_link": (
         "", "Link fixed to the world; gravity is expressed in it. Empty: the URDF root.",
         True, None),
