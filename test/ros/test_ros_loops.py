@@ -304,3 +304,29 @@ def test_motor_output_and_sea_feedforward_on_a_four_bar():
     k = 7                                            # t = 0.7, a waypoint
     assert math.isclose(e.times[k], t)
     assert rel(e.positions[k], q[0] + tau / K) < 1e-10
+
+
+def test_unreachable_motion_is_refused_never_raised():
+    """A rocker-driven four-bar cannot reach 1.5 rad: the enricher answers INVALID_GOAL naming
+    the assembly failure; the controller publishes nothing for those cycles (counted) and
+    holds again once the state is reachable; hold_point raises a ValueError saying why."""
+    from mbs_dynamics.control.enrich import INVALID_GOAL
+
+    r, *_ = load("planar_fourbar", actuated=["j_rocker"])
+    q0 = rest_positions(r)
+    enr = TrajectoryEnricher(r, output="effort", sample_period=0.1)
+    goal = {"joint_names": ["j_rocker"],
+            "points": [{"time_from_start": 0.0, "positions": q0.tolist()},
+                       {"time_from_start": 1.0, "positions": [1.5]}]}
+    with pytest.raises(EnrichmentError) as exc:
+        enr.enrich(goal)
+    assert exc.value.error_code == INVALID_GOAL and "cannot assemble" in str(exc.value)
+    with pytest.raises(ValueError, match="cannot assemble"):
+        proxy_logic.hold_point(r, ["j_rocker"], [1.5])
+    ctl = FeedforwardController(r, joint_state_timeout=0.0)
+    assert ctl.set_joint_state(["j_rocker"], [1.5], stamp=0.0)
+    out = ctl.update(0.0)
+    assert out.mode == "none" and not out.valid
+    assert ctl.rejections["non_finite_output"] == 1 and "cannot assemble" in ctl.last_rejection
+    assert ctl.set_joint_state(["j_rocker"], q0, stamp=0.1)
+    assert ctl.update(0.1).mode == "hold"

@@ -29,7 +29,7 @@ try:  # ROS 2 is optional: without it every test here skips, one by one
 
     from mbs_dynamics.ros.feedforward_node import ConfigurationError as NodeConfigError
     from mbs_dynamics.ros.feedforward_node import FeedforwardNode
-    from mbs_dynamics.ros.feedforward_proxy import FeedforwardProxy
+    from mbs_dynamics.ros.feedforward_proxy import FeedforwardProxy  # noqa: F401 (control_msgs)
     from mbs_dynamics.ros.sim_node import ConfigurationError as SimConfigError
     from mbs_dynamics.ros.sim_node import SimNode
 except ImportError as exc:
