@@ -391,3 +391,39 @@ def test_proxy_lead_in_and_hold_from_full_joint_states():
             np.testing.assert_allclose(p.effort, want, rtol=1e-9, atol=1e-12)
     finally:
         h.close()
+
+
+def test_sim_node_sea_on_a_four_bar_rests_under_the_oracle_gravity_torque():
+    """SEA drive on the crank: starting at the spring equilibrium θ = q + K⁻¹g_a and commanded
+    τ_m = g_a of the oracle, the mechanism stays at rest; motor_states name the actuated joint,
+    joint_states every joint with the spring torque on the crank."""
+    from test_ros_loops import Oracle
+
+    u, text, act = mechanism("planar_fourbar")
+    orc = Oracle("planar_fourbar")
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = SimNode(context=ctx, parameter_overrides=[
+        Parameter("robot_description", value=u), Parameter("loops", value=text),
+        Parameter("actuated", value=act), Parameter("rate", value=100.0),
+        Parameter("substeps", value=4), Parameter("actuator.type", value="sea"),
+        Parameter("actuator.stiffness", value=800.0)])
+    try:
+        got = {}
+        node._pub_js.publish = lambda m: got.__setitem__("js", m)
+        node._pub_motor.publish = lambda m: got.__setitem__("ms", m)
+        q0 = node._plant.q.copy()
+        g = orc.gravity(q0)
+        np.testing.assert_allclose(node._plant.theta, q0 + g / 800.0, rtol=1e-12)
+        node._on_command(Float64MultiArray(data=[float(x) for x in g]))
+        for _ in range(30):
+            node._tick()
+        assert node.braked_steps == 0
+        assert np.abs(node._plant.q - q0).max() < 1e-10
+        assert list(got["ms"].name) == ["j_crank"]
+        assert list(got["js"].name) == ["j_crank", "j_coupler", "j_rocker"]
+        np.testing.assert_allclose(got["js"].effort, [g[0], 0.0, 0.0], rtol=1e-9)
+        assert orc.P.closure_error(np.array(got["js"].position)) < 1e-10
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=ctx)
