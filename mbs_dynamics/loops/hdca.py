@@ -1,4 +1,5 @@
-"""Hamiltonian divide-and-conquer forward dynamics (HDCA, seed 002) for trees and closed loops.
+"""Hamiltonian divide-and-conquer forward dynamics (HDCA, seed 002) for trees and closed loops,
+on a fixed or a floating base, with mimic joints.
 
 Formulation (seed 002 §2.1, eq. 6–8): the state is the joint positions q and the *augmented*
 momenta P = M q̇ − K_vᵀσ of the spanning tree's joints (σ: the loop impulses, σ̇ = λ);
@@ -13,23 +14,44 @@ Everything is in the spatial (world) representation: body twists V_i, spatial in
 M_i = Ad_{C_i}⁻ᵀ M_i^b Ad_{C_i}⁻¹, joint screws S_k = Ad_{C_k} X_k; a joint transmits the impulse
 ``D_k σ_k + H_k P_k`` (eq. 10; Dᵀ_k S_k = 0, H_k = S_k/|S_k|², so S_kᵀ(…) = P_k), a loop ±E_ℓσ_ℓ.
 
-* Velocities and impulses (Alg. 1–2): each body's integral form ``V_i = M_i⁻¹ Σ_handles (…)``
-  (eq. 12–16, every handle of a rigid body shares its spatial twist, so no shift matrices) is
-  assembled pairwise over a balanced binary tree of the bodies: at each node the joints (and loop
-  closures) between the two halves are solved for their impulses from the velocity conditions
-  ``Dᵀ(V⁺ − V⁻) = 0`` (eq. 23–29, pseudo-inverse: redundant closures give the minimum-norm σ,
-  never a singular solve) and the handle coefficients ξ of the compound body follow (eq. 30–36);
-  the root meets the fixed base (eq. 42–45), the disassembly (Alg. 2) recovers every impulse, the
-  body twists (eq. 15) and the joint rates by projection, q̇_k = H_kᵀ(V_k − V_λ(k)) (eq. 23, 40).
+* Connections. Every constraint c — the 5 rows ``D_kᵀ(V_k − V_λ(k)) = β`` of a 1-DOF joint, the
+  rows ``E_ℓᵀ(V_b − V_a) = β`` of a loop, the row of a mimic joint (below) — is a list of
+  handles (body i, B_{c,i}): it reads ``Σ_i B_{c,i}ᵀ X_i = β_c`` and applies ``B_{c,i} σ_c`` to
+  body i (the same matrices: the impulses do no work on admissible motions, seed 002 eq. 10).
+* Velocities and impulses (Alg. 1–2): each body's integral form ``X_i = M_i⁻¹(f_i + Σ B σ)``
+  (eq. 12–16; every handle of a rigid body shares its spatial twist) gives, for a subassembly,
+  the velocities of its open connections as an affine function of their impulses,
+  ``u = Λ σ + λ₀`` (Λ the subassembly's handle compliance, seed 002 eq. 17–22 stacked); two
+  subassemblies are joined over a balanced binary tree by adding their Λ, λ₀ and eliminating the
+  connections that are now closed: ``Λ_JJ σ_J = β_J − λ₀_J − Λ_Jb σ_b`` (eq. 23–29,
+  pseudo-inverse: redundant closures give the minimum-norm σ, never a singular solve), the
+  Schur complement ``Λ_bb + Λ_bJ Z`` for the rest (eq. 30–36). A connection to the fixed world
+  drops the world's handle (eq. 42–45: X_world = 0). The disassembly (Alg. 2) recovers every
+  impulse top-down, the body twists (eq. 15) and the joint rates by projection,
+  q̇_k = H_kᵀ(V_k − V_λ(k)) (eq. 23, 40).
+* Floating base: the base is a body joined to the world by a 6-DOF joint with no constraint
+  rows and the momenta (active wrench) ``H_b P_b``, H_b = S_b⁻ᵀ, S_b = Ad_{C_b}·[[0, I], [I, 0]]
+  (Pinocchio's free-flyer layout: v_b = (linear, angular) in the base frame) — its rate
+  v_b = H_bᵀ V_b, its acceleration v̇_b = H_bᵀ V̇_b (Ṡ_b v_b = ad_{V_b} V_b = 0).
+* Mimic joints (q_m = k q_s + o, a linear holonomic constraint between two joint coordinates):
+  the row ``q̇_m − k q̇_s = H_mᵀ(X_m − X_λ(m)) − k H_sᵀ(X_s − X_λ(s)) = β`` is a connection with
+  the four handles ±H_m, ∓k H_s (the generalized impulse σ at joint m, −kσ at joint s: Kᵀσ with
+  K = e_m − k e_s). Closed in the assembly like a loop, it is exact: the solution is the
+  constrained tree's, i.e. the projected dynamics GᵀMG q̈ = Gᵀ(τ − h) of
+  :class:`~mbs_dynamics.model.mimic.MimicRobot` (the torques enter at the independent joints).
 * Momentum derivatives (Alg. 3, eq. 69/77 in this representation): with Π_k, Γ_k the momentum
   and the gravity wrench of the subtree of joint k and Ṡ_k = ad_{V_λ(k)} S_k,
-  ``Ṗ_k = τ_k + S_kᵀΓ_k + Ṡ_kᵀ Π_k − (K̇_vᵀσ)_k`` — ∂T/∂q_k = Ṡ_kᵀΠ_k replaces ∂H/∂q.
+  ``Ṗ_k = τ_k + S_kᵀΓ_k + Ṡ_kᵀ Π_k − (K̇_vᵀσ)_k`` — ∂T/∂q_k = Ṡ_kᵀΠ_k replaces ∂H/∂q (fixed
+  bases; a mimic row has K̇ = 0).
 
 The same assembly at acceleration level (forces instead of impulses, M_i V̇_i = F_i + ad_{V_i}ᵀ
-M_i V_i, biases Dᵀ Ṡ q̇ at the joints and E_ℓᵀ ad_{V_b}(V_b − V_a) at the loops) is Featherstone's
-DCA, which gives q̈ for ``forward_dynamics(method="hdca")``.
+M_i V_i, biases Dᵀ Ṡ q̇ at the joints, E_ℓᵀ ad_{V_b}(V_b − V_a) at the loops and
+H_mᵀṠ_m q̇_m − k H_sᵀṠ_s q̇_s at the mimic rows) is Featherstone's DCA, which gives q̈ for
+``forward_dynamics(method="hdca")``.
 """
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 
@@ -54,35 +76,83 @@ def _adT_batch(V):
     return A
 
 
+def _quat_pose(x):
+    """Base pose from (x, y, z, qx, qy, qz, qw) (the quaternion normalised, as the kernels)."""
+    qx, qy, qz, qw = np.asarray(x[3:7], float) / np.linalg.norm(x[3:7])
+    R = np.array([[1 - 2 * (qy * qy + qz * qz), 2 * (qx * qy - qz * qw), 2 * (qx * qz + qy * qw)],
+                  [2 * (qx * qy + qz * qw), 1 - 2 * (qx * qx + qz * qz), 2 * (qy * qz - qx * qw)],
+                  [2 * (qx * qz - qy * qw), 2 * (qy * qz + qx * qw), 1 - 2 * (qx * qx + qy * qy)]])
+    return lie.pose(R, np.asarray(x[:3], float))
+
+
 _SEL = {"connect": [3, 4, 5], "weld": [3, 4, 5, 0, 1, 2], "revolute": [3, 4, 5, 0, 1]}
+# (linear, angular) ↔ (angular, linear): the free-flyer's velocity order vs the kernels' twists
+_SWAP = np.block([[np.zeros((3, 3)), np.eye(3)], [np.eye(3), np.zeros((3, 3))]])
 
 
 class HDCA:
-    """Divide-and-conquer solver on a tree model with optional loops (``kin``: a
-    :class:`~.kinematics.LoopKinematics` or None)."""
+    """Divide-and-conquer solver on a tree model (fixed or floating base) with optional loops
+    (``kin``: a :class:`~.kinematics.LoopKinematics` or None) and the model's mimic joints.
 
-    def __init__(self, model, kin=None):
+    Bodies 0…n−1 are the model's; with a floating base body n is the base (the model's body −1).
+    Connections: joints 0…n−1, then the loops, then the mimic rows (the order of the rows of
+    ``kin``'s K; ``mimic``: without kin, whether the model's mimic map constrains the tree — a
+    MimicRobot's, not its full-coordinate Robot's). Inputs and outputs in the model's layout
+    (nq, nv: the free-flyer's first)."""
+
+    def __init__(self, model, kin=None, mimic=False):
         self.model = model
         self.kin = kin
-        self.has_mimic = bool(kin is not None and kin.mimic)
         n = model.n
         self.n = n
+        self.fb = bool(model.floating_base)
+        self.nb = n + self.fb
+        self.base = n if self.fb else -1
+        self.nv0 = 6 if self.fb else 0  # leading base velocities
         self.loops = [] if kin is None else list(kin.loops)
-        # connections: joints 0..n-1 (+: body k, −: parent), loops n.. (+: body_b, −: body_a)
-        self.plus = [k for k in range(n)] + [lp.body_b for lp in self.loops]
-        self.minus = [int(model.parent[k]) for k in range(n)] + [lp.body_a for lp in self.loops]
-        self.dim = [5] * n + [len(_SEL[lp.type]) for lp in self.loops]
-        self.handles = {i: [] for i in range(n)}
-        for c, (p, m) in enumerate(zip(self.plus, self.minus)):
-            for b in (p, m):
-                if b >= 0:
-                    self.handles[b].append(c)
-        self.tree = self._split(list(range(n)))
-        self.Mb_inv = np.linalg.inv(model.inertias)  # body-frame inertias (well scaled)
-        self.children = [[] for _ in range(n)]
+        names = list(model.joint_names)
+        if kin is not None:
+            self.mimic = list(kin.mimic)
+        elif not mimic:  # a Robot in full coordinates: its mimic map is not a constraint
+            self.mimic = []
+        else:
+            self.mimic = [(names.index(mj), names.index(v[0]), float(v[1]), float(v[2]))
+                          for mj, v in dict(getattr(model, "mimic", {}) or {}).items()]
+        self.has_mimic = bool(self.mimic)
+        self.par = [int(p) if p >= 0 else self.base for p in model.parent]
+        self.lb = [(self._body(lp.body_a), self._body(lp.body_b)) for lp in self.loops]
+        dims, bodies = [], []
         for k in range(n):
-            if model.parent[k] >= 0:
-                self.children[int(model.parent[k])].append(k)
+            dims.append(5)
+            bodies.append({k, self.par[k]})
+        for lp, (a, b) in zip(self.loops, self.lb):
+            dims.append(len(_SEL[lp.type]))
+            bodies.append({a, b})
+        for mj, s, _, _ in self.mimic:
+            dims.append(1)
+            bodies.append({mj, self.par[mj], s, self.par[s]})
+        self.dim = dims
+        self.cbodies = [frozenset(b - {-1}) for b in bodies]
+        self.nc = len(dims)
+        self.handles = {i: [c for c in range(self.nc) if i in self.cbodies[c]]
+                        for i in range(self.nb)}
+        order = ([self.base] if self.fb else []) + list(range(n))
+        self.tree = self._split(order)
+        Ib = np.array(model.inertias)
+        if self.fb:
+            Ib = np.concatenate([Ib, np.asarray(model.base_inertia)[None]])
+        lam = np.linalg.eigvalsh(Ib) if self.nb else np.ones((0, 6))
+        bad = [i for i in range(self.nb) if not lam[i, 0] > 1e-12 * max(lam[i, -1], 1e-300)]
+        if bad:
+            nm = ["the floating base link" if i == n else f"the link of joint '{names[i]}'"
+                  for i in bad]
+            raise ValueError(f"method='hdca' needs every body's spatial inertia positive "
+                             f"definite (the divide-and-conquer body mobilities M_i⁻¹): "
+                             f"{', '.join(nm)} has a singular inertia; use method='aba'")
+        self.Mb_inv = np.linalg.inv(Ib)  # body-frame inertias (well scaled)
+
+    def _body(self, b):
+        return b if b >= 0 else self.base
 
     def _split(self, bodies):
         if len(bodies) == 1:
@@ -92,215 +162,221 @@ class HDCA:
 
     # ------------------------------------------------------------------ kinematics
     def state(self, q, v=None):
-        """Poses, spatial screws S (n,6), inertias M (n,6,6), twists V (n,6), D (n,6,5),
-        H (n,6), loop bases E (list of (6, m))."""
+        """Poses C (nb,4,4), joint screws S (n,6), inertias M and mobilities Minv (nb,6,6),
+        D (n,6,5), H (n,6), loop bases E (list of (6, m)), the base's S_b and H_b (6,6), twists
+        V (nb,6) when v is given — q, v in the model's layout."""
         m = self.model
-        n = self.n
-        C = np.empty((n, 4, 4))
+        n, nb = self.n, self.nb
+        q = np.asarray(q, float)
+        qj = q[7:] if self.fb else q
+        C = np.empty((nb, 4, 4))
+        if self.fb:
+            C[n] = _quat_pose(q[:7])
         for i in range(n):
-            p = int(m.parent[i])
-            Ci = m.B[i] @ lie.exp_se3(m.X[i], q[i])
+            p = self.par[i]
+            Ci = m.B[i] @ lie.exp_se3(m.X[i], qj[i])
             C[i] = Ci if p < 0 else C[p] @ Ci
         S = np.empty((n, 6))
-        Mi = np.empty((n, 6, 6))
-        Minv = np.empty((n, 6, 6))
+        Mi = np.empty((nb, 6, 6))
+        Minv = np.empty((nb, 6, 6))
         D = np.empty((n, 6, 5))
-        for i in range(n):
+        for i in range(nb):
             A = lie.Ad(C[i])
-            S[i] = A @ m.X[i]
             Ainv = lie.Ad(lie.inv(C[i]))
-            Mi[i] = Ainv.T @ m.inertias[i] @ Ainv
+            Ib = m.inertias[i] if i < n else m.base_inertia
+            Mi[i] = Ainv.T @ Ib @ Ainv
             Minv[i] = A @ self.Mb_inv[i] @ A.T  # exact: no inversion of the world-frame M_i
-            u, _, _ = np.linalg.svd(S[i][:, None])
-            D[i] = u[:, 1:]
+            if i < n:
+                S[i] = A @ m.X[i]
+                u, _, _ = np.linalg.svd(S[i][:, None])
+                D[i] = u[:, 1:]
         H = S / (S * S).sum(1)[:, None]
+        st = {"C": C, "S": S, "M": Mi, "Minv": Minv, "D": D, "H": H}
+        if self.fb:
+            st["Sb"] = lie.Ad(C[n]) @ _SWAP
+            st["Hb"] = lie.Ad(lie.inv(C[n])).T @ _SWAP  # S_b⁻ᵀ
         E = []
-        Fb = []
-        for lp in self.loops:
-            F = lp.S_b if lp.body_b < 0 else C[lp.body_b] @ lp.S_b
-            Fb.append(F)
+        for lp, (_, b) in zip(self.loops, self.lb):
+            F = lp.S_b if b < 0 else C[b] @ lp.S_b
             E.append(lie.Ad(lie.inv(F)).T[:, _SEL[lp.type]])
-        V = None
+        st["E"] = E
+        st["V"] = None
         if v is not None:
-            V = np.zeros((n, 6))
+            v = np.asarray(v, float)
+            vj = v[6:] if self.fb else v
+            V = np.zeros((nb, 6))
+            if self.fb:
+                V[n] = st["Sb"] @ v[:6]
             for i in range(n):
-                p = int(m.parent[i])
-                V[i] = (V[p] if p >= 0 else 0.0) + S[i] * v[i]
-        return {"C": C, "S": S, "M": Mi, "Minv": Minv, "D": D, "H": H, "E": E, "V": V}
+                p = self.par[i]
+                V[i] = (V[p] if p >= 0 else 0.0) + S[i] * vj[i]
+            st["V"] = V
+        return st
 
-    def _B(self, st, c):
-        return st["D"][c] if c < self.n else st["E"][c - self.n]
+    def _handles(self, st):
+        """Per connection: list of (body, B (6, dim)) — the constraint Σ Bᵀ X = β and the
+        impulse B σ on each body (the world's handle dropped)."""
+        out = []
+        for k in range(self.n):
+            Dk = st["D"][k]
+            out.append([(k, Dk)] + ([(self.par[k], -Dk)] if self.par[k] >= 0 else []))
+        for E, (a, b) in zip(st["E"], self.lb):
+            out.append([(x, s * E) for x, s in ((b, 1.0), (a, -1.0)) if x >= 0])
+        H = st["H"]
+        for mj, s, k, _ in self.mimic:
+            acc = {}
+            for b, w in ((mj, H[mj]), (self.par[mj], -H[mj]), (s, -k * H[s]),
+                         (self.par[s], k * H[s])):
+                if b >= 0:
+                    acc[b] = acc.get(b, 0.0) + w
+            out.append([(b, w[:, None]) for b, w in acc.items()])
+        return out
 
     # ------------------------------------------------------------------ Alg. 1–2
-    def _no_mimic(self):
-        if self.has_mimic:
-            raise ValueError("method='hdca' does not cover mimic joints (joint-space couplings, "
-                             "not spatial connections): use method='lagrange'")
-
     def solve(self, st, f, active, beta):
-        """Divide-and-conquer solve of the body balances ``M_i X_i = f_i + Σ ±(B_c σ_c + H_c a_c)``
-        with the connection conditions ``B_cᵀ(X⁺ − X⁻) = β_c``.
+        """Divide-and-conquer solve of the body balances ``M_i X_i = f_i + Σ_c B_{c,i} σ_c +
+        (joint terms H_k a_k)`` with the connection conditions ``Σ_i B_{c,i}ᵀ X_i = β_c``.
 
         Args:
-            f: (n, 6) known body terms; active: (n,) joint terms a_k (P_k or τ_k); beta: list of
-                per-connection biases (length 5 for joints, m_ℓ for loops).
+            f: (nb, 6) known body terms; active: (nv,) joint terms a (momenta P or torques τ;
+                a floating base's 6 first); beta: list of per-connection biases.
         Returns:
-            X (n, 6) body twists (or their rates), sigma (list per connection).
+            X (nb, 6) body twists (or their rates), sigma (list per connection).
         """
-        self._no_mimic()
         n = self.n
         Minv = st["Minv"]
-        rhs = f.copy()
+        rhs = np.array(f, dtype=float)
+        a = np.asarray(active, float)
+        aj = a[self.nv0:]
         for k in range(n):
-            w = st["H"][k] * active[k]
+            w = st["H"][k] * aj[k]
             rhs[k] += w
-            p = self.minus[k]
+            p = self.par[k]
             if p >= 0:
                 rhs[p] -= w
-        Bs = [self._B(st, c) for c in range(len(self.plus))]
+        if self.fb:
+            rhs[n] += st["Hb"] @ a[:6]
+        hB = self._handles(st)
+        Bof = [dict(h) for h in hB]  # connection → {body: B}
+        dim = self.dim
+        cb = self.cbodies
+
+        def offsets(hs):
+            off, o = [], 0
+            for c in hs:
+                off.append(o)
+                o += dim[c]
+            return off, o
+
+        def close(hs, L, l0, bodies):
+            """Eliminate the connections of ``hs`` whose bodies are all in ``bodies``."""
+            J = [t for t, c in enumerate(hs) if cb[c] <= bodies]
+            off, _ = offsets(hs)
+            idx = [np.arange(off[t], off[t] + dim[hs[t]]) for t in range(len(hs))]
+            iJ = np.concatenate([idx[t] for t in J]) if J else np.zeros(0, np.intp)
+            keep = [t for t in range(len(hs)) if t not in set(J)]
+            ib = np.concatenate([idx[t] for t in keep]) if keep else np.zeros(0, np.intp)
+            node = {"hs": [hs[t] for t in keep], "J": [hs[t] for t in J]}
+            if not J:
+                node["L"], node["l0"] = L, l0
+                return node
+            bJ = np.concatenate([beta[hs[t]] for t in J])
+            W = np.linalg.pinv(L[np.ix_(iJ, iJ)], rcond=1e-12)  # rank-revealing (eq. 27)
+            Z = -W @ L[np.ix_(iJ, ib)]
+            z0 = W @ (bJ - l0[iJ])
+            LbJ = L[np.ix_(ib, iJ)]
+            node["L"] = L[np.ix_(ib, ib)] + LbJ @ Z  # eq. 34–35
+            node["l0"] = l0[ib] + LbJ @ z0  # eq. 36
+            node["Z"], node["z0"] = Z, z0
+            return node
 
         def leaf(i):
             hs = self.handles[i]
-            cols = [((1.0 if self.plus[c] == i else -1.0) * Bs[c]) for c in hs]
-            X0 = Minv[i] @ rhs[i]
-            Xi = Minv[i] @ np.hstack(cols) if hs else np.zeros((6, 0))
-            # every handle of a rigid body shares its twist: one block row serves all
-            return {"h": hs, "Xi": {c: Xi for c in hs}, "x0": {c: X0 for c in hs},
-                    "body": i, "off": self._offsets(hs)}
-
-        def side(node, c):
-            return 1.0 if self.plus[c] in node["bodies"] else -1.0
+            B = np.hstack([Bof[c][i] for c in hs]) if hs else np.zeros((6, 0))
+            Y = Minv[i] @ B
+            node = close(hs, B.T @ Y, Y.T @ rhs[i], frozenset([i]))
+            node["bodies"] = frozenset([i])
+            return node
 
         def assemble(t):
             if not isinstance(t, tuple):
-                nd = leaf(t)
-                nd["bodies"] = {t}
-                return nd
+                return leaf(t)
             A, Bn = assemble(t[0]), assemble(t[1])
-            J = [c for c in A["h"] if c in Bn["h"]]
+            hs = A["hs"] + [c for c in Bn["hs"] if c not in A["hs"]]
+            off, m = offsets(hs)
+            pos = {c: o for c, o in zip(hs, off)}
+            L = np.zeros((m, m))
+            l0 = np.zeros(m)
+            for X in (A, Bn):
+                ix = np.concatenate([np.arange(pos[c], pos[c] + dim[c]) for c in X["hs"]]) \
+                    if X["hs"] else np.zeros(0, np.intp)
+                L[np.ix_(ix, ix)] += X["L"]
+                l0[ix] += X["l0"]
             bodies = A["bodies"] | Bn["bodies"]
-            bdA = [c for c in A["h"] if c not in J]
-            bdB = [c for c in Bn["h"] if c not in J]
-            bd = bdA + bdB
-            offb = self._offsets(bd)
-            offJ = self._offsets(J)
-            mb, mJ = sum(self.dim[c] for c in bd), sum(self.dim[c] for c in J)
-            node = {"h": bd, "bodies": bodies, "off": offb, "A": A, "B": Bn, "J": J,
-                    "Xi": {}, "x0": {}}
-            if not J:
-                for X, bdx in ((A, bdA), (Bn, bdB)):
-                    for c in bdx:
-                        node["Xi"][c] = self._embed(X, c, bd, offb, mb)
-                        node["x0"][c] = X["x0"][c]
-                node["Z"], node["z0"] = np.zeros((0, mb)), np.zeros(0)
-                return node
-            # u_J = N_J σ_J + N_bd σ_bd + n0 − β = 0 (eq. 24–26)
-            NJ = np.zeros((mJ, mJ))
-            Nb = np.zeros((mJ, mb))
-            n0 = np.zeros(mJ)
-            for c in J:
-                rs = slice(offJ[c], offJ[c] + self.dim[c])
-                for X in (A, Bn):
-                    s = side(X, c)
-                    R = s * Bs[c].T @ X["Xi"][c]  # (m_c, cols of X)
-                    for h in X["h"]:
-                        cs = slice(X["off"][h], X["off"][h] + self.dim[h])
-                        if h in offJ:
-                            NJ[rs, offJ[h]:offJ[h] + self.dim[h]] += R[:, cs]
-                        else:
-                            Nb[rs, offb[h]:offb[h] + self.dim[h]] += R[:, cs]
-                    n0[rs] += s * Bs[c].T @ X["x0"][c]
-                n0[rs] -= beta[c]
-            W = np.linalg.pinv(NJ, rcond=1e-12)  # rank-revealing: redundant loops (eq. 27)
-            Z, z0 = -W @ Nb, -W @ n0
-            node["Z"], node["z0"] = Z, z0
-            for X, bdx in ((A, bdA), (Bn, bdB)):
-                for c in bdx:
-                    Xi = self._embed(X, c, bd, offb, mb)
-                    XJ = np.zeros((6, mJ))
-                    for h in J:
-                        XJ[:, offJ[h]:offJ[h] + self.dim[h]] = \
-                            X["Xi"][c][:, X["off"][h]:X["off"][h] + self.dim[h]]
-                    node["Xi"][c] = Xi + XJ @ Z  # eq. 34–35
-                    node["x0"][c] = X["x0"][c] + XJ @ z0  # eq. 36
-            node["offJ"] = offJ
+            node = close(hs, L, l0, bodies)
+            node["bodies"] = bodies
+            node["A"], node["B"] = A, Bn
             return node
 
         root = assemble(self.tree)
-        # base body connection (eq. 42–45): the base is fixed, X_base = 0
-        hs, off = root["h"], root["off"]
-        mr = sum(self.dim[c] for c in hs)
-        N = np.zeros((mr, mr))
-        n0 = np.zeros(mr)
-        for c in hs:
-            rs = slice(off[c], off[c] + self.dim[c])
-            s = side(root, c)
-            N[rs] = s * Bs[c].T @ root["Xi"][c]
-            n0[rs] = s * Bs[c].T @ root["x0"][c] - beta[c]
-        sig_root = -np.linalg.pinv(N, rcond=1e-12) @ n0 if mr else np.zeros(0)
-        sigma = [None] * len(self.plus)
-        for c in hs:
-            sigma[c] = sig_root[off[c]:off[c] + self.dim[c]]
+        sigma = [None] * self.nc
 
-        # disassembly (Alg. 2): impulses of the internal connections from the boundary ones
+        # disassembly (Alg. 2): the impulses of the closed connections from the open ones
         def disassemble(node):
-            if "J" not in node:
-                return
-            sb = np.concatenate([sigma[c] for c in node["h"]]) if node["h"] else np.zeros(0)
-            sJ = node["Z"] @ sb + node["z0"]
-            for c in node["J"]:
-                o = node["offJ"][c]
-                sigma[c] = sJ[o:o + self.dim[c]]
-            disassemble(node["A"])
-            disassemble(node["B"])
+            if node["J"]:
+                sb = (np.concatenate([sigma[c] for c in node["hs"]]) if node["hs"]
+                      else np.zeros(0))
+                sJ = node["Z"] @ sb + node["z0"]
+                o = 0
+                for c in node["J"]:
+                    sigma[c] = sJ[o:o + dim[c]]
+                    o += dim[c]
+            if "A" in node:
+                disassemble(node["A"])
+                disassemble(node["B"])
 
+        for c in root["hs"]:  # pragma: no cover - every connection closes at the root
+            sigma[c] = np.zeros(dim[c])
         disassemble(root)
-        X = np.empty((n, 6))
-        for i in range(n):  # eq. 15–16 on the bodies
+        X = np.empty((self.nb, 6))
+        for i in range(self.nb):  # eq. 15–16 on the bodies
             w = rhs[i].copy()
             for c in self.handles[i]:
-                w += (1.0 if self.plus[c] == i else -1.0) * Bs[c] @ sigma[c]
+                w += Bof[c][i] @ sigma[c]
             X[i] = Minv[i] @ w
         return X, sigma
 
-    def _offsets(self, hs):
-        off, o = {}, 0
-        for c in hs:
-            off[c] = o
-            o += self.dim[c]
-        return off
-
-    def _embed(self, X, c, bd, offb, mb):
-        out = np.zeros((6, mb))
-        for h in X["h"]:
-            if h in offb:
-                out[:, offb[h]:offb[h] + self.dim[h]] = \
-                    X["Xi"][c][:, X["off"][h]:X["off"][h] + self.dim[h]]
-        return out
-
     def rates(self, st, X, bias=None):
-        """Joint rates by projection, x_k = H_kᵀ(X_k − X_λ(k) − bias_k) (eq. 23, 40)."""
-        out = np.empty(self.n)
+        """Joint rates by projection, x_k = H_kᵀ(X_k − X_λ(k) − bias_k) (eq. 23, 40); a floating
+        base's first, x_b = H_bᵀ X_b. (nv,)."""
+        out = np.empty(self.nv0 + self.n)
+        if self.fb:
+            out[:6] = st["Hb"].T @ X[self.n]
         for k in range(self.n):
-            p = self.minus[k]
+            p = self.par[k]
             d = X[k] - (X[p] if p >= 0 else 0.0)
             if bias is not None:
                 d = d - bias[k]
-            out[k] = st["H"][k] @ d
+            out[self.nv0 + k] = st["H"][k] @ d
         return out
 
     # ------------------------------------------------------------------ Alg. 3
+    def _zero_beta(self):
+        return [np.zeros(d) for d in self.dim]
+
     def velocity(self, q, P):
-        """(q̇, σ_loops, state) from the augmented momenta P (Alg. 1–2)."""
+        """(q̇, σ of the loops and mimic rows, state) from the augmented momenta P (Alg. 1–2)."""
         st = self.state(q)
-        beta = [np.zeros(d) for d in self.dim]
-        X, sigma = self.solve(st, np.zeros((self.n, 6)), P, beta)
+        X, sigma = self.solve(st, np.zeros((self.nb, 6)), P, self._zero_beta())
         qd = self.rates(st, X)
         st["V"] = X
         return qd, sigma[self.n:], st
 
     def momentum_rate(self, st, qd, sig_loops, tau):
-        """Ṗ = τ + S_kᵀΓ_k + Ṡ_kᵀΠ_k − (K̇_vᵀσ)_k (eq. 69/77 in the spatial form)."""
+        """Ṗ = τ + S_kᵀΓ_k + Ṡ_kᵀ Π_k − (K̇_vᵀσ)_k (eq. 69/77 in the spatial form; fixed base,
+        the mimic rows have K̇ = 0)."""
+        if self.fb:
+            raise ValueError("Hamilton's equations (HDCA momenta) cover fixed-base mechanisms")
         n, m = self.n, self.model
         V, S, Mi = st["V"], st["S"], st["M"]
         g6 = np.r_[0.0, 0.0, 0.0, m.gravity]
@@ -308,17 +384,17 @@ class HDCA:
         Ga = np.einsum("nij,j->ni", Mi, g6)
         W = np.zeros((n, 6))
         W2 = np.zeros((n, 6))
-        for lp, E, s in zip(self.loops, st["E"], sig_loops):
+        for (a, b), E, s in zip(self.lb, st["E"], sig_loops):
             w = E @ s
-            if lp.body_b >= 0:
-                w2 = _ad(V[lp.body_b]).T @ w
-                W[lp.body_b] += w
-                W2[lp.body_b] += w2
+            if b >= 0:
+                w2 = _ad(V[b]).T @ w
+                W[b] += w
+                W2[b] += w2
             else:
                 w2 = np.zeros(6)
-            if lp.body_a >= 0:
-                W[lp.body_a] -= w
-                W2[lp.body_a] -= w2
+            if a >= 0:
+                W[a] -= w
+                W2[a] -= w2
         for k in range(n - 1, -1, -1):  # accumulate over the subtrees
             p = int(m.parent[k])
             if p >= 0:
@@ -334,14 +410,15 @@ class HDCA:
         return Pd
 
     def momentum(self, q, v):
-        """P = M q̇ (σ = 0): P_k = S_kᵀ Π_k."""
+        """P = M q̇ (σ = 0): P_k = S_kᵀ Π_k (a floating base's S_bᵀ Π of the whole robot)."""
         st = self.state(q, v)
         Pi = np.einsum("nij,nj->ni", st["M"], st["V"])
         for k in range(self.n - 1, -1, -1):
-            p = int(self.model.parent[k])
+            p = self.par[k]
             if p >= 0:
                 Pi[p] += Pi[k]
-        return np.einsum("ni,ni->n", st["S"], Pi)
+        Pj = np.einsum("ni,ni->n", st["S"], Pi[:self.n])
+        return np.r_[st["Sb"].T @ Pi[self.n], Pj] if self.fb else Pj
 
     def rhs(self, q, P, tau):
         """Hamilton's equations (Alg. 3): (q̇, Ṗ) at the state (q, P)."""
@@ -353,19 +430,20 @@ class HDCA:
         st = self.state(q, v)
         V = st["V"]
         e = 0.0
-        for lp, E in zip(self.loops, st["E"]):
-            Vb = V[lp.body_b] if lp.body_b >= 0 else np.zeros(6)
-            Va = V[lp.body_a] if lp.body_a >= 0 else np.zeros(6)
+        for (a, b), E in zip(self.lb, st["E"]):
+            Vb = V[b] if b >= 0 else np.zeros(6)
+            Va = V[a] if a >= 0 else np.zeros(6)
             e = max(e, float(np.abs(E.T @ (Vb - Va)).max()))
         return e
 
     # ------------------------------------------------------------------ acceleration level
     def acceleration(self, q, v, tau, f_ext_spatial=None):
-        """q̈ by the same assembly at acceleration level (DCA): body balances
-        M_i V̇_i = M_i a_g + ad_{V_i}ᵀ M_i V_i + Σ (joint and loop forces)."""
+        """q̈ (nv,) by the same assembly at acceleration level (DCA): body balances
+        M_i V̇_i = M_i a_g + ad_{V_i}ᵀ M_i V_i + Σ (joint, loop and mimic forces)."""
         st = self.state(q, v)
         n, m = self.n, self.model
         V, S, Mi = st["V"], st["S"], st["M"]
+        vj = np.asarray(v, float)[self.nv0:]
         g6 = np.r_[0.0, 0.0, 0.0, m.gravity]
         adV = _adT_batch(V)
         f = (np.einsum("nij,j->ni", Mi, g6)
@@ -375,51 +453,89 @@ class HDCA:
         bias_j = np.empty((n, 6))
         beta = []
         for k in range(n):
-            p = int(m.parent[k])
+            p = self.par[k]
             Sd = adV[p] @ S[k] if p >= 0 else np.zeros(6)
-            bias_j[k] = Sd * v[k]
+            bias_j[k] = Sd * vj[k]
             beta.append(st["D"][k].T @ bias_j[k])
-        for lp, E in zip(self.loops, st["E"]):
-            Vb = V[lp.body_b] if lp.body_b >= 0 else np.zeros(6)
-            Va = V[lp.body_a] if lp.body_a >= 0 else np.zeros(6)
+        for (a, b), E in zip(self.lb, st["E"]):
+            Vb = V[b] if b >= 0 else np.zeros(6)
+            Va = V[a] if a >= 0 else np.zeros(6)
             beta.append(E.T @ (_ad(Vb) @ (Vb - Va)))
+        H = st["H"]
+        for mj, s, k, _ in self.mimic:
+            beta.append(np.array([H[mj] @ bias_j[mj] - k * (H[s] @ bias_j[s])]))
         X, _ = self.solve(st, f, tau, beta)
         return self.rates(st, X, bias_j)
 
 
 def acceleration(robot, q, v, tau, f_ext=None):
-    """Full q̈ of a ClosedLoopRobot at a full state by the divide-and-conquer assembly."""
+    """Full q̈ of a ClosedLoopRobot (fixed or floating base, mimic joints as constraint rows) at
+    a full state by the divide-and-conquer assembly."""
     h = getattr(robot, "_hdca", None)
     if h is None:
         h = HDCA(robot.model, robot._kin)
         robot._hdca = h
     if f_ext is not None:
         raise ValueError("f_ext is not supported with method='hdca'")
+    if h.fb:
+        x = np.asarray(q, float)
+        if not abs(x[3:7] @ x[3:7] - 1.0) <= 1e-6:
+            raise ValueError(f"q: the base quaternion (qx, qy, qz, qw) = ({x[3]:g}, {x[4]:g}, "
+                             f"{x[5]:g}, {x[6]:g}) is not a unit quaternion")
     return h.acceleration(q, v, tau)
 
-
-import weakref  # noqa: E402
 
 _TREE_CACHE = weakref.WeakKeyDictionary()
 
 
+def _tree(model, mimic=False):
+    hs = _TREE_CACHE.get(model)
+    if hs is None:
+        hs = _TREE_CACHE[model] = {}  # per (immutable) model, dropped with it
+    if mimic not in hs:
+        hs[mimic] = HDCA(model, mimic=mimic)
+    return hs[mimic]
+
+
 def tree_forward_dynamics(robot, q, qd, tau, refine=True):
-    """q̈ of a fixed-base tree Robot by HDCA's divide-and-conquer assembly (equals ABA).
+    """q̈ of a tree Robot (fixed or floating base) by HDCA's divide-and-conquer assembly
+    (equals ABA).
 
     With ``refine`` one step of iterative refinement follows: the residual
     r = τ − τ_RNEA(q, q̇, q̈) (the robot's compiled inverse dynamics) is mapped back by the
     velocity pass (on a tree q̇ = M⁻¹P, Alg. 1–2) and added, q̈ += M⁻¹r: the assembly of the
     world-frame quantities loses ~3 digits (measured 1e-13 relative), the refined q̈ agrees
     with ABA and Pinocchio to rounding."""
-    model = robot.model
-    if model.floating_base:
-        raise ValueError("method='hdca' covers fixed-base robots")
-    h = _TREE_CACHE.get(model)
-    if h is None:
-        h = _TREE_CACHE[model] = HDCA(model)  # per (immutable) model, dropped with it
+    h = _tree(robot.model)
     q, qd, tau = (np.asarray(x, float) for x in (q, qd, tau))
     a = h.acceleration(q, qd, tau)
     if refine:
         r = tau - robot.inverse_dynamics(q, qd, a)
         a = a + h.velocity(q, r)[0]
+    return a
+
+
+def mimic_forward_dynamics(robot, q, qd, tau, refine=True):
+    """q̈ (independent coordinates) of a MimicRobot by HDCA on its full-coordinate tree with
+    each mimic joint a constraint row of the assembly (module docstring): the full state
+    ``(G q + o, G q̇)``, the torques τ at the independent joints (Gᵀτ_full = τ), q̈ the
+    independent rows of the constrained q̈_full (= G q̈). ``refine`` as
+    :func:`tree_forward_dynamics`, the residual τ − Gᵀτ_RNEA mapped back by the constrained
+    velocity pass (q̇_full = G (GᵀMG)⁻¹ Gᵀ P)."""
+    h = _tree(robot.model, mimic=True)
+    G = robot.G
+    nvf = G.shape[0]
+    full = list(robot.full_joint_names)
+    nb = nvf - len(full)  # leading base velocities
+    ind = np.r_[np.arange(nb), [nb + full.index(j) for j in robot.joint_names]].astype(np.intp)
+    q, qd, tau = (np.asarray(x, float) for x in (q, qd, tau))
+    qf = robot.expand(q)
+    vf = G @ qd
+    tf = np.zeros(nvf)
+    tf[ind] = tau
+    a = h.acceleration(qf, vf, tf)[ind]
+    if refine:
+        r = np.zeros(nvf)
+        r[ind] = tau - robot.inverse_dynamics(q, qd, a)
+        a = a + h.velocity(qf, r)[0][ind]
     return a
