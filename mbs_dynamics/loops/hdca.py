@@ -150,6 +150,7 @@ class HDCA:
                              f"definite (the divide-and-conquer body mobilities M_i⁻¹): "
                              f"{', '.join(nm)} has a singular inertia; use method='aba'")
         self.Mb_inv = np.linalg.inv(Ib)  # body-frame inertias (well scaled)
+        self.plan = self._plan()
 
     def _body(self, b):
         return b if b >= 0 else self.base
@@ -233,6 +234,51 @@ class HDCA:
         return out
 
     # ------------------------------------------------------------------ Alg. 1–2
+    def _plan(self):
+        """The assembly's topology (fixed by the model and the loops), computed once: the nodes
+        of the binary tree in post-order, each with its open connections (handles), the
+        scatter of its children's handle blocks and the closed connections J with the index
+        sets of the elimination."""
+        dim, cb = self.dim, self.cbodies
+        plan = []
+
+        def idx(hs, sel):
+            off = np.cumsum([0] + [dim[c] for c in hs])
+            return (np.concatenate([np.arange(off[t], off[t + 1]) for t in sel]).astype(np.intp)
+                    if sel else np.zeros(0, np.intp))
+
+        def close(node, hs, bodies, looped):
+            J = [t for t, c in enumerate(hs) if cb[c] <= bodies]
+            keep = [t for t in range(len(hs)) if t not in set(J)]
+            iJ, ib = idx(hs, J), idx(hs, keep)
+            # a tree's Λ_JJ = Dᵀ(ΣM⁻¹)D is positive definite: a Cholesky-type solve; once a
+            # loop or mimic row is closed in the subassembly the rows may be redundant (a
+            # planar four-bar closed in 3-D): pseudo-inverse (rank-revealing, eq. 27)
+            looped = looped or any(hs[t] >= self.n for t in J)
+            node.update(hs=[hs[t] for t in keep], J=[hs[t] for t in J], bodies=bodies,
+                        JJ=np.ix_(iJ, iJ), Jb=np.ix_(iJ, ib), bJ=np.ix_(ib, iJ),
+                        bb=np.ix_(ib, ib), iJ=iJ, ib=ib, pinv=looped)
+            plan.append(node)
+            return len(plan) - 1
+
+        def build(t):
+            if not isinstance(t, tuple):
+                hs = list(self.handles[t])
+                return close({"leaf": t}, hs, frozenset([t]), False)
+            a, b = build(t[0]), build(t[1])
+            A, B = plan[a], plan[b]
+            hs = A["hs"] + [c for c in B["hs"] if c not in A["hs"]]
+            pos = {c: k for k, c in enumerate(hs)}
+            ia = idx(hs, [pos[c] for c in A["hs"]])
+            ibb = idx(hs, [pos[c] for c in B["hs"]])
+            node = {"kids": (a, b), "m": int(sum(dim[c] for c in hs)),
+                    "sa": np.ix_(ia, ia), "sb": np.ix_(ibb, ibb), "va": ia, "vb": ibb}
+            return close(node, hs, A["bodies"] | B["bodies"], A["pinv"] or B["pinv"])
+
+        if self.nb:
+            build(self.tree)
+        return plan
+
     def solve(self, st, f, active, beta):
         """Divide-and-conquer solve of the body balances ``M_i X_i = f_i + Σ_c B_{c,i} σ_c +
         (joint terms H_k a_k)`` with the connection conditions ``Σ_i B_{c,i}ᵀ X_i = β_c``.
@@ -248,102 +294,65 @@ class HDCA:
         rhs = np.array(f, dtype=float)
         a = np.asarray(active, float)
         aj = a[self.nv0:]
+        w = st["H"] * aj[:, None]
+        rhs[:n] += w
         for k in range(n):
-            w = st["H"][k] * aj[k]
-            rhs[k] += w
             p = self.par[k]
             if p >= 0:
-                rhs[p] -= w
+                rhs[p] -= w[k]
         if self.fb:
             rhs[n] += st["Hb"] @ a[:6]
-        hB = self._handles(st)
-        Bof = [dict(h) for h in hB]  # connection → {body: B}
-        dim = self.dim
-        cb = self.cbodies
-
-        def offsets(hs):
-            off, o = [], 0
-            for c in hs:
-                off.append(o)
-                o += dim[c]
-            return off, o
-
-        def close(hs, L, l0, bodies):
-            """Eliminate the connections of ``hs`` whose bodies are all in ``bodies``."""
-            J = [t for t, c in enumerate(hs) if cb[c] <= bodies]
-            off, _ = offsets(hs)
-            idx = [np.arange(off[t], off[t] + dim[hs[t]]) for t in range(len(hs))]
-            iJ = np.concatenate([idx[t] for t in J]) if J else np.zeros(0, np.intp)
-            keep = [t for t in range(len(hs)) if t not in set(J)]
-            ib = np.concatenate([idx[t] for t in keep]) if keep else np.zeros(0, np.intp)
-            node = {"hs": [hs[t] for t in keep], "J": [hs[t] for t in J]}
-            if not J:
-                node["L"], node["l0"] = L, l0
-                return node
-            bJ = np.concatenate([beta[hs[t]] for t in J])
-            W = np.linalg.pinv(L[np.ix_(iJ, iJ)], rcond=1e-12)  # rank-revealing (eq. 27)
-            Z = -W @ L[np.ix_(iJ, ib)]
-            z0 = W @ (bJ - l0[iJ])
-            LbJ = L[np.ix_(ib, iJ)]
-            node["L"] = L[np.ix_(ib, ib)] + LbJ @ Z  # eq. 34–35
-            node["l0"] = l0[ib] + LbJ @ z0  # eq. 36
-            node["Z"], node["z0"] = Z, z0
-            return node
-
-        def leaf(i):
-            hs = self.handles[i]
-            B = np.hstack([Bof[c][i] for c in hs]) if hs else np.zeros((6, 0))
-            Y = Minv[i] @ B
-            node = close(hs, B.T @ Y, Y.T @ rhs[i], frozenset([i]))
-            node["bodies"] = frozenset([i])
-            return node
-
-        def assemble(t):
-            if not isinstance(t, tuple):
-                return leaf(t)
-            A, Bn = assemble(t[0]), assemble(t[1])
-            hs = A["hs"] + [c for c in Bn["hs"] if c not in A["hs"]]
-            off, m = offsets(hs)
-            pos = {c: o for c, o in zip(hs, off)}
-            L = np.zeros((m, m))
-            l0 = np.zeros(m)
-            for X in (A, Bn):
-                ix = np.concatenate([np.arange(pos[c], pos[c] + dim[c]) for c in X["hs"]]) \
-                    if X["hs"] else np.zeros(0, np.intp)
-                L[np.ix_(ix, ix)] += X["L"]
-                l0[ix] += X["l0"]
-            bodies = A["bodies"] | Bn["bodies"]
-            node = close(hs, L, l0, bodies)
-            node["bodies"] = bodies
-            node["A"], node["B"] = A, Bn
-            return node
-
-        root = assemble(self.tree)
+        Bof = [dict(h) for h in self._handles(st)]  # connection → {body: B}
+        plan = self.plan
+        Ls, l0s, ZZ = [None] * len(plan), [None] * len(plan), [None] * len(plan)
+        for k, nd in enumerate(plan):  # assembly (Alg. 1), post-order
+            if "leaf" in nd:
+                i = nd["leaf"]
+                hs0 = self.handles[i]
+                B = np.hstack([Bof[c][i] for c in hs0]) if hs0 else np.zeros((6, 0))
+                Y = Minv[i] @ B
+                L, l0 = B.T @ Y, Y.T @ rhs[i]
+            else:
+                a_, b_ = nd["kids"]
+                L = np.zeros((nd["m"], nd["m"]))
+                l0 = np.zeros(nd["m"])
+                L[nd["sa"]] += Ls[a_]
+                L[nd["sb"]] += Ls[b_]
+                l0[nd["va"]] += l0s[a_]
+                l0[nd["vb"]] += l0s[b_]
+                Ls[a_] = Ls[b_] = None
+            if nd["J"]:
+                bJ = np.concatenate([beta[c] for c in nd["J"]])
+                LJJ = L[nd["JJ"]]
+                rhsJ = np.concatenate([L[nd["Jb"]], (bJ - l0[nd["iJ"]])[:, None]], axis=1)
+                if nd["pinv"]:
+                    sol = np.linalg.pinv(LJJ, rcond=1e-12) @ rhsJ
+                else:
+                    sol = np.linalg.solve(LJJ, rhsJ)
+                Z, z0 = -sol[:, :-1], sol[:, -1]
+                LbJ = L[nd["bJ"]]
+                L, l0 = L[nd["bb"]] + LbJ @ Z, l0[nd["ib"]] + LbJ @ z0  # eq. 34–36
+                ZZ[k] = (Z, z0)
+            Ls[k], l0s[k] = L, l0
         sigma = [None] * self.nc
-
-        # disassembly (Alg. 2): the impulses of the closed connections from the open ones
-        def disassemble(node):
-            if node["J"]:
-                sb = (np.concatenate([sigma[c] for c in node["hs"]]) if node["hs"]
-                      else np.zeros(0))
-                sJ = node["Z"] @ sb + node["z0"]
-                o = 0
-                for c in node["J"]:
-                    sigma[c] = sJ[o:o + dim[c]]
-                    o += dim[c]
-            if "A" in node:
-                disassemble(node["A"])
-                disassemble(node["B"])
-
-        for c in root["hs"]:  # pragma: no cover - every connection closes at the root
-            sigma[c] = np.zeros(dim[c])
-        disassemble(root)
+        dim = self.dim
+        for k in range(len(plan) - 1, -1, -1):  # disassembly (Alg. 2), parents first
+            nd = plan[k]
+            if not nd["J"]:
+                continue
+            Z, z0 = ZZ[k]
+            sb = np.concatenate([sigma[c] for c in nd["hs"]]) if nd["hs"] else np.zeros(0)
+            sJ = Z @ sb + z0
+            o = 0
+            for c in nd["J"]:
+                sigma[c] = sJ[o:o + dim[c]]
+                o += dim[c]
         X = np.empty((self.nb, 6))
         for i in range(self.nb):  # eq. 15–16 on the bodies
-            w = rhs[i].copy()
+            wi = rhs[i].copy()
             for c in self.handles[i]:
-                w += Bof[c][i] @ sigma[c]
-            X[i] = Minv[i] @ w
+                wi += Bof[c][i] @ sigma[c]
+            X[i] = Minv[i] @ wi
         return X, sigma
 
     def rates(self, st, X, bias=None):
