@@ -302,10 +302,31 @@ class HDCA:
                 rhs[p] -= w[k]
         if self.fb:
             rhs[n] += st["Hb"] @ a[:6]
-        Bof = [dict(h) for h in self._handles(st)]  # connection → {body: B}
+        ctx = {"rhs": rhs, "Bof": [dict(h) for h in self._handles(st)], "beta": beta,
+               "Minv": Minv, "L": [None] * len(self.plan), "l0": [None] * len(self.plan),
+               "Z": [None] * len(self.plan)}
+        self._assemble(range(len(self.plan)), ctx)
+        return self._disassemble(ctx)
+
+    def halves(self):
+        """(nodes of the root's first subtree, of its second, the root) as index ranges of the
+        post-order plan: the two halves are independent until the root (for a parallel
+        assembly; bench/hdca.py measures whether it pays)."""
+        r = len(self.plan) - 1
+        if "kids" not in self.plan[r]:
+            return range(0), range(0), range(r, r + 1)
+        a, b = self.plan[r]["kids"]
+        return range(0, a + 1), range(a + 1, b + 1), range(r, r + 1)
+
+    def _assemble(self, ks, ctx):
+        """The assembly (Alg. 1) over the plan's nodes ``ks`` (post-order): a node's handle
+        compliance Λ, λ₀ from its body (leaf) or the sum of its children's, then the closed
+        connections eliminated (eq. 23–36)."""
+        Bof, rhs, beta, Minv = ctx["Bof"], ctx["rhs"], ctx["beta"], ctx["Minv"]
+        Ls, l0s, ZZ = ctx["L"], ctx["l0"], ctx["Z"]
         plan = self.plan
-        Ls, l0s, ZZ = [None] * len(plan), [None] * len(plan), [None] * len(plan)
-        for k, nd in enumerate(plan):  # assembly (Alg. 1), post-order
+        for k in ks:
+            nd = plan[k]
             if "leaf" in nd:
                 i = nd["leaf"]
                 hs0 = self.handles[i]
@@ -334,9 +355,12 @@ class HDCA:
                 L, l0 = L[nd["bb"]] + LbJ @ Z, l0[nd["ib"]] + LbJ @ z0  # eq. 34–36
                 ZZ[k] = (Z, z0)
             Ls[k], l0s[k] = L, l0
+
+    def _disassemble(self, ctx):
+        """Alg. 2: the impulses top-down (parents first), then the body twists (eq. 15–16)."""
+        plan, ZZ, dim = self.plan, ctx["Z"], self.dim
         sigma = [None] * self.nc
-        dim = self.dim
-        for k in range(len(plan) - 1, -1, -1):  # disassembly (Alg. 2), parents first
+        for k in range(len(plan) - 1, -1, -1):
             nd = plan[k]
             if not nd["J"]:
                 continue
@@ -347,8 +371,9 @@ class HDCA:
             for c in nd["J"]:
                 sigma[c] = sJ[o:o + dim[c]]
                 o += dim[c]
+        Bof, rhs, Minv = ctx["Bof"], ctx["rhs"], ctx["Minv"]
         X = np.empty((self.nb, 6))
-        for i in range(self.nb):  # eq. 15–16 on the bodies
+        for i in range(self.nb):
             wi = rhs[i].copy()
             for c in self.handles[i]:
                 wi += Bof[c][i] @ sigma[c]
