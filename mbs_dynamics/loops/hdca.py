@@ -279,22 +279,12 @@ class HDCA:
             build(self.tree)
         return plan
 
-    def solve(self, st, f, active, beta):
-        """Divide-and-conquer solve of the body balances ``M_i X_i = f_i + Σ_c B_{c,i} σ_c +
-        (joint terms H_k a_k)`` with the connection conditions ``Σ_i B_{c,i}ᵀ X_i = β_c``.
-
-        Args:
-            f: (nb, 6) known body terms; active: (nv,) joint terms a (momenta P or torques τ;
-                a floating base's 6 first); beta: list of per-connection biases.
-        Returns:
-            X (nb, 6) body twists (or their rates), sigma (list per connection).
-        """
+    def _rhs(self, f, st, active):
+        """Body terms f_i plus the joint terms ±H_k a_k (and H_b a_b of a floating base)."""
         n = self.n
-        Minv = st["Minv"]
         rhs = np.array(f, dtype=float)
         a = np.asarray(active, float)
-        aj = a[self.nv0:]
-        w = st["H"] * aj[:, None]
+        w = st["H"] * a[self.nv0:, None]
         rhs[:n] += w
         for k in range(n):
             p = self.par[k]
@@ -302,10 +292,53 @@ class HDCA:
                 rhs[p] -= w[k]
         if self.fb:
             rhs[n] += st["Hb"] @ a[:6]
-        ctx = {"rhs": rhs, "Bof": [dict(h) for h in self._handles(st)], "beta": beta,
-               "Minv": Minv, "L": [None] * len(self.plan), "l0": [None] * len(self.plan),
-               "Z": [None] * len(self.plan)}
-        self._assemble(range(len(self.plan)), ctx)
+        return rhs
+
+    def solve(self, st, f, active, beta):
+        """Divide-and-conquer solve of the body balances ``M_i X_i = f_i + Σ_c B_{c,i} σ_c +
+        (joint terms H_k a_k)`` with the connection conditions ``Σ_i B_{c,i}ᵀ X_i = β_c``.
+        The factorisation stays in ``st["ctx"]`` for :meth:`resolve`.
+
+        Args:
+            f: (nb, 6) known body terms; active: (nv,) joint terms a (momenta P or torques τ;
+                a floating base's 6 first); beta: list of per-connection biases.
+        Returns:
+            X (nb, 6) body twists (or their rates), sigma (list per connection).
+        """
+        N = len(self.plan)
+        ctx = {"rhs": self._rhs(f, st, active), "Bof": [dict(h) for h in self._handles(st)],
+               "beta": beta, "Minv": st["Minv"], "L": [None] * N, "l0": [None] * N,
+               "Z": [None] * N, "Y": [None] * N, "W": [None] * N, "LbJ": [None] * N}
+        st["ctx"] = ctx
+        self._assemble(range(N), ctx)
+        return self._disassemble(ctx)
+
+    def resolve(self, st, f, active, beta):
+        """The solve of :meth:`solve` for other right-hand sides at the same state, reusing its
+        factorisation (the handle compliances Λ and their eliminations depend on the state
+        only): mat-vecs through the plan, no new factorisation."""
+        ctx = dict(st["ctx"])
+        rhs = ctx["rhs"] = self._rhs(f, st, active)
+        ctx["beta"] = beta
+        N = len(self.plan)
+        l0s, Z0 = [None] * N, list(ctx["Z"])
+        for k, nd in enumerate(self.plan):
+            if "leaf" in nd:
+                l0 = ctx["Y"][k].T @ rhs[nd["leaf"]]
+            else:
+                a_, b_ = nd["kids"]
+                l0 = np.zeros(nd["m"])
+                l0[nd["va"]] += l0s[a_]
+                l0[nd["vb"]] += l0s[b_]
+                l0s[a_] = l0s[b_] = None
+            if nd["J"]:
+                bJ = np.concatenate([beta[c] for c in nd["J"]])
+                b = bJ - l0[nd["iJ"]]
+                z0 = ctx["W"][k] @ b if nd["pinv"] else np.linalg.solve(ctx["W"][k], b)
+                Z0[k] = (Z0[k][0], z0)
+                l0 = l0[nd["ib"]] + ctx["LbJ"][k] @ z0
+            l0s[k] = l0
+        ctx["Z"] = Z0
         return self._disassemble(ctx)
 
     def halves(self):
@@ -333,6 +366,7 @@ class HDCA:
                 B = np.hstack([Bof[c][i] for c in hs0]) if hs0 else np.zeros((6, 0))
                 Y = Minv[i] @ B
                 L, l0 = B.T @ Y, Y.T @ rhs[i]
+                ctx["Y"][k] = Y
             else:
                 a_, b_ = nd["kids"]
                 L = np.zeros((nd["m"], nd["m"]))
@@ -347,13 +381,16 @@ class HDCA:
                 LJJ = L[nd["JJ"]]
                 rhsJ = np.concatenate([L[nd["Jb"]], (bJ - l0[nd["iJ"]])[:, None]], axis=1)
                 if nd["pinv"]:
-                    sol = np.linalg.pinv(LJJ, rcond=1e-12) @ rhsJ
-                else:
+                    W = np.linalg.pinv(LJJ, rcond=1e-12)
+                    sol = W @ rhsJ
+                else:  # positive definite (tree joints only): an LU solve, kept for resolve
+                    W = LJJ
                     sol = np.linalg.solve(LJJ, rhsJ)
                 Z, z0 = -sol[:, :-1], sol[:, -1]
                 LbJ = L[nd["bJ"]]
                 L, l0 = L[nd["bb"]] + LbJ @ Z, l0[nd["ib"]] + LbJ @ z0  # eq. 34–36
                 ZZ[k] = (Z, z0)
+                ctx["W"][k], ctx["LbJ"][k] = W, LbJ
             Ls[k], l0s[k] = L, l0
 
     def _disassemble(self, ctx):
@@ -546,7 +583,7 @@ class HDCA:
             gen[self.nv0 + s] -= k * sg
             r2[c0 + t] = np.array([k * aj[s] - aj[mj]])  # the joint-level row (β: biases)
         r1 = np.asarray(tau, float) + gen - tau_id
-        dX, _ = self.solve(st, np.zeros((nb, 6)), r1, r2)
+        dX, _ = self.resolve(st, np.zeros((nb, 6)), r1, r2)
         return self.rates(st, dX)
 
 
@@ -586,25 +623,21 @@ def tree_forward_dynamics(robot, q, qd, tau, refine=True):
 
     With ``refine`` one step of iterative refinement follows: the residual
     r = τ − τ_RNEA(q, q̇, q̈) (the robot's compiled inverse dynamics) is mapped back by the
-    velocity pass (on a tree q̇ = M⁻¹P, Alg. 1–2) and added, q̈ += M⁻¹r: the assembly of the
-    world-frame quantities loses ~3 digits (measured 1e-13 relative), the refined q̈ agrees
-    with ABA and Pinocchio to rounding."""
+    same factorisation (:meth:`HDCA.resolve`, q̈ += M⁻¹r): the assembly of the world-frame
+    quantities loses ~3 digits (measured 1e-13 relative), the refined q̈ agrees with ABA and
+    Pinocchio to rounding."""
     h = _tree(robot.model)
     q, qd, tau = (np.asarray(x, float) for x in (q, qd, tau))
-    a = h.acceleration(q, qd, tau)
-    if refine:
-        r = tau - robot.inverse_dynamics(q, qd, a)
-        a = a + h.velocity(q, r)[0]
-    return a
+    return h.acceleration(q, qd, tau, rnea=robot.inverse_dynamics if refine else None)
 
 
 def mimic_forward_dynamics(robot, q, qd, tau, refine=True):
     """q̈ (independent coordinates) of a MimicRobot by HDCA on its full-coordinate tree with
     each mimic joint a constraint row of the assembly (module docstring): the full state
     ``(G q + o, G q̇)``, the torques τ at the independent joints (Gᵀτ_full = τ), q̈ the
-    independent rows of the constrained q̈_full (= G q̈). ``refine`` as
-    :func:`tree_forward_dynamics`, the residual τ − Gᵀτ_RNEA mapped back by the constrained
-    velocity pass (q̇_full = G (GᵀMG)⁻¹ Gᵀ P)."""
+    independent rows of the constrained q̈_full (= G q̈). ``refine``: one step of iterative
+    refinement of the constrained system with the full tree's compiled RNEA
+    (:meth:`HDCA._correction`)."""
     h = _tree(robot.model, mimic=True)
     G = robot.G
     nvf = G.shape[0]
@@ -616,9 +649,5 @@ def mimic_forward_dynamics(robot, q, qd, tau, refine=True):
     vf = G @ qd
     tf = np.zeros(nvf)
     tf[ind] = tau
-    a = h.acceleration(qf, vf, tf)[ind]
-    if refine:
-        r = np.zeros(nvf)
-        r[ind] = tau - robot.inverse_dynamics(q, qd, a)
-        a = a + h.velocity(qf, r)[0][ind]
-    return a
+    return h.acceleration(qf, vf, tf, rnea=robot.full_robot.inverse_dynamics if refine
+                          else None)[ind]
