@@ -101,19 +101,11 @@ def parallel(r, q, v, tau, reps):
     h = hdca._tree(r.model)
     st = h.state(q, v)
     A, B, _ = h.halves()
-    n = h.n
-    V, S, Mi = st["V"], st["S"], st["M"]
-    g6 = np.r_[0.0, 0.0, 0.0, r.model.gravity]
-    f = np.einsum("nij,j->ni", Mi, g6)
+    f = np.einsum("nij,j->ni", st["M"], np.r_[0.0, 0.0, 0.0, r.model.gravity])
     beta = [np.zeros(d) for d in h.dim]
-    rhs = np.array(f)
-    w = st["H"] * np.asarray(tau)[h.nv0:, None]
-    rhs[:n] += w
 
     def ctx():
-        return {"rhs": rhs, "Bof": [dict(x) for x in h._handles(st)], "beta": beta,
-                "Minv": st["Minv"], "L": [None] * len(h.plan), "l0": [None] * len(h.plan),
-                "Z": [None] * len(h.plan)}
+        return h.context(st, f, tau, beta)
 
     def seq():
         c = ctx()
@@ -127,7 +119,6 @@ def parallel(r, q, v, tau, reps):
         h._assemble(A, c)
         t.join()
 
-    del V
     return ratio(par, seq, reps, clock=time.perf_counter), len(A), len(B)
 
 

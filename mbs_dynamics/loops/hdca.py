@@ -305,13 +305,16 @@ class HDCA:
         Returns:
             X (nb, 6) body twists (or their rates), sigma (list per connection).
         """
-        N = len(self.plan)
-        ctx = {"rhs": self._rhs(f, st, active), "Bof": [dict(h) for h in self._handles(st)],
-               "beta": beta, "Minv": st["Minv"], "L": [None] * N, "l0": [None] * N,
-               "Z": [None] * N, "Y": [None] * N, "W": [None] * N, "LbJ": [None] * N}
-        st["ctx"] = ctx
-        self._assemble(range(N), ctx)
+        ctx = st["ctx"] = self.context(st, f, active, beta)
+        self._assemble(range(len(self.plan)), ctx)
         return self._disassemble(ctx)
+
+    def context(self, st, f, active, beta):
+        """The workspace of one solve: right-hand sides, handle matrices, per-node slots."""
+        N = len(self.plan)
+        return {"rhs": self._rhs(f, st, active), "Bof": [dict(h) for h in self._handles(st)],
+                "beta": beta, "Minv": st["Minv"], "L": [None] * N, "l0": [None] * N,
+                "Z": [None] * N, "Y": [None] * N, "W": [None] * N, "LbJ": [None] * N}
 
     def resolve(self, st, f, active, beta):
         """The solve of :meth:`solve` for other right-hand sides at the same state, reusing its
