@@ -542,6 +542,12 @@ class Robot:
         out[...] = res
         return out
 
+    def _hdca_mimic(self, mimic_robot, q, qd, tau):
+        """``MimicRobot.forward_dynamics(method="hdca")`` (a MimicRobot wrapping this robot; the
+        model layer imports no capability): the mimic rows closed in the assembly."""
+        from .loops.hdca import mimic_forward_dynamics
+        return mimic_forward_dynamics(mimic_robot, q, qd, tau)
+
 
 _RNEA_REPS = {"spatial": 1, "hybrid": 2}
 _REPS4 = {"body": 0, "spatial": 1, "hybrid": 2, "mixed": 3}

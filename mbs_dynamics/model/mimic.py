@@ -334,7 +334,8 @@ class MimicRobot(SubsetDescription):
             return self._forward_dynamics(q, qd, tau, f_ext, out)
 
     def _hdca(self, q, qd, tau, f_ext, out):
-        from ..loops.hdca import mimic_forward_dynamics
+        # the model layer imports no capability: the full Robot's facade reaches loops/hdca.py
+        mimic_forward_dynamics = self._full._hdca_mimic
         if f_ext is not None:
             raise ValueError("method='hdca' covers forward dynamics without f_ext")
         (q, qd, tau), N = self._vecs(("q", "qd", "tau"), (q, qd, tau))
