@@ -68,6 +68,18 @@ def test_floating_base_tree_equals_pinocchio_aba(name):
     out = np.empty((3, r.nv))
     res = r.forward_dynamics(Q, V, T, method="hdca", out=out)
     assert res is out and rel(out, r.forward_dynamics(Q, V, T)) < 1e-12
+    # payloads on the floating base link and on the last link (Pinocchio: the same inertia
+    # added to the parent joint of the link's frame)
+    for link in (r.model.base_link, r.link_names[-1]):
+        I3 = np.diag([0.01, 0.02, 0.015]) + 0.002
+        r2 = r.with_payload(link, 1.7, com=(0.03, -0.02, 0.05), inertia=I3)
+        pm = o.pm.copy()
+        fr = pm.frames[pm.getFrameId(link)]
+        pm.inertias[fr.parentJoint] += fr.placement.act(pin.Inertia(1.7, np.array([0.03, -0.02,
+                                                                               0.05]), I3))
+        a2 = r2.forward_dynamics(Q[0], V[0], T[0], method="hdca")
+        assert rel(a2, pin.aba(pm, pm.createData(), o.q(Q[0]), V[0], T[0])) < 1e-12
+        assert rel(a2, r.forward_dynamics(Q[0], V[0], T[0], method="hdca")) > 1e-6  # it moved
     bad = Q[0].copy()
     bad[3:7] *= 1.5
     with pytest.raises(ValueError, match="unit quaternion"):
@@ -201,6 +213,10 @@ def test_hdca_on_floating_closed_loops(name):
         ddq = pin.constraintDynamics(pm, pd, qf, vf, tf, cms, cds,
                                      pin.ProximalSettings(1e-14, 1e-12, 200))
         assert rel(acceleration(r, qf, vf, tf), ddq) < 1e-9  # proximal: converged to ~1e-10
+    # a payload (a new model: a new assembly), checked by the round trip through its RNEA
+    r2 = r.with_payload(r.full_robot.link_names[-1], 0.8, com=(0.02, 0.0, 0.01))
+    a2 = r2.forward_dynamics(q, qd, tau, method="hdca")
+    assert rel(r2.inverse_dynamics(q, qd, a2), tau) < 1e-10 and rel(a2, a) > 1e-8
     # batches and bad input
     Q = np.array([q, q])
     out = np.empty((2, r.nv))
