@@ -47,7 +47,15 @@ M_i = Ad_{C_i}⁻ᵀ M_i^b Ad_{C_i}⁻¹, joint screws S_k = Ad_{C_k} X_k; a joi
 The same assembly at acceleration level (forces instead of impulses, M_i V̇_i = F_i + ad_{V_i}ᵀ
 M_i V_i, biases Dᵀ Ṡ q̇ at the joints, E_ℓᵀ ad_{V_b}(V_b − V_a) at the loops and
 H_mᵀṠ_m q̇_m − k H_sᵀṠ_s q̇_s at the mimic rows) is Featherstone's DCA, which gives q̈ for
-``forward_dynamics(method="hdca")``.
+``forward_dynamics(method="hdca")``, followed by one step of iterative refinement against the
+compiled RNEA of the spanning tree that reuses the factorisation (:meth:`HDCA.resolve`): the
+Schur complements of the world-frame compliances lose up to ~6 digits with light links (1e-13
+on trees, 1e-10…1e-9 on the test loops with 20 g joint blocks), the refined q̈ matches
+Pinocchio's ``aba`` / a dense KKT solve to ~1e-14.
+
+Parallel assembly: the two subtrees of a node are independent (:meth:`HDCA.halves`); measured
+with two threads on the shared 2-core machine it does not pay reliably in NumPy (the GIL between
+the many small calls: bench/hdca.py, bench/NOTES.md), so the assembly runs sequentially.
 """
 from __future__ import annotations
 
