@@ -9,11 +9,20 @@ Arguments:
   namespace               namespace of the node (its topics follow it).
   use_sim_time            true: follow ``/clock`` (Gazebo, bag replay).
   joint_states_topic      where to read sensor_msgs/JointState (default ``/joint_states``).
+  loops                   closed loops: a YAML file with a ``loops:`` list (relative paths are
+                          taken from the current directory); sets the ``loops`` parameter.
+                          Empty (default): the config's value (none in the bundled ones).
+  actuated                with ``loops``: the motor joints, comma-separated (``j1,j2``); sets
+                          the ``actuated`` parameter. Empty: the config's value, else chosen.
 
 Example::
 
   ros2 launch mbs_dynamics feedforward.launch.py robot_description_file:=/path/robot.urdf \
       config:=sea_arm.yaml
+
+  # a closed-loop mechanism: inputs and outputs name the actuated joints
+  ros2 launch mbs_dynamics feedforward.launch.py robot_description_file:=/path/fourbar.urdf \
+      loops:=/path/fourbar_loops.yaml actuated:=j_crank
 
 Feeding ros2_control's effort controller: remap ``~/torque`` onto the controller's command
 topic, e.g. add to the Node below ``remappings=[("~/torque",
@@ -42,6 +51,21 @@ from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 
+def _loop_parameters(context):
+    """The ``loops`` / ``actuated`` launch arguments as node parameters (none when empty)."""
+    out = []
+    loops = LaunchConfiguration("loops").perform(context).strip()
+    if loops:
+        if not os.path.isfile(loops):
+            raise RuntimeError(f"loops:={loops}: no such file (a YAML file with a 'loops:' list)")
+        out.append({"loops": ParameterValue(os.path.abspath(loops), value_type=str)})
+    actuated = [j.strip() for j in LaunchConfiguration("actuated").perform(context).split(",")
+                if j.strip()]
+    if actuated:
+        out.append({"actuated": actuated})
+    return out
+
+
 def _node(context):
     urdf_file = LaunchConfiguration("robot_description_file").perform(context)
     config = LaunchConfiguration("config").perform(context)
@@ -58,6 +82,7 @@ def _node(context):
         with open(urdf_file, encoding="utf-8") as f:
             # value_type=str: the URDF text must not be parsed as YAML by launch_ros
             parameters.append({"robot_description": ParameterValue(f.read(), value_type=str)})
+    parameters.extend(_loop_parameters(context))
     return [Node(
         package="mbs_dynamics",
         executable="feedforward_node",
@@ -83,5 +108,11 @@ def generate_launch_description():
                               description="use /clock (simulation or bag replay)"),
         DeclareLaunchArgument("joint_states_topic", default_value="/joint_states",
                               description="sensor_msgs/JointState input"),
+        DeclareLaunchArgument(
+            "loops", default_value="",
+            description="closed loops: YAML file with a 'loops:' list (empty: none/config's)"),
+        DeclareLaunchArgument(
+            "actuated", default_value="",
+            description="with loops: motor joints, comma-separated (empty: config's/chosen)"),
         OpaqueFunction(function=_node),
     ])

@@ -3,11 +3,13 @@
 //
 //   mbs-dynamics codegen robot.urdf -o src/generated --prefix robot
 //
-// EXAMPLE, NOT TESTED: this file is written from the ros2_control documentation (Jazzy,
-// "Writing a new controller": controller_interface::ControllerInterface, on_init /
-// on_configure / on_activate, command_interface_configuration / state_interface_configuration,
-// update(time, period), PLUGINLIB_EXPORT_CLASS) and is not compiled by this package's tests
-// (there is no ROS 2 C++ toolchain in them). What IS tested is the generated C it calls:
+// AN EXAMPLE: written from the ros2_control documentation (Jazzy, "Writing a new controller":
+// controller_interface::ControllerInterface, on_init / on_configure / on_activate,
+// command_interface_configuration / state_interface_configuration, update(time, period),
+// PLUGINLIB_EXPORT_CLASS). It was compiled once by hand against ros2_control 4.42 (Jazzy, built
+// from source; g++ -std=c++17 -Wall -Wextra: no warning from this file) with the Panda's
+// generated robot.c; this package's tests do not compile it (CI has no ROS 2 C++ toolchain).
+// What the tests DO check is the generated C it calls:
 // test/codegen/main.c links the same functions, built with gcc -std=c99 -Wall -Wextra -Werror,
 // and compares them with Pinocchio (test/test_codegen_c.py).
 //
@@ -116,7 +118,12 @@ public:
     // hold the current position until a reference arrives
     Jet hold{};
     for (int i = 0; i < robot_NV; ++i) {
-      hold[i] = state_interfaces_[i].get_value();
+      const auto q = state_interfaces_[i].get_optional();
+      if (!q) {
+        RCLCPP_ERROR(get_node()->get_logger(), "no position of %s", joints_[i].c_str());
+        return CallbackReturn::ERROR;
+      }
+      hold[i] = *q;
     }
     reference_.writeFromNonRT(hold);
     return CallbackReturn::SUCCESS;
@@ -126,8 +133,10 @@ public:
   {
     const Jet & r = *reference_.readFromRT();
     for (int i = 0; i < robot_NV; ++i) {
-      q_[i] = state_interfaces_[i].get_value();
-      v_[i] = state_interfaces_[robot_NV + i].get_value();
+      // get_optional: the value, or nothing when the hardware holds the interface this cycle
+      // (ros2_control ≥ 4.26; get_value() is deprecated) — then keep the last state
+      q_[i] = state_interfaces_[i].get_optional().value_or(q_[i]);
+      v_[i] = state_interfaces_[robot_NV + i].get_optional().value_or(v_[i]);
     }
     // computed torque: a = q_d'' + Kd (q_d' − q') + Kp (q_d − q);  tau = ID(q, q', a)
     for (int i = 0; i < robot_NV; ++i) {
@@ -135,17 +144,20 @@ public:
         kp_[i] * (r[i] - q_[i]);
     }
     robot_inverse_dynamics(q_.data(), v_.data(), a_.data(), tau_.data(), &ws_);
+    bool written = true;
     for (int i = 0; i < robot_NV; ++i) {
-      command_interfaces_[i].set_value(tau_[i]);
+      written &= command_interfaces_[i].set_value(tau_[i]);
     }
     if (!stiffness_.empty()) {
       // SEA flatness feedforward along the reference: theta_d = q_d + K^-1 tau_d, with
       // (tau_d, tau_d', tau_d'') = robot_torque_derivatives(q_d, (q_d', ..., q_d''''))
       robot_torque_derivatives(r.data(), r.data() + robot_NV, jet_.data(), &ws_);
       for (int i = 0; i < robot_NV; ++i) {
-        command_interfaces_[robot_NV + i].set_value(r[i] + jet_[i] / stiffness_[i]);
+        written &= command_interfaces_[robot_NV + i].set_value(r[i] + jet_[i] / stiffness_[i]);
       }
     }
+    // a command the hardware held this cycle is written again next cycle: counted, not an error
+    missed_writes_ += written ? 0 : 1;
     return return_type::OK;
   }
 
@@ -158,6 +170,7 @@ private:
   std::array<double, robot_NV> v_{}, a_{}, tau_{};
   std::array<double, 3 * robot_NV> jet_{};
   robot_workspace ws_{};  // caller-owned scratch of the generated functions
+  std::size_t missed_writes_ = 0;
 };
 
 }  // namespace mbs_codegen_example

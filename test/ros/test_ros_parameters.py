@@ -117,5 +117,5 @@ def test_proxy_launch_file_declares_its_arguments():
     declared = {node.args[0].value for node in ast.walk(tree)
                 if isinstance(node, ast.Call) and getattr(node.func, "id", "") ==
                 "DeclareLaunchArgument"}
-    assert declared == {"robot_description_file", "config", "namespace"}
+    assert declared == {"robot_description_file", "config", "namespace", "loops", "actuated"}
     assert "feedforward_proxy" in (REPO / "launch" / "feedforward_proxy.launch.py").read_text()
