@@ -38,7 +38,7 @@ def extensions():
                   extra_compile_args=["-O3", "-fno-math-errno", "-ffp-contract=off", "-fno-trapping-math", "--param=max-inline-insns-single=2000"] + omp, extra_link_args=omp)
         for name in ("kernels._data", "kernels._rnea", "kernels._crba", "kernels._aba",
                      "control._spline", "control._actuators",
-                     "kernels._rnea_repr", "kinematics._jets", "kinematics._closed",
+                     "kernels._rnea_repr", "kinematics._jets", "kinematics._closed", "loops._hdca",
                      "kinematics._frames", "identification._regressor",
                      "identification._derivatives")
     ]

@@ -175,8 +175,8 @@ class Robot:
         Args:
             q, qd, tau: (nq,), (nv,), (nv,) or (N, ·). f_ext, out: as in :meth:`inverse_dynamics`.
             method: ``"aba"`` (default, compiled) or ``"hdca"`` — seed 002's divide-and-conquer
-                assembly (:mod:`mbs_dynamics.loops.hdca`, NumPy, plus one step of iterative
-                refinement with the RNEA residual; fixed or floating base, no f_ext).
+                assembly (:mod:`mbs_dynamics.loops.hdca`, compiled, plus one step of iterative
+                refinement with the RNEA residual; fixed or floating base, f_ext as for ABA).
         Returns:
             q̈, shape (nv,) or (N, nv).
         Raises:
@@ -520,9 +520,9 @@ class Robot:
         from .loops.hdca import tree_forward_dynamics
         if method != "hdca":
             raise ValueError(f"method must be 'aba' or 'hdca', got {method!r}")
-        if f_ext is not None:
-            raise ValueError("method='hdca' covers forward dynamics without f_ext")
         nd = 2 if np.ndim(q) == 2 else 1
+        if f_ext is not None and nd == 2:
+            raise ValueError("f_ext is not supported with batch inputs")
         nq, nv = self.nq, self.nv
         q = _check_array(q, "q", nd, (-1, nq) if nd == 2 else (nq,))
         shv = (q.shape[0], nv) if nd == 2 else (nv,)
@@ -535,18 +535,18 @@ class Robot:
                                      f"({x[3]:g}, {x[4]:g}, {x[5]:g}, {x[6]:g}) is not a unit "
                                      "quaternion")
         res = (np.array([tree_forward_dynamics(self, *x) for x in zip(q, qd, tau)]).reshape(shv)
-               if nd == 2 else tree_forward_dynamics(self, q, qd, tau))
+               if nd == 2 else tree_forward_dynamics(self, q, qd, tau, f_ext=f_ext))
         if out is None:
             return res
         _check_array(out, "out", nd, shv, out=True)
         out[...] = res
         return out
 
-    def _hdca_mimic(self, mimic_robot, q, qd, tau):
+    def _hdca_mimic(self, mimic_robot, q, qd, tau, f_ext=None):
         """``MimicRobot.forward_dynamics(method="hdca")`` (a MimicRobot wrapping this robot; the
         model layer imports no capability): the mimic rows closed in the assembly."""
         from .loops.hdca import mimic_forward_dynamics
-        return mimic_forward_dynamics(mimic_robot, q, qd, tau)
+        return mimic_forward_dynamics(mimic_robot, q, qd, tau, f_ext=f_ext)
 
 
 _RNEA_REPS = {"spatial": 1, "hybrid": 2}

@@ -160,6 +160,161 @@ class HDCA:
         self.Mb_inv = np.linalg.inv(Ib)  # body-frame inertias (well scaled)
         self.plan = self._plan()
 
+    # ------------------------------------------------------------------ compiled path
+    def compiled(self):
+        """The compiled kernel of this plan (:mod:`mbs_dynamics.loops._hdca`), or None where it
+        does not apply: the extension not built, or a joint screw with |ω| ∉ {0, 1} (the NumPy
+        path then serves)."""
+        k = self.__dict__.get("_ck", 0)
+        if k == 0:
+            try:
+                from . import _hdca
+                spec = self._spec()
+                k = None if spec is None else _hdca.HDCAKernel(spec)
+            except ImportError:
+                k = None
+            self._ck = k
+        return k
+
+    def _spec(self):
+        """The plan and the model flattened into integer/float arrays for the kernel."""
+        m, n, nb = self.model, self.n, self.nb
+        X = np.asarray(m.X, float).reshape(n, 6)
+        wn = np.linalg.norm(X[:, :3], axis=1) if n else np.zeros(0)
+        if not np.all((np.abs(wn - 1.0) < 1e-12) | (wn < 1e-12)):
+            return None
+        kind = (wn < 1e-12).astype(np.intc)
+        B = np.asarray(m.B, float).reshape(n, 4, 4)
+        Ib = np.array(m.inertias, float).reshape(n, 6, 6)
+        if self.fb:
+            Ib = np.concatenate([Ib, np.asarray(m.base_inertia, float)[None]])
+        Dloc = np.zeros((n, 5, 6))
+        for k in range(n):
+            u, _, _ = np.linalg.svd(X[k][:, None])
+            Dloc[k] = u[:, 1:].T
+        nl, nm = len(self.loops), len(self.mimic)
+        ldim = [len(_SEL[lp.type]) for lp in self.loops]
+        lsel = np.zeros((nl, 6), np.intc)
+        for t, lp in enumerate(self.loops):
+            lsel[t, :ldim[t]] = _SEL[lp.type]
+        lsrc = 5 * n + np.r_[0, np.cumsum(ldim)][:nl].astype(int)
+        hsrc = 5 * n + int(sum(ldim))
+        dim = self.dim
+        coff = np.r_[0, np.cumsum(dim)].astype(int)
+        # handle columns, grouped by body in the order of handles[i]
+        bcol, colsig, tptr, tsrc, tcoef = [0], [], [0], [], []
+        for i in range(nb):
+            for c in self.handles[i]:
+                terms = []  # (coef, first source column) for this body
+                if c < n:
+                    if c == i:
+                        terms.append((1.0, 5 * c))
+                    if self.par[c] == i:
+                        terms.append((-1.0, 5 * c))
+                elif c < n + nl:
+                    t = c - n
+                    a, b = self.lb[t]
+                    if b == i:
+                        terms.append((1.0, lsrc[t]))
+                    if a == i:
+                        terms.append((-1.0, lsrc[t]))
+                else:
+                    mj, sj, kk, _ = self.mimic[c - n - nl]
+                    for bd, w, src in ((mj, 1.0, mj), (self.par[mj], -1.0, mj),
+                                       (sj, -kk, sj), (self.par[sj], kk, sj)):
+                        if bd == i:
+                            terms.append((w, hsrc + src))
+                for j in range(dim[c]):
+                    colsig.append(coff[c] + j)
+                    for w, s0 in terms:
+                        tsrc.append(s0 + (j if c < n + nl else 0))
+                        tcoef.append(w)
+                    tptr.append(len(tsrc))
+            bcol.append(len(colsig))
+        N = len(self.plan)
+        F = {k: np.zeros(N, np.intc) for k in ("leaf", "kA", "kB", "mpre", "nJ", "npost", "pinv",
+                                                "oiJ", "oib", "ova", "ovb", "oL", "ol0", "oF",
+                                                "oLbJ", "oZ", "oz0", "oY")}
+        idx, gsig, store = [], [], 0
+
+        def put(a, g=None):
+            o = len(idx)
+            idx.extend(int(x) for x in a)
+            gsig.extend(int(x) for x in (g if g is not None else [0] * len(a)))
+            return o
+
+        def sig(cs):
+            return [coff[c] + j for c in cs for j in range(dim[c])]
+
+        for k, nd in enumerate(self.plan):
+            if "leaf" in nd:
+                i = nd["leaf"]
+                F["leaf"][k], F["kA"][k], F["kB"][k] = i, -1, -1
+                F["mpre"][k] = mp = sum(dim[c] for c in self.handles[i])
+                F["oY"][k] = store
+                store += 6 * mp
+            else:
+                F["leaf"][k] = -1
+                F["kA"][k], F["kB"][k] = nd["kids"]
+                F["mpre"][k] = nd["m"]
+                F["ova"][k] = put(nd["va"])
+                F["ovb"][k] = put(nd["vb"])
+            nj, nbk = len(nd["iJ"]), len(nd["ib"])
+            F["nJ"][k], F["npost"][k], F["pinv"][k] = nj, nbk, bool(nd["pinv"])
+            F["oiJ"][k] = put(nd["iJ"], sig(nd["J"]))
+            F["oib"][k] = put(nd["ib"], sig(nd["hs"]))
+            for key, size in (("oL", nbk * nbk), ("ol0", nbk), ("oF", nj * nj),
+                              ("oLbJ", nbk * nj), ("oZ", nj * nbk), ("oz0", nj)):
+                F[key][k] = store
+                store += size
+        spec = dict(F)
+        spec.update(
+            n=n, nb=nb, fb=int(self.fb), nl=nl, nm=nm, nc=self.nc, ns=int(coff[-1]), N=N,
+            nsrc=hsrc + n, nhcol=len(colsig), maxm=int(max(F["mpre"], default=1)),
+            maxJ=int(max(max(F["nJ"], default=1), 1)),
+            maxb=int(max(F["npost"], default=1)), nstore=store,
+            par=np.array(self.par, np.intc), kind=kind, BR=B[:, :3, :3], Bp=B[:, :3, 3],
+            Xs=X, Ib=Ib, Mbinv=self.Mb_inv, Dloc=Dloc, g=tuple(float(x) for x in m.gravity),
+            la=np.array([a for a, _ in self.lb], np.intc),
+            lb=np.array([b for _, b in self.lb], np.intc),
+            lSR=np.array([lp.S_b[:3, :3] for lp in self.loops]).reshape(-1),
+            lSp=np.array([lp.S_b[:3, 3] for lp in self.loops]).reshape(-1),
+            ldim=np.array(ldim, np.intc), lsel=lsel, lsrc=np.array(lsrc, np.intc),
+            mmj=np.array([x[0] for x in self.mimic], np.intc),
+            mms=np.array([x[1] for x in self.mimic], np.intc),
+            mmk=np.array([x[2] for x in self.mimic], float),
+            cdim=np.array(dim, np.intc), coff=np.array(coff[:-1], np.intc),
+            csrc=np.zeros(0, np.intc), bcol=np.array(bcol, np.intc),
+            colsig=np.array(colsig, np.intc), tptr=np.array(tptr, np.intc),
+            tsrc=np.array(tsrc, np.intc), tcoef=np.array(tcoef, float),
+            idx=np.array(idx, np.intc), gsig=np.array(gsig, np.intc))
+        return spec
+
+    def fast_acceleration(self, q, v, tau, fx=None, rnea=None):
+        """q̈ (nv,) by the compiled assembly (:meth:`compiled`) with one refinement step against
+        ``rnea`` (q, q̇, q̈) → τ (which must include the same applied wrenches); ``fx``: None or
+        (nb, 6) applied wrenches (m, f) in the body frames, the floating base's row n. Falls
+        back to the NumPy :meth:`acceleration` where no kernel applies."""
+        q, v, tau = (np.ascontiguousarray(x, dtype=float) for x in (q, v, tau))
+        if fx is not None:
+            fx = np.ascontiguousarray(fx, dtype=float)
+        K = self.compiled()
+        if K is None:
+            fw = None
+            if fx is not None:
+                C = self.state(q)["C"]
+                fw = np.array([lie.Ad(lie.inv(C[i])).T @ fx[i] for i in range(self.nb)])
+            return self.acceleration(q, v, tau, f_ext_spatial=fw, rnea=rnea)
+        k = K.take()
+        try:
+            a = np.empty(self.nv0 + self.n)
+            k.solve(q, v, tau, fx, a)
+            if rnea is not None:
+                k.refine(tau, np.ascontiguousarray(rnea(q, v, a), dtype=float), a)
+        finally:
+            k.give()
+        return a
+
     def _body(self, b):
         return b if b >= 0 else self.base
 
@@ -598,22 +753,40 @@ class HDCA:
         return self.rates(st, dX)
 
 
+def _fx(robot, h, f_ext):
+    """Public link wrenches (dict link → (f, m) in the link frame, as ``Robot.forward_dynamics``)
+    → HDCA's (nb, 6) body-frame rows (m, f) (the floating base's row last), via the tree
+    Robot's own conversion; None without f_ext."""
+    if f_ext is None:
+        return None
+    W = robot._fext(f_ext, 1)[0]
+    return np.concatenate([W[1:], W[:1]]) if h.fb else W
+
+
+def _rnea(robot, f_ext):
+    if f_ext is None:
+        return robot.inverse_dynamics
+    return lambda q, v, a: robot.inverse_dynamics(q, v, a, f_ext)
+
+
 def acceleration(robot, q, v, tau, f_ext=None, refine=True):
     """Full q̈ of a ClosedLoopRobot (fixed or floating base, mimic joints as constraint rows) at
-    a full state by the divide-and-conquer assembly, with one step of iterative refinement
-    against the spanning tree's compiled RNEA (``refine``)."""
+    a full state by the divide-and-conquer assembly (compiled, :meth:`HDCA.fast_acceleration`),
+    with one step of iterative refinement against the spanning tree's compiled RNEA
+    (``refine``); ``f_ext``: dict link → wrench (f, m) in the link frame (the spanning tree's
+    links), as :meth:`Robot.forward_dynamics`."""
     h = getattr(robot, "_hdca", None)
     if h is None:
         h = HDCA(robot.model, robot._kin)
         robot._hdca = h
-    if f_ext is not None:
-        raise ValueError("f_ext is not supported with method='hdca'")
+    full = robot.full_robot
+    fx = _fx(full, h, f_ext)
     if h.fb:
         x = np.asarray(q, float)
         if not abs(x[3:7] @ x[3:7] - 1.0) <= 1e-6:
             raise ValueError(f"q: the base quaternion (qx, qy, qz, qw) = ({x[3]:g}, {x[4]:g}, "
                              f"{x[5]:g}, {x[6]:g}) is not a unit quaternion")
-    return h.acceleration(q, v, tau, rnea=robot.full_robot.inverse_dynamics if refine else None)
+    return h.fast_acceleration(q, v, tau, fx, rnea=_rnea(full, f_ext) if refine else None)
 
 
 _TREE_CACHE = weakref.WeakKeyDictionary()
@@ -628,9 +801,10 @@ def _tree(model, mimic=False):
     return hs[mimic]
 
 
-def tree_forward_dynamics(robot, q, qd, tau, refine=True):
+def tree_forward_dynamics(robot, q, qd, tau, refine=True, f_ext=None):
     """q̈ of a tree Robot (fixed or floating base) by HDCA's divide-and-conquer assembly
-    (equals ABA).
+    (equals ABA), compiled (:meth:`HDCA.fast_acceleration`); ``f_ext`` as
+    :meth:`Robot.forward_dynamics`.
 
     With ``refine`` one step of iterative refinement follows: the residual
     r = τ − τ_RNEA(q, q̇, q̈) (the robot's compiled inverse dynamics) is mapped back by the
@@ -638,17 +812,17 @@ def tree_forward_dynamics(robot, q, qd, tau, refine=True):
     quantities loses ~3 digits (measured 1e-13 relative), the refined q̈ agrees with ABA and
     Pinocchio to rounding."""
     h = _tree(robot.model)
-    q, qd, tau = (np.asarray(x, float) for x in (q, qd, tau))
-    return h.acceleration(q, qd, tau, rnea=robot.inverse_dynamics if refine else None)
+    return h.fast_acceleration(q, qd, tau, _fx(robot, h, f_ext),
+                               rnea=_rnea(robot, f_ext) if refine else None)
 
 
-def mimic_forward_dynamics(robot, q, qd, tau, refine=True):
+def mimic_forward_dynamics(robot, q, qd, tau, refine=True, f_ext=None):
     """q̈ (independent coordinates) of a MimicRobot by HDCA on its full-coordinate tree with
     each mimic joint a constraint row of the assembly (module docstring): the full state
     ``(G q + o, G q̇)``, the torques τ at the independent joints (Gᵀτ_full = τ), q̈ the
     independent rows of the constrained q̈_full (= G q̈). ``refine``: one step of iterative
     refinement of the constrained system with the full tree's compiled RNEA
-    (:meth:`HDCA._correction`)."""
+    (:meth:`HDCA._correction`); ``f_ext``: dict link → wrench (f, m) in the link frame."""
     h = _tree(robot.model, mimic=True)
     G = robot.G
     nvf = G.shape[0]
@@ -660,5 +834,6 @@ def mimic_forward_dynamics(robot, q, qd, tau, refine=True):
     vf = G @ qd
     tf = np.zeros(nvf)
     tf[ind] = tau
-    return h.acceleration(qf, vf, tf, rnea=robot.full_robot.inverse_dynamics if refine
-                          else None)[ind]
+    fr = robot.full_robot
+    return h.fast_acceleration(qf, vf, tf, _fx(fr, h, f_ext),
+                               rnea=_rnea(fr, f_ext) if refine else None)[ind]

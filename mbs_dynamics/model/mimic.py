@@ -325,7 +325,8 @@ class MimicRobot(SubsetDescription):
         """q̈ solving (Gᵀ M_full G) q̈ = τ − Gᵀ h_full(q, q̇, f_ext); (n,) or (N, n).
         ``method``: ``"aba"`` (the projected solve) or ``"hdca"`` — seed 002's divide-and-conquer
         assembly of the full tree with each mimic joint a constraint row
-        (:func:`mbs_dynamics.loops.hdca.mimic_forward_dynamics`; NumPy, no f_ext)."""
+        (:func:`mbs_dynamics.loops.hdca.mimic_forward_dynamics`; compiled, f_ext as for
+        ``"aba"``, not with a batch)."""
         if method != "aba":
             if method == "hdca":
                 return self._hdca(q, qd, tau, f_ext, out)
@@ -336,13 +337,13 @@ class MimicRobot(SubsetDescription):
     def _hdca(self, q, qd, tau, f_ext, out):
         # the model layer imports no capability: the full Robot's facade reaches loops/hdca.py
         mimic_forward_dynamics = self._full._hdca_mimic
-        if f_ext is not None:
-            raise ValueError("method='hdca' covers forward dynamics without f_ext")
         (q, qd, tau), N = self._vecs(("q", "qd", "tau"), (q, qd, tau))
+        if f_ext is not None and N is not None:
+            raise ValueError("f_ext is not supported with batch inputs")
         o = _out(out, (self.nv,) if N is None else (N, self.nv))
         with self._d:  # one thread at a time (the refinement's kernel calls)
             if N is None:
-                o[:] = mimic_forward_dynamics(self, q, qd, tau)
+                o[:] = mimic_forward_dynamics(self, q, qd, tau, f_ext)
             else:
                 for i in range(N):
                     o[i] = mimic_forward_dynamics(self, q[i], qd[i], tau[i])

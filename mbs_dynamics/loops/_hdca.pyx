@@ -1,0 +1,966 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Compiled divide-and-conquer assembly of :class:`mbs_dynamics.loops.hdca.HDCA` at acceleration
+level (seed 002 Alg. 1–2 with forces instead of impulses: Featherstone's DCA), the
+``forward_dynamics(method="hdca")`` path.
+
+The plan (the binary assembly tree, the handles of every connection, the index sets of every
+elimination) is the NumPy class's, flattened once into integer arrays by
+:func:`mbs_dynamics.loops.hdca.HDCA.compiled`; every per-call quantity lives in this object's
+workspace (no allocation per call). Per call (:meth:`HDCAKernel.solve`):
+
+* kinematics: world poses C_i, screws S_k = Ad_{C_k} X_k, H_k = S_k/|S_k|², twists V_i, body
+  mobilities M_i⁻¹ = Ad_{C_i} (M_i^b)⁻¹ Ad_{C_i}ᵀ (seed 002 eq. 12–16), the body terms
+  f_i = M_i a_g + ad_{V_i}ᵀ M_i V_i + W_i^ext;
+* handles: the joint constraint bases D_k = Ad_{C_k}⁻ᵀ D_k^b (D_k^bᵀ X_k = 0), the loop wrench
+  bases E_ℓ of frame_b, the mimic rows ±H_m, ∓k H_s (module docstring of ``hdca.py``);
+* assembly (eq. 17–36): leaf Λ = Bᵀ M⁻¹ B, λ₀ = (M⁻¹B)ᵀ rhs; internal nodes add their children's
+  and eliminate the closed connections J: Cholesky of Λ_JJ for tree joints (positive definite),
+  a symmetric (Jacobi) eigendecomposition and the pseudo-inverse (cut at 1e-12 of the largest
+  eigenvalue, as ``numpy.linalg.pinv(rcond=1e-12)``) once a loop or mimic row is closed in the
+  subassembly — redundant closures give the minimum-norm impulse, never a singular solve;
+* disassembly (Alg. 2): σ top-down, X_i = M_i⁻¹(rhs_i + B σ), q̈_k = H_kᵀ(X_k − X_λ(k) − Ṡ_k q̇_k).
+
+:meth:`HDCAKernel.refine` is the iterative-refinement step of ``HDCA._correction`` (the RNEA
+residual mapped back through the stored factorisation). Thread safety: one kernel per HDCA plan,
+taken by :meth:`HDCAKernel.take` under the GIL (a second thread gets a private copy instead).
+"""
+import numpy as np
+from libc.math cimport sin, cos, sqrt, fabs
+from libc.string cimport memset, memcpy
+from cpython.pythread cimport PyThread_get_thread_ident
+
+
+cdef inline double* dp(object a):
+    cdef double[::1] v = a
+    return &v[0] if v.shape[0] else <double*>0
+
+
+cdef inline int* ip(object a):
+    cdef int[::1] v = a
+    return &v[0] if v.shape[0] else <int*>0
+
+
+# ---------------------------------------------------------------- small spatial helpers
+cdef inline void wrenchT(const double* R, const double* p, const double* w, double* o) noexcept nogil:
+    """o = Ad_C⁻ᵀ w for C = (R, p), w = (m, f) angular-first: (R m + p × R f, R f)."""
+    cdef double rm[3]
+    cdef double rf[3]
+    cdef int i
+    for i in range(3):
+        rm[i] = R[3 * i] * w[0] + R[3 * i + 1] * w[1] + R[3 * i + 2] * w[2]
+        rf[i] = R[3 * i] * w[3] + R[3 * i + 1] * w[4] + R[3 * i + 2] * w[5]
+    o[0] = rm[0] + p[1] * rf[2] - p[2] * rf[1]
+    o[1] = rm[1] + p[2] * rf[0] - p[0] * rf[2]
+    o[2] = rm[2] + p[0] * rf[1] - p[1] * rf[0]
+    o[3] = rf[0]
+    o[4] = rf[1]
+    o[5] = rf[2]
+
+
+cdef inline void wrenchT_inv(const double* R, const double* p, const double* w, double* o) noexcept nogil:
+    """o = Ad_Cᵀ w: the world wrench w = (m, f) in the frame C: (Rᵀ(m − p × f), Rᵀ f)."""
+    cdef double m0 = w[0] - (p[1] * w[5] - p[2] * w[4])
+    cdef double m1 = w[1] - (p[2] * w[3] - p[0] * w[5])
+    cdef double m2 = w[2] - (p[0] * w[4] - p[1] * w[3])
+    cdef int i
+    for i in range(3):
+        o[i] = R[i] * m0 + R[3 + i] * m1 + R[6 + i] * m2
+        o[3 + i] = R[i] * w[3] + R[3 + i] * w[4] + R[6 + i] * w[5]
+
+
+cdef inline void twistAd(const double* R, const double* p, const double* x, double* o) noexcept nogil:
+    """o = Ad_C x, x = (ω, v): (R ω, p × R ω + R v)."""
+    cdef double rw[3]
+    cdef double rv[3]
+    cdef int i
+    for i in range(3):
+        rw[i] = R[3 * i] * x[0] + R[3 * i + 1] * x[1] + R[3 * i + 2] * x[2]
+        rv[i] = R[3 * i] * x[3] + R[3 * i + 1] * x[4] + R[3 * i + 2] * x[5]
+    o[0] = rw[0]
+    o[1] = rw[1]
+    o[2] = rw[2]
+    o[3] = p[1] * rw[2] - p[2] * rw[1] + rv[0]
+    o[4] = p[2] * rw[0] - p[0] * rw[2] + rv[1]
+    o[5] = p[0] * rw[1] - p[1] * rw[0] + rv[2]
+
+
+cdef inline void twistAd_inv(const double* R, const double* p, const double* x, double* o) noexcept nogil:
+    """o = Ad_C⁻¹ x: (Rᵀ ω, Rᵀ(v − p × ω))."""
+    cdef double v0 = x[3] - (p[1] * x[2] - p[2] * x[1])
+    cdef double v1 = x[4] - (p[2] * x[0] - p[0] * x[2])
+    cdef double v2 = x[5] - (p[0] * x[1] - p[1] * x[0])
+    cdef int i
+    for i in range(3):
+        o[i] = R[i] * x[0] + R[3 + i] * x[1] + R[6 + i] * x[2]
+        o[3 + i] = R[i] * v0 + R[3 + i] * v1 + R[6 + i] * v2
+
+
+cdef inline void ad_mul(const double* V, const double* x, double* o) noexcept nogil:
+    """o = ad_V x = (ω × x_ω, v × x_ω + ω × x_v)."""
+    o[0] = V[1] * x[2] - V[2] * x[1]
+    o[1] = V[2] * x[0] - V[0] * x[2]
+    o[2] = V[0] * x[1] - V[1] * x[0]
+    o[3] = V[4] * x[2] - V[5] * x[1] + V[1] * x[5] - V[2] * x[4]
+    o[4] = V[5] * x[0] - V[3] * x[2] + V[2] * x[3] - V[0] * x[5]
+    o[5] = V[3] * x[1] - V[4] * x[0] + V[0] * x[4] - V[1] * x[3]
+
+
+cdef inline void adT_mul_add(const double* V, const double* w, double* o) noexcept nogil:
+    """o += ad_Vᵀ w, w = (m, f): (m × ω + f × v, f × ω)."""
+    o[0] += w[1] * V[2] - w[2] * V[1] + w[4] * V[5] - w[5] * V[4]
+    o[1] += w[2] * V[0] - w[0] * V[2] + w[5] * V[3] - w[3] * V[5]
+    o[2] += w[0] * V[1] - w[1] * V[0] + w[3] * V[4] - w[4] * V[3]
+    o[3] += w[4] * V[2] - w[5] * V[1]
+    o[4] += w[5] * V[0] - w[3] * V[2]
+    o[5] += w[3] * V[1] - w[4] * V[0]
+
+
+cdef inline double dot6(const double* a, const double* b) noexcept nogil:
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+
+
+cdef inline void mat6_vec(const double* M, const double* x, double* o) noexcept nogil:
+    cdef int i
+    for i in range(6):
+        o[i] = (M[6 * i] * x[0] + M[6 * i + 1] * x[1] + M[6 * i + 2] * x[2] + M[6 * i + 3] * x[3]
+                + M[6 * i + 4] * x[4] + M[6 * i + 5] * x[5])
+
+
+cdef void congruence(const double* R, const double* p, const double* Mb, double* out) noexcept nogil:
+    """out = Ad_C Mb Ad_Cᵀ (6×6, row-major; Mb symmetric)."""
+    cdef double A[36]
+    cdef double T[36]
+    cdef int i, j, k
+    cdef double s
+    memset(A, 0, 36 * sizeof(double))
+    for i in range(3):
+        for j in range(3):
+            A[6 * i + j] = R[3 * i + j]
+            A[6 * (i + 3) + j + 3] = R[3 * i + j]
+    # p̃ R in the lower-left block
+    for j in range(3):
+        A[6 * 3 + j] = p[1] * R[6 + j] - p[2] * R[3 + j]
+        A[6 * 4 + j] = p[2] * R[j] - p[0] * R[6 + j]
+        A[6 * 5 + j] = p[0] * R[3 + j] - p[1] * R[j]
+    for i in range(6):
+        for j in range(6):
+            s = 0.0
+            for k in range(6):
+                s += A[6 * i + k] * Mb[6 * k + j]
+            T[6 * i + j] = s
+    for i in range(6):
+        for j in range(i, 6):
+            s = 0.0
+            for k in range(6):
+                s += T[6 * i + k] * A[6 * j + k]
+            out[6 * i + j] = s
+            out[6 * j + i] = s
+
+
+cdef void joint_exp(const double* X, double q, int kind, double* R, double* p) noexcept nogil:
+    """exp(X q) for a screw X = (ω, v), |ω| = 1 (kind 0) or ω = 0 (kind 1) (seed 001 eq. 6–7)."""
+    cdef double s, c, w0, w1, w2, a0, a1, a2, wv
+    cdef int i, j
+    if kind == 1:
+        R[0] = 1.0; R[1] = 0.0; R[2] = 0.0
+        R[3] = 0.0; R[4] = 1.0; R[5] = 0.0
+        R[6] = 0.0; R[7] = 0.0; R[8] = 1.0
+        p[0] = X[3] * q; p[1] = X[4] * q; p[2] = X[5] * q
+        return
+    s = sin(q)
+    c = cos(q)
+    w0 = X[0]; w1 = X[1]; w2 = X[2]
+    # R = I + s W + (1 − c) W²  (Rodrigues)
+    R[0] = 1.0 + (1.0 - c) * (-w1 * w1 - w2 * w2)
+    R[1] = -s * w2 + (1.0 - c) * w0 * w1
+    R[2] = s * w1 + (1.0 - c) * w0 * w2
+    R[3] = s * w2 + (1.0 - c) * w0 * w1
+    R[4] = 1.0 + (1.0 - c) * (-w0 * w0 - w2 * w2)
+    R[5] = -s * w0 + (1.0 - c) * w1 * w2
+    R[6] = -s * w1 + (1.0 - c) * w0 * w2
+    R[7] = s * w0 + (1.0 - c) * w1 * w2
+    R[8] = 1.0 + (1.0 - c) * (-w0 * w0 - w1 * w1)
+    # p = (I − R)(ω × v) + ω ωᵀ v q
+    a0 = w1 * X[5] - w2 * X[4]
+    a1 = w2 * X[3] - w0 * X[5]
+    a2 = w0 * X[4] - w1 * X[3]
+    wv = (w0 * X[3] + w1 * X[4] + w2 * X[5]) * q
+    p[0] = a0 - (R[0] * a0 + R[1] * a1 + R[2] * a2) + w0 * wv
+    p[1] = a1 - (R[3] * a0 + R[4] * a1 + R[5] * a2) + w1 * wv
+    p[2] = a2 - (R[6] * a0 + R[7] * a1 + R[8] * a2) + w2 * wv
+
+
+cdef inline void compose(const double* R1, const double* p1, const double* R2, const double* p2,
+                         double* R, double* p) noexcept nogil:
+    """(R, p) = (R1, p1)(R2, p2)."""
+    cdef int i, j
+    for i in range(3):
+        for j in range(3):
+            R[3 * i + j] = R1[3 * i] * R2[j] + R1[3 * i + 1] * R2[3 + j] + R1[3 * i + 2] * R2[6 + j]
+        p[i] = R1[3 * i] * p2[0] + R1[3 * i + 1] * p2[1] + R1[3 * i + 2] * p2[2] + p1[i]
+
+
+# ---------------------------------------------------------------- small dense algebra
+cdef int chol(double* A, int n) noexcept nogil:
+    """In-place Cholesky A = L Lᵀ (lower triangle, row-major n×n); −1 if not positive."""
+    cdef int i, j, k
+    cdef double s
+    for j in range(n):
+        s = A[j * n + j]
+        for k in range(j):
+            s -= A[j * n + k] * A[j * n + k]
+        if not s > 0.0:
+            return -1
+        s = sqrt(s)
+        A[j * n + j] = s
+        for i in range(j + 1, n):
+            t = A[i * n + j]
+            for k in range(j):
+                t -= A[i * n + k] * A[j * n + k]
+            A[i * n + j] = t / s
+    return 0
+
+
+cdef void chol_solve(const double* L, int n, double* b, int nr, int ld) noexcept nogil:
+    """Solve L Lᵀ x = b in place for nr right-hand sides: b (n rows, column r at b[i*ld + r])."""
+    cdef int i, k, r
+    cdef double t
+    for r in range(nr):
+        for i in range(n):
+            t = b[i * ld + r]
+            for k in range(i):
+                t -= L[i * n + k] * b[k * ld + r]
+            b[i * ld + r] = t / L[i * n + i]
+        for i in range(n - 1, -1, -1):
+            t = b[i * ld + r]
+            for k in range(i + 1, n):
+                t -= L[k * n + i] * b[k * ld + r]
+            b[i * ld + r] = t / L[i * n + i]
+
+
+cdef void pinv_sym(double* A, int n, double* V, double* W, double rcond) noexcept nogil:
+    """W = pseudo-inverse of the symmetric A (n×n, row-major; destroyed) by cyclic Jacobi
+    rotations (A = V diag(λ) Vᵀ), eigenvalues |λ| ≤ rcond max|λ| dropped (rank-revealing)."""
+    cdef int i, j, k, sweep
+    cdef double off, apq, app, aqq, theta, t, c, s, tau, akp, akq, vkp, vkq, big, lam
+    memset(V, 0, n * n * sizeof(double))
+    for i in range(n):
+        V[i * n + i] = 1.0
+    for sweep in range(100):
+        off = 0.0
+        big = 0.0
+        for i in range(n):
+            big += A[i * n + i] * A[i * n + i]
+            for j in range(i + 1, n):
+                off += A[i * n + j] * A[i * n + j]
+        if off <= 1e-34 * big or off == 0.0:
+            break
+        for i in range(n - 1):
+            for j in range(i + 1, n):
+                apq = A[i * n + j]
+                if apq == 0.0:
+                    continue
+                app = A[i * n + i]
+                aqq = A[j * n + j]
+                theta = (aqq - app) / (2.0 * apq)
+                t = (1.0 if theta >= 0 else -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0))
+                c = 1.0 / sqrt(t * t + 1.0)
+                s = t * c
+                for k in range(n):
+                    akp = A[k * n + i]
+                    akq = A[k * n + j]
+                    A[k * n + i] = c * akp - s * akq
+                    A[k * n + j] = s * akp + c * akq
+                for k in range(n):
+                    akp = A[i * n + k]
+                    akq = A[j * n + k]
+                    A[i * n + k] = c * akp - s * akq
+                    A[j * n + k] = s * akp + c * akq
+                A[i * n + j] = 0.0
+                A[j * n + i] = 0.0
+                for k in range(n):
+                    vkp = V[k * n + i]
+                    vkq = V[k * n + j]
+                    V[k * n + i] = c * vkp - s * vkq
+                    V[k * n + j] = s * vkp + c * vkq
+    big = 0.0
+    for i in range(n):
+        if fabs(A[i * n + i]) > big:
+            big = fabs(A[i * n + i])
+    memset(W, 0, n * n * sizeof(double))
+    for k in range(n):
+        lam = A[k * n + k]
+        if fabs(lam) <= rcond * big or lam == 0.0:
+            continue
+        lam = 1.0 / lam
+        for i in range(n):
+            t = V[i * n + k] * lam
+            for j in range(n):
+                W[i * n + j] += t * V[j * n + k]
+
+
+cdef class HDCAKernel:
+    """The workspace and the flattened plan of one :class:`~.hdca.HDCA` (see the module
+    docstring). Built by ``HDCA.compiled()``; not for direct use."""
+    cdef list _keep
+    cdef readonly object spec
+    cdef int n, nb, fb, nl, nm, nc, ns, N, nsrc, nhcol
+    cdef int maxm, maxJ, maxb
+    cdef int busy
+    cdef unsigned long owner
+    # model
+    cdef int* par
+    cdef int* kind
+    cdef double* BR
+    cdef double* Bp
+    cdef double* Xs
+    cdef double* Mbinv
+    cdef double* Ib
+    cdef double* Dloc
+    cdef double g[3]
+    # loops, mimic
+    cdef int* la
+    cdef int* lb
+    cdef double* lSR
+    cdef double* lSp
+    cdef int* ldim
+    cdef int* lsel
+    cdef int* lsrc
+    cdef int* mmj
+    cdef int* mms
+    cdef double* mmk
+    # connections and handles
+    cdef int* cdim
+    cdef int* coff
+    cdef int* csrc      # first source column of a joint / loop connection's basis (beta rows)
+    cdef int* bcol      # (nb + 1) first column of body i's handle block
+    cdef int* colsig    # (nhcol) sigma index of a handle column
+    cdef int* tptr      # (nhcol + 1) terms of a handle column
+    cdef int* tsrc
+    cdef double* tcoef
+    # plan
+    cdef int* leaf
+    cdef int* kA
+    cdef int* kB
+    cdef int* mpre
+    cdef int* nJ
+    cdef int* npost
+    cdef int* pinv
+    cdef int* oiJ
+    cdef int* oib
+    cdef int* ova
+    cdef int* ovb
+    cdef int* idx
+    cdef int* gsig
+    cdef int* oL
+    cdef int* ol0
+    cdef int* oF
+    cdef int* oLbJ
+    cdef int* oZ
+    cdef int* oz0
+    cdef int* oY
+    # workspace
+    cdef double* C       # (nb, 12)
+    cdef double* S       # (n, 6)
+    cdef double* H       # (n, 6)
+    cdef double* V       # (nb, 6)
+    cdef double* Minv    # (nb, 36)
+    cdef double* rhs     # (nb, 6)
+    cdef double* X       # (nb, 6)
+    cdef double* bias    # (n, 6)
+    cdef double* src     # (nsrc, 6)
+    cdef double* Bst     # (nhcol, 6)
+    cdef double* beta    # (ns,)
+    cdef double* sig     # (ns,)
+    cdef double* store   # per-node blocks
+    cdef double* Lpre
+    cdef double* l0pre
+    cdef double* rhsJ
+    cdef double* tmpA
+    cdef double* tmpV
+    cdef double* fx      # (nb, 6) applied body-frame wrenches (m, f), base row n
+    cdef double* Acc     # (nb, 6)
+    cdef double* Wr      # (nb, 6)
+    cdef double* gen     # (nv,)
+    cdef double* vj      # (n,) joint rates of the last solve
+
+    def __init__(self, dict spec):
+        self.spec = spec
+        self._keep = []
+
+        def I(name):
+            a = np.array(spec[name], dtype=np.intc).ravel().copy()
+            if a.size == 0:
+                a = np.zeros(1, np.intc)
+            self._keep.append(a)
+            return a
+
+        def D(name):
+            a = np.array(spec[name], dtype=np.float64).ravel().copy()
+            if a.size == 0:
+                a = np.zeros(1)
+            self._keep.append(a)
+            return a
+
+        def Z(size):
+            a = np.zeros(max(int(size), 1))
+            self._keep.append(a)
+            return a
+
+        self.n, self.nb, self.fb = spec["n"], spec["nb"], spec["fb"]
+        self.nl, self.nm, self.nc, self.ns = spec["nl"], spec["nm"], spec["nc"], spec["ns"]
+        self.N, self.nsrc, self.nhcol = spec["N"], spec["nsrc"], spec["nhcol"]
+        self.maxm, self.maxJ, self.maxb = spec["maxm"], spec["maxJ"], spec["maxb"]
+        self.par = ip(I("par")); self.kind = ip(I("kind"))
+        self.BR = dp(D("BR")); self.Bp = dp(D("Bp")); self.Xs = dp(D("Xs"))
+        self.Mbinv = dp(D("Mbinv")); self.Ib = dp(D("Ib")); self.Dloc = dp(D("Dloc"))
+        self.g[0], self.g[1], self.g[2] = spec["g"]
+        self.la = ip(I("la")); self.lb = ip(I("lb")); self.lSR = dp(D("lSR"))
+        self.lSp = dp(D("lSp")); self.ldim = ip(I("ldim")); self.lsel = ip(I("lsel"))
+        self.lsrc = ip(I("lsrc"))
+        self.mmj = ip(I("mmj")); self.mms = ip(I("mms")); self.mmk = dp(D("mmk"))
+        self.cdim = ip(I("cdim")); self.coff = ip(I("coff")); self.csrc = ip(I("csrc"))
+        self.bcol = ip(I("bcol")); self.colsig = ip(I("colsig"))
+        self.tptr = ip(I("tptr")); self.tsrc = ip(I("tsrc")); self.tcoef = dp(D("tcoef"))
+        self.leaf = ip(I("leaf")); self.kA = ip(I("kA")); self.kB = ip(I("kB"))
+        self.mpre = ip(I("mpre")); self.nJ = ip(I("nJ")); self.npost = ip(I("npost"))
+        self.pinv = ip(I("pinv")); self.oiJ = ip(I("oiJ")); self.oib = ip(I("oib"))
+        self.ova = ip(I("ova")); self.ovb = ip(I("ovb")); self.idx = ip(I("idx"))
+        self.gsig = ip(I("gsig")); self.oL = ip(I("oL")); self.ol0 = ip(I("ol0"))
+        self.oF = ip(I("oF")); self.oLbJ = ip(I("oLbJ")); self.oZ = ip(I("oZ"))
+        self.oz0 = ip(I("oz0")); self.oY = ip(I("oY"))
+        n, nb = self.n, self.nb
+        self.C = dp(Z(nb * 12)); self.S = dp(Z(n * 6)); self.H = dp(Z(n * 6))
+        self.V = dp(Z(nb * 6)); self.Minv = dp(Z(nb * 36)); self.rhs = dp(Z(nb * 6))
+        self.X = dp(Z(nb * 6)); self.bias = dp(Z(n * 6)); self.src = dp(Z(self.nsrc * 6))
+        self.Bst = dp(Z(self.nhcol * 6)); self.beta = dp(Z(self.ns)); self.sig = dp(Z(self.ns))
+        self.store = dp(Z(spec["nstore"]))
+        self.Lpre = dp(Z(self.maxm * self.maxm)); self.l0pre = dp(Z(self.maxm))
+        self.rhsJ = dp(Z(self.maxJ * (self.maxb + 1)))
+        self.tmpA = dp(Z(self.maxJ * self.maxJ)); self.tmpV = dp(Z(self.maxJ * self.maxJ))
+        self.fx = dp(Z(nb * 6)); self.Acc = dp(Z(nb * 6)); self.Wr = dp(Z(nb * 6))
+        self.gen = dp(Z(n + 6)); self.vj = dp(Z(n))
+
+    def take(self):
+        """The kernel for the calling thread: this one if free (marked busy), else a private
+        copy (another thread is inside)."""
+        cdef unsigned long me = PyThread_get_thread_ident()
+        if self.busy and self.owner != me:
+            return HDCAKernel(self.spec)
+        self.busy += 1
+        self.owner = me
+        return self
+
+    def give(self):
+        if self.busy > 0:
+            self.busy -= 1
+
+    # ------------------------------------------------------------ per-call stages
+    cdef void kinematics(self, const double* q, const double* v) noexcept nogil:
+        cdef int n = self.n, i, p, k
+        cdef double Rj[9]
+        cdef double pj[3]
+        cdef double Rl[9]
+        cdef double pl[3]
+        cdef double* Ci
+        cdef double* x
+        cdef double nr, qx, qy, qz, qw, s2
+        cdef double tw[6]
+        cdef const double* qj = q + (7 if self.fb else 0)
+        cdef const double* vv = v + (6 if self.fb else 0)
+        if self.fb:
+            Ci = self.C + 12 * n
+            qx = q[3]; qy = q[4]; qz = q[5]; qw = q[6]
+            nr = sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+            qx /= nr; qy /= nr; qz /= nr; qw /= nr
+            Ci[0] = 1 - 2 * (qy * qy + qz * qz); Ci[1] = 2 * (qx * qy - qz * qw)
+            Ci[2] = 2 * (qx * qz + qy * qw); Ci[3] = 2 * (qx * qy + qz * qw)
+            Ci[4] = 1 - 2 * (qx * qx + qz * qz); Ci[5] = 2 * (qy * qz - qx * qw)
+            Ci[6] = 2 * (qx * qz - qy * qw); Ci[7] = 2 * (qy * qz + qx * qw)
+            Ci[8] = 1 - 2 * (qx * qx + qy * qy)
+            Ci[9] = q[0]; Ci[10] = q[1]; Ci[11] = q[2]
+            tw[0] = v[3]; tw[1] = v[4]; tw[2] = v[5]; tw[3] = v[0]; tw[4] = v[1]; tw[5] = v[2]
+            twistAd(Ci, Ci + 9, tw, self.V + 6 * n)
+        for i in range(n):
+            p = self.par[i]
+            joint_exp(self.Xs + 6 * i, qj[i], self.kind[i], Rj, pj)
+            Ci = self.C + 12 * i
+            if p < 0:
+                compose(self.BR + 9 * i, self.Bp + 3 * i, Rj, pj, Ci, Ci + 9)
+            else:
+                compose(self.BR + 9 * i, self.Bp + 3 * i, Rj, pj, Rl, pl)
+                compose(self.C + 12 * p, self.C + 12 * p + 9, Rl, pl, Ci, Ci + 9)
+            twistAd(Ci, Ci + 9, self.Xs + 6 * i, self.S + 6 * i)
+            x = self.S + 6 * i
+            s2 = 1.0 / dot6(x, x)
+            for k in range(6):
+                self.H[6 * i + k] = x[k] * s2
+                self.V[6 * i + k] = (self.V[6 * p + k] if p >= 0 else 0.0) + x[k] * vv[i]
+            self.vj[i] = vv[i]
+            # Ṡ_k q̇_k = ad_{V_λ} S_k q̇_k
+            if p >= 0:
+                ad_mul(self.V + 6 * p, x, self.bias + 6 * i)
+                for k in range(6):
+                    self.bias[6 * i + k] *= vv[i]
+            else:
+                for k in range(6):
+                    self.bias[6 * i + k] = 0.0
+        for i in range(self.nb):
+            Ci = self.C + 12 * i
+            congruence(Ci, Ci + 9, self.Mbinv + 36 * i, self.Minv + 36 * i)
+
+    cdef void body_terms(self, bint use_fx) noexcept nogil:
+        """f_i = M_i a_g + ad_{V_i}ᵀ M_i V_i (+ W^ext) in the world frame, into rhs."""
+        cdef int i, k
+        cdef double* Ci
+        cdef double vb[6]
+        cdef double gb[6]
+        cdef double h[6]
+        cdef double fb_[6]
+        cdef double* R
+        for i in range(self.nb):
+            Ci = self.C + 12 * i
+            R = Ci
+            twistAd_inv(Ci, Ci + 9, self.V + 6 * i, vb)
+            gb[0] = 0.0; gb[1] = 0.0; gb[2] = 0.0
+            for k in range(3):
+                gb[3 + k] = R[k] * self.g[0] + R[3 + k] * self.g[1] + R[6 + k] * self.g[2]
+            mat6_vec(self.Ib + 36 * i, vb, h)
+            mat6_vec(self.Ib + 36 * i, gb, fb_)
+            adT_mul_add(vb, h, fb_)
+            if use_fx:
+                for k in range(6):
+                    fb_[k] += self.fx[6 * i + k]
+            wrenchT(Ci, Ci + 9, fb_, self.rhs + 6 * i)
+
+    cdef void joint_terms(self, const double* a, bint add) noexcept nogil:
+        """rhs += H_k a_k at body k, −H_k a_k at its parent; H_b a_b at a floating base."""
+        cdef int n = self.n, k, p, j
+        cdef double* Ci
+        cdef double w[6]
+        cdef const double* aj = a + (6 if self.fb else 0)
+        if not add:
+            memset(self.rhs, 0, 6 * self.nb * sizeof(double))
+        for k in range(n):
+            p = self.par[k]
+            for j in range(6):
+                self.rhs[6 * k + j] += self.H[6 * k + j] * aj[k]
+                if p >= 0:
+                    self.rhs[6 * p + j] -= self.H[6 * k + j] * aj[k]
+        if self.fb:
+            Ci = self.C + 12 * n
+            w[0] = a[3]; w[1] = a[4]; w[2] = a[5]; w[3] = a[0]; w[4] = a[1]; w[5] = a[2]
+            wrenchT(Ci, Ci + 9, w, self.X)
+            for j in range(6):
+                self.rhs[6 * n + j] += self.X[j]
+
+    cdef void handles(self) noexcept nogil:
+        """The sources (D_k, E_ℓ, H_k columns) and every handle column B = Σ coef × source."""
+        cdef int n = self.n, k, j, t, b, s, c, col
+        cdef double* Ci
+        cdef double* o
+        cdef double e[6]
+        cdef double Rf[9]
+        cdef double pf[3]
+        cdef const double* R
+        cdef const double* p
+        for k in range(n):
+            Ci = self.C + 12 * k
+            for j in range(5):
+                wrenchT(Ci, Ci + 9, self.Dloc + 30 * k + 6 * j, self.src + 6 * (5 * k + j))
+        for t in range(self.nl):
+            b = self.lb[t]
+            if b >= 0:
+                compose(self.C + 12 * b, self.C + 12 * b + 9, self.lSR + 9 * t, self.lSp + 3 * t,
+                        Rf, pf)
+                R = Rf
+                p = pf
+            else:
+                R = self.lSR + 9 * t
+                p = self.lSp + 3 * t
+            for j in range(self.ldim[t]):
+                s = self.lsel[6 * t + j]
+                for c in range(6):
+                    e[c] = 0.0
+                e[s] = 1.0
+                wrenchT(R, p, e, self.src + 6 * (self.lsrc[t] + j))
+        o = self.src + 6 * (5 * n + self.ldim_total())
+        memcpy(o, self.H, 6 * n * sizeof(double))
+        for col in range(self.nhcol):
+            o = self.Bst + 6 * col
+            for c in range(6):
+                o[c] = 0.0
+            for t in range(self.tptr[col], self.tptr[col + 1]):
+                R = self.src + 6 * self.tsrc[t]
+                for c in range(6):
+                    o[c] += self.tcoef[t] * R[c]
+
+    cdef inline int ldim_total(self) noexcept nogil:
+        cdef int t, s = 0
+        for t in range(self.nl):
+            s += self.ldim[t]
+        return s
+
+    cdef void biases(self) noexcept nogil:
+        """β: D_kᵀ Ṡ_k q̇_k (joints), E_ℓᵀ ad_{V_b}(V_b − V_a) (loops), H_m·Ṡ_m q̇_m − k H_s·Ṡ_s q̇_s
+        (mimic rows)."""
+        cdef int n = self.n, k, j, t, a, b, c
+        cdef double d[6]
+        cdef double w[6]
+        for k in range(n):
+            for j in range(5):
+                self.beta[self.coff[k] + j] = dot6(self.src + 6 * (5 * k + j), self.bias + 6 * k)
+        for t in range(self.nl):
+            a = self.la[t]
+            b = self.lb[t]
+            for c in range(6):
+                d[c] = (self.V[6 * b + c] if b >= 0 else 0.0) - (self.V[6 * a + c] if a >= 0 else 0.0)
+            if b >= 0:
+                ad_mul(self.V + 6 * b, d, w)
+            else:
+                for c in range(6):
+                    w[c] = 0.0
+            for j in range(self.ldim[t]):
+                self.beta[self.coff[n + t] + j] = dot6(self.src + 6 * (self.lsrc[t] + j), w)
+        for t in range(self.nm):
+            a = self.mmj[t]
+            b = self.mms[t]
+            self.beta[self.coff[n + self.nl + t]] = (dot6(self.H + 6 * a, self.bias + 6 * a)
+                                                    - self.mmk[t] * dot6(self.H + 6 * b, self.bias + 6 * b))
+
+    cdef int assemble(self) noexcept nogil:
+        """Alg. 1 over the plan (post-order), storing every factorisation."""
+        cdef int k, i, m, nj, nbk, r, c, ma, mb, a_, b_, mi, c0
+        cdef int* iJ
+        cdef int* ib
+        cdef int* va
+        cdef int* vb
+        cdef double* L = self.Lpre
+        cdef double* l0 = self.l0pre
+        cdef double* Bc
+        cdef double* Y
+        cdef double* Mi
+        cdef double* src
+        cdef double* F
+        cdef double* RJ = self.rhsJ
+        cdef double* LbJ
+        cdef double* Zk
+        cdef double* z0
+        cdef double* Lp
+        cdef double* lp
+        cdef double t
+        for k in range(self.N):
+            m = self.mpre[k]
+            i = self.leaf[k]
+            if i >= 0:
+                Bc = self.Bst + 6 * self.bcol[i]
+                Y = self.store + self.oY[k]
+                Mi = self.Minv + 36 * i
+                for c in range(m):
+                    mat6_vec(Mi, Bc + 6 * c, Y + 6 * c)
+                for r in range(m):
+                    for c in range(r, m):
+                        t = dot6(Bc + 6 * r, Y + 6 * c)
+                        L[r * m + c] = t
+                        L[c * m + r] = t
+                    l0[r] = dot6(Y + 6 * r, self.rhs + 6 * i)
+            else:
+                memset(L, 0, m * m * sizeof(double))
+                memset(l0, 0, m * sizeof(double))
+                a_ = self.kA[k]
+                b_ = self.kB[k]
+                ma = self.npost[a_]
+                va = self.idx + self.ova[k]
+                Lp = self.store + self.oL[a_]
+                lp = self.store + self.ol0[a_]
+                for r in range(ma):
+                    l0[va[r]] += lp[r]
+                    for c in range(ma):
+                        L[va[r] * m + va[c]] += Lp[r * ma + c]
+                mb = self.npost[b_]
+                vb = self.idx + self.ovb[k]
+                Lp = self.store + self.oL[b_]
+                lp = self.store + self.ol0[b_]
+                for r in range(mb):
+                    l0[vb[r]] += lp[r]
+                    for c in range(mb):
+                        L[vb[r] * m + vb[c]] += Lp[r * mb + c]
+            nj = self.nJ[k]
+            nbk = self.npost[k]
+            iJ = self.idx + self.oiJ[k]
+            ib = self.idx + self.oib[k]
+            Lp = self.store + self.oL[k]
+            lp = self.store + self.ol0[k]
+            if nj == 0:
+                for r in range(nbk):
+                    lp[r] = l0[ib[r]]
+                    for c in range(nbk):
+                        Lp[r * nbk + c] = L[ib[r] * m + ib[c]]
+                continue
+            F = self.store + self.oF[k]
+            c0 = nbk + 1
+            for r in range(nj):
+                for c in range(nbk):
+                    RJ[r * c0 + c] = L[iJ[r] * m + ib[c]]
+                RJ[r * c0 + nbk] = self.beta[self.gsig[self.oiJ[k] + r]] - l0[iJ[r]]
+            if self.pinv[k]:
+                for r in range(nj):
+                    for c in range(nj):
+                        self.tmpA[r * nj + c] = L[iJ[r] * m + iJ[c]]
+                pinv_sym(self.tmpA, nj, self.tmpV, F, 1e-12)
+                # sol = W RJ (into tmpA rows-of-c0; nj × c0 ≤ maxJ × (maxb+1) so reuse Lpre? no:
+                # compute column by column into the Z/z0 slots directly)
+                Zk = self.store + self.oZ[k]
+                z0 = self.store + self.oz0[k]
+                for r in range(nj):
+                    for c in range(nbk):
+                        t = 0.0
+                        for mi in range(nj):
+                            t += F[r * nj + mi] * RJ[mi * c0 + c]
+                        Zk[r * nbk + c] = -t
+                    t = 0.0
+                    for mi in range(nj):
+                        t += F[r * nj + mi] * RJ[mi * c0 + nbk]
+                    z0[r] = t
+            else:
+                for r in range(nj):
+                    for c in range(nj):
+                        F[r * nj + c] = L[iJ[r] * m + iJ[c]]
+                if chol(F, nj) != 0:
+                    return -1
+                chol_solve(F, nj, RJ, c0, c0)
+                Zk = self.store + self.oZ[k]
+                z0 = self.store + self.oz0[k]
+                for r in range(nj):
+                    for c in range(nbk):
+                        Zk[r * nbk + c] = -RJ[r * c0 + c]
+                    z0[r] = RJ[r * c0 + nbk]
+            LbJ = self.store + self.oLbJ[k]
+            for r in range(nbk):
+                for c in range(nj):
+                    LbJ[r * nj + c] = L[ib[r] * m + iJ[c]]
+            # eq. 34–36: Λ' = Λ_bb + Λ_bJ Z, λ₀' = λ₀_b + Λ_bJ z0
+            for r in range(nbk):
+                t = l0[ib[r]]
+                for mi in range(nj):
+                    t += LbJ[r * nj + mi] * z0[mi]
+                lp[r] = t
+                for c in range(r, nbk):
+                    t = L[ib[r] * m + ib[c]]
+                    for mi in range(nj):
+                        t += LbJ[r * nj + mi] * Zk[mi * nbk + c]
+                    Lp[r * nbk + c] = t
+                    Lp[c * nbk + r] = t
+        return 0
+
+    cdef void reassemble(self) noexcept nogil:
+        """λ₀ and z0 for new right-hand sides (rhs, β) through the stored factorisation."""
+        cdef int k, i, m, nj, nbk, r, c, ma, a_, b_, mi
+        cdef int* iJ
+        cdef int* ib
+        cdef int* va
+        cdef double* l0 = self.l0pre
+        cdef double* Y
+        cdef double* F
+        cdef double* LbJ
+        cdef double* z0
+        cdef double* lp
+        cdef double* b = self.rhsJ
+        cdef double t
+        for k in range(self.N):
+            m = self.mpre[k]
+            i = self.leaf[k]
+            if i >= 0:
+                Y = self.store + self.oY[k]
+                for r in range(m):
+                    l0[r] = dot6(Y + 6 * r, self.rhs + 6 * i)
+            else:
+                memset(l0, 0, m * sizeof(double))
+                for a_ in range(2):
+                    b_ = self.kA[k] if a_ == 0 else self.kB[k]
+                    ma = self.npost[b_]
+                    va = self.idx + (self.ova[k] if a_ == 0 else self.ovb[k])
+                    lp = self.store + self.ol0[b_]
+                    for r in range(ma):
+                        l0[va[r]] += lp[r]
+            nj = self.nJ[k]
+            nbk = self.npost[k]
+            iJ = self.idx + self.oiJ[k]
+            ib = self.idx + self.oib[k]
+            lp = self.store + self.ol0[k]
+            if nj == 0:
+                for r in range(nbk):
+                    lp[r] = l0[ib[r]]
+                continue
+            F = self.store + self.oF[k]
+            z0 = self.store + self.oz0[k]
+            for r in range(nj):
+                b[r] = self.beta[self.gsig[self.oiJ[k] + r]] - l0[iJ[r]]
+            if self.pinv[k]:
+                for r in range(nj):
+                    t = 0.0
+                    for mi in range(nj):
+                        t += F[r * nj + mi] * b[mi]
+                    z0[r] = t
+            else:
+                chol_solve(F, nj, b, 1, 1)
+                for r in range(nj):
+                    z0[r] = b[r]
+            LbJ = self.store + self.oLbJ[k]
+            for r in range(nbk):
+                t = l0[ib[r]]
+                for mi in range(nj):
+                    t += LbJ[r * nj + mi] * z0[mi]
+                lp[r] = t
+
+    cdef void disassemble(self) noexcept nogil:
+        """Alg. 2: σ top-down, then X_i = M_i⁻¹ rhs_i + Y_i σ_i (eq. 15–16)."""
+        cdef int k, r, c, nj, nbk, i, m
+        cdef double* Zk
+        cdef double* z0
+        cdef int* gJ
+        cdef int* gb
+        cdef double t
+        cdef double* Y
+        for k in range(self.N - 1, -1, -1):
+            nj = self.nJ[k]
+            if nj == 0:
+                continue
+            nbk = self.npost[k]
+            Zk = self.store + self.oZ[k]
+            z0 = self.store + self.oz0[k]
+            gJ = self.gsig + self.oiJ[k]
+            gb = self.gsig + self.oib[k]
+            for r in range(nj):
+                t = z0[r]
+                for c in range(nbk):
+                    t += Zk[r * nbk + c] * self.sig[gb[c]]
+                self.sig[gJ[r]] = t
+        for k in range(self.N):
+            i = self.leaf[k]
+            if i < 0:
+                continue
+            m = self.mpre[k]
+            Y = self.store + self.oY[k]
+            mat6_vec(self.Minv + 36 * i, self.rhs + 6 * i, self.X + 6 * i)
+            for c in range(m):
+                t = self.sig[self.colsig[self.bcol[i] + c]]
+                for r in range(6):
+                    self.X[6 * i + r] += Y[6 * c + r] * t
+
+    cdef void rates(self, double* out, bint with_bias) noexcept nogil:
+        cdef int n = self.n, k, p, j
+        cdef double d[6]
+        cdef double* Ci
+        cdef double* o = out + (6 if self.fb else 0)
+        if self.fb:
+            Ci = self.C + 12 * n
+            twistAd_inv(Ci, Ci + 9, self.X + 6 * n, d)
+            out[0] = d[3]; out[1] = d[4]; out[2] = d[5]; out[3] = d[0]; out[4] = d[1]; out[5] = d[2]
+        for k in range(n):
+            p = self.par[k]
+            for j in range(6):
+                d[j] = self.X[6 * k + j] - (self.X[6 * p + j] if p >= 0 else 0.0)
+                if with_bias:
+                    d[j] -= self.bias[6 * k + j]
+            o[k] = dot6(self.H + 6 * k, d)
+
+    # ------------------------------------------------------------ entries
+    def solve(self, const double[::1] q, const double[::1] v, const double[::1] tau, fx,
+              double[::1] out):
+        """q̈ by the assembly (no refinement) into ``out``; ``fx``: None or (nb, 6) body-frame
+        wrenches (m, f), the base's row n. Keeps the factorisation for :meth:`refine`."""
+        cdef double[:, ::1] f
+        cdef int i, j, rc
+        cdef bint use = fx is not None
+        if use:
+            f = fx
+            for i in range(self.nb):
+                for j in range(6):
+                    self.fx[6 * i + j] = f[i, j]
+        with nogil:
+            self.kinematics(&q[0], &v[0])
+            self.body_terms(use)
+            self.joint_terms(&tau[0], True)
+            self.handles()
+            self.biases()
+            memset(self.sig, 0, self.ns * sizeof(double))
+            rc = self.assemble()
+            if rc == 0:
+                self.disassemble()
+                self.rates(&out[0], True)
+        if rc != 0:
+            raise ValueError("method='hdca': a joint's constraint block is not positive "
+                             "definite (singular assembly)")
+        return out
+
+    def refine(self, const double[::1] tau, const double[::1] tau_id, double[::1] a):
+        """One step of iterative refinement (``HDCA._correction``): residuals r₁ = τ + Kᵀσ −
+        τ_RNEA(q, q̇, q̈), r₂ = β − K(body accelerations) of the loop and mimic rows, solved by
+        the stored factorisation; ``a`` += the correction."""
+        cdef int n = self.n, nv0 = 6 if self.fb else 0, k, p, j, t, la_, lb_, c
+        cdef double* Ci
+        cdef double tw[6]
+        cdef double w[6]
+        cdef double s, sg
+        cdef double* A = self.Acc
+        cdef double* W = self.Wr
+        cdef double* gen = self.gen
+        with nogil:
+            if self.fb:
+                Ci = self.C + 12 * n
+                tw[0] = a[3]; tw[1] = a[4]; tw[2] = a[5]; tw[3] = a[0]; tw[4] = a[1]; tw[5] = a[2]
+                twistAd(Ci, Ci + 9, tw, A + 6 * n)
+            for k in range(n):
+                p = self.par[k]
+                for j in range(6):
+                    A[6 * k + j] = ((A[6 * p + j] if p >= 0 else 0.0)
+                                    + self.S[6 * k + j] * a[nv0 + k] + self.bias[6 * k + j])
+            memset(W, 0, 6 * self.nb * sizeof(double))
+            # r₂ into beta (joints: 0)
+            for k in range(n):
+                for j in range(5):
+                    self.beta[self.coff[k] + j] = 0.0
+            for t in range(self.nl):
+                la_ = self.la[t]
+                lb_ = self.lb[t]
+                for c in range(6):
+                    w[c] = 0.0
+                for j in range(self.ldim[t]):
+                    sg = self.sig[self.coff[n + t] + j]
+                    for c in range(6):
+                        w[c] += self.src[6 * (self.lsrc[t] + j) + c] * sg
+                for c in range(6):
+                    if lb_ >= 0:
+                        W[6 * lb_ + c] += w[c]
+                    if la_ >= 0:
+                        W[6 * la_ + c] -= w[c]
+                    tw[c] = (A[6 * lb_ + c] if lb_ >= 0 else 0.0) - (A[6 * la_ + c] if la_ >= 0 else 0.0)
+                for j in range(self.ldim[t]):
+                    self.beta[self.coff[n + t] + j] -= dot6(self.src + 6 * (self.lsrc[t] + j), tw)
+            for k in range(n - 1, -1, -1):
+                p = self.par[k]
+                if p >= 0:
+                    for c in range(6):
+                        W[6 * p + c] += W[6 * k + c]
+            if self.fb:
+                Ci = self.C + 12 * n
+                wrenchT_inv(Ci, Ci + 9, W + 6 * n, w)
+                gen[0] = w[3]; gen[1] = w[4]; gen[2] = w[5]; gen[3] = w[0]; gen[4] = w[1]; gen[5] = w[2]
+            for k in range(n):
+                gen[nv0 + k] = dot6(self.S + 6 * k, W + 6 * k)
+            for t in range(self.nm):
+                sg = self.sig[self.coff[n + self.nl + t]]
+                gen[nv0 + self.mmj[t]] += sg
+                gen[nv0 + self.mms[t]] -= self.mmk[t] * sg
+                self.beta[self.coff[n + self.nl + t]] = (self.mmk[t] * a[nv0 + self.mms[t]]
+                                                         - a[nv0 + self.mmj[t]])
+            for k in range(nv0 + n):
+                gen[k] = tau[k] + gen[k] - tau_id[k]
+            self.joint_terms(gen, False)
+            self.reassemble()
+            self.disassemble()
+            self.rates(gen, False)
+            for k in range(nv0 + n):
+                a[k] += gen[k]
+        return a
