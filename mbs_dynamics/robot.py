@@ -515,30 +515,32 @@ class Robot:
 
     # ---- loops (mbs_dynamics/loops/)
     def _hdca(self, q, qd, tau, f_ext, out, method):
-        """forward_dynamics(method="hdca"): validated like the ABA path, then the HDCA kernel."""
-        from .kernels._data import _check_array
-        from .loops.hdca import tree_forward_dynamics
+        """forward_dynamics(method="hdca"): validated like the ABA path, then the compiled HDCA
+        kernel (:func:`mbs_dynamics.loops.hdca.tree_forward_dynamics`)."""
         if method != "hdca":
             raise ValueError(f"method must be 'aba' or 'hdca', got {method!r}")
         nd = 2 if np.ndim(q) == 2 else 1
         if f_ext is not None and nd == 2:
             raise ValueError("f_ext is not supported with batch inputs")
-        nq, nv = self.nq, self.nv
+        nq, nv = self._nq, self._nv
         q = _check_array(q, "q", nd, (-1, nq) if nd == 2 else (nq,))
         shv = (q.shape[0], nv) if nd == 2 else (nv,)
         qd = _check_array(qd, "qd", nd, shv)
         tau = _check_array(tau, "tau", nd, shv)
         if self._fb:  # the ABA path's unit-quaternion check
             for x in q.reshape(-1, nq):
-                if not abs(x[3:7] @ x[3:7] - 1.0) <= 1e-6:
+                n2 = float(x[3] * x[3] + x[4] * x[4] + x[5] * x[5] + x[6] * x[6])
+                if not abs(n2 - 1.0) <= 1e-6:
                     raise ValueError(f"q: the base quaternion (qx, qy, qz, qw) = "
                                      f"({x[3]:g}, {x[4]:g}, {x[5]:g}, {x[6]:g}) is not a unit "
                                      "quaternion")
-        res = (np.array([tree_forward_dynamics(self, *x) for x in zip(q, qd, tau)]).reshape(shv)
-               if nd == 2 else tree_forward_dynamics(self, q, qd, tau, f_ext=f_ext))
+        if out is not None:
+            out = _check_array(out, "out", nd, shv, out=True)
+        if nd == 1:
+            return _hdca_fd(self, q, qd, tau, f_ext=f_ext, out=out)
+        res = np.array([_hdca_fd(self, *x) for x in zip(q, qd, tau)]).reshape(shv)
         if out is None:
             return res
-        _check_array(out, "out", nd, shv, out=True)
         out[...] = res
         return out
 
@@ -553,4 +555,6 @@ _RNEA_REPS = {"spatial": 1, "hybrid": 2}
 _REPS4 = {"body": 0, "spatial": 1, "hybrid": 2, "mixed": 3}
 
 # the kinematics capability (imported here, not in the header, to keep this block contiguous)
+from .kernels._data import _check_array  # noqa: E402
+from .loops.hdca import tree_forward_dynamics as _hdca_fd  # noqa: E402
 from .kinematics import _closed, derivatives as _kderivs, frames as _kframes  # noqa: E402

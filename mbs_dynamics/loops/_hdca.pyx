@@ -126,6 +126,28 @@ cdef inline void mat6_vec(const double* M, const double* x, double* o) noexcept 
                 + M[6 * i + 4] * x[4] + M[6 * i + 5] * x[5])
 
 
+cdef inline void LbT_mul(const double* Lb, const double* x, double* o) noexcept nogil:
+    """o = Lbᵀ x, Lb lower triangular 6×6 row-major."""
+    cdef int r, k
+    cdef double t
+    for r in range(6):
+        t = 0.0
+        for k in range(r, 6):
+            t += Lb[6 * k + r] * x[k]
+        o[r] = t
+
+
+cdef inline void Lb_mul(const double* Lb, const double* x, double* o) noexcept nogil:
+    """o = Lb x, Lb lower triangular 6×6 row-major."""
+    cdef int r, k
+    cdef double t
+    for r in range(6):
+        t = 0.0
+        for k in range(r + 1):
+            t += Lb[6 * r + k] * x[k]
+        o[r] = t
+
+
 cdef void congruence(const double* R, const double* p, const double* Mb, double* out) noexcept nogil:
     """out = Ad_C Mb Ad_Cᵀ (6×6, row-major; Mb symmetric)."""
     cdef double A[36]
@@ -359,6 +381,11 @@ cdef class HDCAKernel:
     cdef int* oZ
     cdef int* oz0
     cdef int* oY
+    cdef int* ucon       # (nhcol) own-joint column of Uself, or −1
+    cdef double* Lb      # (nb, 36) lower Cholesky factor of (M_i^b)⁻¹
+    cdef double* Uself   # (5 n, 6) Lbᵀ D_k^b: the constant leaf columns of a body's own joint
+    cdef double* ur      # (nb, 6) Lbᵀ Ad_Cᵀ rhs_i
+    cdef double* fbody   # (nb, 6) the body terms f_i (world)
     # workspace
     cdef double* C       # (nb, 12)
     cdef double* S       # (n, 6)
@@ -429,6 +456,7 @@ cdef class HDCAKernel:
         self.gsig = ip(I("gsig")); self.oL = ip(I("oL")); self.ol0 = ip(I("ol0"))
         self.oF = ip(I("oF")); self.oLbJ = ip(I("oLbJ")); self.oZ = ip(I("oZ"))
         self.oz0 = ip(I("oz0")); self.oY = ip(I("oY"))
+        self.ucon = ip(I("ucon")); self.Lb = dp(D("Lb")); self.Uself = dp(D("Uself"))
         n, nb = self.n, self.nb
         self.C = dp(Z(nb * 12)); self.S = dp(Z(n * 6)); self.H = dp(Z(n * 6))
         self.V = dp(Z(nb * 6)); self.Minv = dp(Z(nb * 36)); self.rhs = dp(Z(nb * 6))
@@ -440,20 +468,7 @@ cdef class HDCAKernel:
         self.tmpA = dp(Z(self.maxJ * self.maxJ)); self.tmpV = dp(Z(self.maxJ * self.maxJ))
         self.fx = dp(Z(nb * 6)); self.Acc = dp(Z(nb * 6)); self.Wr = dp(Z(nb * 6))
         self.gen = dp(Z(n + 6)); self.vj = dp(Z(n))
-
-    def take(self):
-        """The kernel for the calling thread: this one if free (marked busy), else a private
-        copy (another thread is inside)."""
-        cdef unsigned long me = PyThread_get_thread_ident()
-        if self.busy and self.owner != me:
-            return HDCAKernel(self.spec)
-        self.busy += 1
-        self.owner = me
-        return self
-
-    def give(self):
-        if self.busy > 0:
-            self.busy -= 1
+        self.ur = dp(Z(nb * 6)); self.fbody = dp(Z(nb * 6))
 
     # ------------------------------------------------------------ per-call stages
     cdef void kinematics(self, const double* q, const double* v) noexcept nogil:
@@ -505,9 +520,6 @@ cdef class HDCAKernel:
             else:
                 for k in range(6):
                     self.bias[6 * i + k] = 0.0
-        for i in range(self.nb):
-            Ci = self.C + 12 * i
-            congruence(Ci, Ci + 9, self.Mbinv + 36 * i, self.Minv + 36 * i)
 
     cdef void body_terms(self, bint use_fx) noexcept nogil:
         """f_i = M_i a_g + ad_{V_i}ᵀ M_i V_i (+ W^ext) in the world frame, into rhs."""
@@ -532,6 +544,7 @@ cdef class HDCAKernel:
                 for k in range(6):
                     fb_[k] += self.fx[6 * i + k]
             wrenchT(Ci, Ci + 9, fb_, self.rhs + 6 * i)
+            memcpy(self.fbody + 6 * i, self.rhs + 6 * i, 6 * sizeof(double))
 
     cdef void joint_terms(self, const double* a, bint add) noexcept nogil:
         """rhs += H_k a_k at body k, −H_k a_k at its parent; H_b a_b at a floating base."""
@@ -637,7 +650,9 @@ cdef class HDCAKernel:
         cdef int* vb
         cdef double* L = self.Lpre
         cdef double* l0 = self.l0pre
-        cdef double* Bc
+        cdef double* Ci
+        cdef double tw[6]
+        cdef int col
         cdef double* Y
         cdef double* Mi
         cdef double* src
@@ -653,17 +668,25 @@ cdef class HDCAKernel:
             m = self.mpre[k]
             i = self.leaf[k]
             if i >= 0:
-                Bc = self.Bst + 6 * self.bcol[i]
+                # body frame: Λ = UᵀU, U = Lbᵀ Ad_Cᵀ B (M_i⁻¹ = Ad_C Lb Lbᵀ Ad_Cᵀ), λ₀ = Uᵀ u_r
                 Y = self.store + self.oY[k]
-                Mi = self.Minv + 36 * i
+                Mi = self.Lb + 36 * i
+                Ci = self.C + 12 * i
                 for c in range(m):
-                    mat6_vec(Mi, Bc + 6 * c, Y + 6 * c)
+                    col = self.bcol[i] + c
+                    if self.ucon[col] >= 0:
+                        memcpy(Y + 6 * c, self.Uself + 6 * self.ucon[col], 6 * sizeof(double))
+                    else:
+                        wrenchT_inv(Ci, Ci + 9, self.Bst + 6 * col, tw)
+                        LbT_mul(Mi, tw, Y + 6 * c)
+                wrenchT_inv(Ci, Ci + 9, self.rhs + 6 * i, tw)
+                LbT_mul(Mi, tw, self.ur + 6 * i)
                 for r in range(m):
                     for c in range(r, m):
-                        t = dot6(Bc + 6 * r, Y + 6 * c)
+                        t = dot6(Y + 6 * r, Y + 6 * c)
                         L[r * m + c] = t
                         L[c * m + r] = t
-                    l0[r] = dot6(Y + 6 * r, self.rhs + 6 * i)
+                    l0[r] = dot6(Y + 6 * r, self.ur + 6 * i)
             else:
                 memset(L, 0, m * m * sizeof(double))
                 memset(l0, 0, m * sizeof(double))
@@ -723,18 +746,37 @@ cdef class HDCAKernel:
                         t += F[r * nj + mi] * RJ[mi * c0 + nbk]
                     z0[r] = t
             else:
+                # Λ_JJ = R Rᵀ; G = R⁻¹[Λ_Jb | β_J − λ₀_J]: Λ' = Λ_bb − GᵀG, λ₀' = λ₀_b + Gᵀg0
+                # (eq. 34–36 with Z = −R⁻ᵀG, z0 = R⁻ᵀg0; disassembly σ_J = R⁻ᵀ(g0 − G σ_b))
                 for r in range(nj):
-                    for c in range(nj):
+                    for c in range(r + 1):
                         F[r * nj + c] = L[iJ[r] * m + iJ[c]]
                 if chol(F, nj) != 0:
                     return -1
-                chol_solve(F, nj, RJ, c0, c0)
                 Zk = self.store + self.oZ[k]
                 z0 = self.store + self.oz0[k]
                 for r in range(nj):
+                    for c in range(c0):
+                        t = RJ[r * c0 + c]
+                        for mi in range(r):
+                            t -= F[r * nj + mi] * RJ[mi * c0 + c]
+                        RJ[r * c0 + c] = t / F[r * nj + r]
+                for r in range(nj):
                     for c in range(nbk):
-                        Zk[r * nbk + c] = -RJ[r * c0 + c]
+                        Zk[r * nbk + c] = RJ[r * c0 + c]
                     z0[r] = RJ[r * c0 + nbk]
+                for r in range(nbk):
+                    t = l0[ib[r]]
+                    for mi in range(nj):
+                        t += RJ[mi * c0 + r] * z0[mi]
+                    lp[r] = t
+                    for c in range(r, nbk):
+                        t = L[ib[r] * m + ib[c]]
+                        for mi in range(nj):
+                            t -= RJ[mi * c0 + r] * RJ[mi * c0 + c]
+                        Lp[r * nbk + c] = t
+                        Lp[c * nbk + r] = t
+                continue
             LbJ = self.store + self.oLbJ[k]
             for r in range(nbk):
                 for c in range(nj):
@@ -764,16 +806,20 @@ cdef class HDCAKernel:
         cdef double* F
         cdef double* LbJ
         cdef double* z0
+        cdef double* Zk
         cdef double* lp
         cdef double* b = self.rhsJ
         cdef double t
+        cdef double tw[6]
         for k in range(self.N):
             m = self.mpre[k]
             i = self.leaf[k]
             if i >= 0:
                 Y = self.store + self.oY[k]
+                wrenchT_inv(self.C + 12 * i, self.C + 12 * i + 9, self.rhs + 6 * i, tw)
+                LbT_mul(self.Lb + 36 * i, tw, self.ur + 6 * i)
                 for r in range(m):
-                    l0[r] = dot6(Y + 6 * r, self.rhs + 6 * i)
+                    l0[r] = dot6(Y + 6 * r, self.ur + 6 * i)
             else:
                 memset(l0, 0, m * sizeof(double))
                 for a_ in range(2):
@@ -796,16 +842,24 @@ cdef class HDCAKernel:
             z0 = self.store + self.oz0[k]
             for r in range(nj):
                 b[r] = self.beta[self.gsig[self.oiJ[k] + r]] - l0[iJ[r]]
-            if self.pinv[k]:
+            if not self.pinv[k]:
+                Zk = self.store + self.oZ[k]
                 for r in range(nj):
-                    t = 0.0
+                    t = b[r]
+                    for mi in range(r):
+                        t -= F[r * nj + mi] * z0[mi]
+                    z0[r] = t / F[r * nj + r]
+                for r in range(nbk):
+                    t = l0[ib[r]]
                     for mi in range(nj):
-                        t += F[r * nj + mi] * b[mi]
-                    z0[r] = t
-            else:
-                chol_solve(F, nj, b, 1, 1)
-                for r in range(nj):
-                    z0[r] = b[r]
+                        t += Zk[mi * nbk + r] * z0[mi]
+                    lp[r] = t
+                continue
+            for r in range(nj):
+                t = 0.0
+                for mi in range(nj):
+                    t += F[r * nj + mi] * b[mi]
+                z0[r] = t
             LbJ = self.store + self.oLbJ[k]
             for r in range(nbk):
                 t = l0[ib[r]]
@@ -815,7 +869,10 @@ cdef class HDCAKernel:
 
     cdef void disassemble(self) noexcept nogil:
         """Alg. 2: σ top-down, then X_i = M_i⁻¹ rhs_i + Y_i σ_i (eq. 15–16)."""
-        cdef int k, r, c, nj, nbk, i, m
+        cdef int k, r, c, nj, nbk, i, m, mi
+        cdef double w[6]
+        cdef double w2[6]
+        cdef double* F
         cdef double* Zk
         cdef double* z0
         cdef int* gJ
@@ -831,22 +888,34 @@ cdef class HDCAKernel:
             z0 = self.store + self.oz0[k]
             gJ = self.gsig + self.oiJ[k]
             gb = self.gsig + self.oib[k]
-            for r in range(nj):
+            if self.pinv[k]:
+                for r in range(nj):
+                    t = z0[r]
+                    for c in range(nbk):
+                        t += Zk[r * nbk + c] * self.sig[gb[c]]
+                    self.sig[gJ[r]] = t
+                continue
+            F = self.store + self.oF[k]
+            for r in range(nj - 1, -1, -1):  # σ_J = R⁻ᵀ(g0 − G σ_b)
                 t = z0[r]
                 for c in range(nbk):
-                    t += Zk[r * nbk + c] * self.sig[gb[c]]
-                self.sig[gJ[r]] = t
+                    t -= Zk[r * nbk + c] * self.sig[gb[c]]
+                for mi in range(r + 1, nj):
+                    t -= F[mi * nj + r] * self.sig[gJ[mi]]
+                self.sig[gJ[r]] = t / F[r * nj + r]
         for k in range(self.N):
             i = self.leaf[k]
             if i < 0:
                 continue
             m = self.mpre[k]
             Y = self.store + self.oY[k]
-            mat6_vec(self.Minv + 36 * i, self.rhs + 6 * i, self.X + 6 * i)
+            memcpy(w, self.ur + 6 * i, 6 * sizeof(double))
             for c in range(m):
                 t = self.sig[self.colsig[self.bcol[i] + c]]
                 for r in range(6):
-                    self.X[6 * i + r] += Y[6 * c + r] * t
+                    w[r] += Y[6 * c + r] * t
+            Lb_mul(self.Lb + 36 * i, w, w2)
+            twistAd(self.C + 12 * i, self.C + 12 * i + 9, w2, self.X + 6 * i)
 
     cdef void rates(self, double* out, bint with_bias) noexcept nogil:
         cdef int n = self.n, k, p, j
@@ -866,101 +935,124 @@ cdef class HDCAKernel:
             o[k] = dot6(self.H + 6 * k, d)
 
     # ------------------------------------------------------------ entries
-    def solve(self, const double[::1] q, const double[::1] v, const double[::1] tau, fx,
-              double[::1] out):
-        """q̈ by the assembly (no refinement) into ``out``; ``fx``: None or (nb, 6) body-frame
-        wrenches (m, f), the base's row n. Keeps the factorisation for :meth:`refine`."""
-        cdef double[:, ::1] f
-        cdef int i, j, rc
-        cdef bint use = fx is not None
-        if use:
-            f = fx
-            for i in range(self.nb):
-                for j in range(6):
-                    self.fx[6 * i + j] = f[i, j]
-        with nogil:
-            self.kinematics(&q[0], &v[0])
-            self.body_terms(use)
-            self.joint_terms(&tau[0], True)
-            self.handles()
-            self.biases()
-            memset(self.sig, 0, self.ns * sizeof(double))
-            rc = self.assemble()
-            if rc == 0:
-                self.disassemble()
-                self.rates(&out[0], True)
-        if rc != 0:
-            raise ValueError("method='hdca': a joint's constraint block is not positive "
-                             "definite (singular assembly)")
-        return out
+    cdef int solve_core(self, const double* q, const double* v, const double* tau, bint use_fx,
+                        double* out) noexcept nogil:
+        self.kinematics(q, v)
+        self.body_terms(use_fx)
+        self.joint_terms(tau, True)
+        self.handles()
+        self.biases()
+        memset(self.sig, 0, self.ns * sizeof(double))
+        if self.assemble() != 0:
+            return -1
+        self.disassemble()
+        self.rates(out, True)
+        return 0
 
-    def refine(self, const double[::1] tau, const double[::1] tau_id, double[::1] a):
+    cdef void refine_core(self, const double* tau, double* a) noexcept nogil:
         """One step of iterative refinement (``HDCA._correction``): residuals r₁ = τ + Kᵀσ −
-        τ_RNEA(q, q̇, q̈), r₂ = β − K(body accelerations) of the loop and mimic rows, solved by
-        the stored factorisation; ``a`` += the correction."""
+        τ_RNEA(q, q̇, q̈) (the spanning tree's RNEA in the world frame at the solved q̈, with the
+        stored body terms f_i) and r₂ = β − K(body accelerations) of the loop and mimic rows,
+        solved through the stored factorisation; ``a`` += the correction."""
         cdef int n = self.n, nv0 = 6 if self.fb else 0, k, p, j, t, la_, lb_, c
         cdef double* Ci
         cdef double tw[6]
         cdef double w[6]
-        cdef double s, sg
+        cdef double sg
         cdef double* A = self.Acc
         cdef double* W = self.Wr
         cdef double* gen = self.gen
-        with nogil:
-            if self.fb:
-                Ci = self.C + 12 * n
-                tw[0] = a[3]; tw[1] = a[4]; tw[2] = a[5]; tw[3] = a[0]; tw[4] = a[1]; tw[5] = a[2]
-                twistAd(Ci, Ci + 9, tw, A + 6 * n)
-            for k in range(n):
-                p = self.par[k]
-                for j in range(6):
-                    A[6 * k + j] = ((A[6 * p + j] if p >= 0 else 0.0)
-                                    + self.S[6 * k + j] * a[nv0 + k] + self.bias[6 * k + j])
-            memset(W, 0, 6 * self.nb * sizeof(double))
-            # r₂ into beta (joints: 0)
-            for k in range(n):
-                for j in range(5):
-                    self.beta[self.coff[k] + j] = 0.0
-            for t in range(self.nl):
-                la_ = self.la[t]
-                lb_ = self.lb[t]
+        if self.fb:
+            Ci = self.C + 12 * n
+            tw[0] = a[3]; tw[1] = a[4]; tw[2] = a[5]; tw[3] = a[0]; tw[4] = a[1]; tw[5] = a[2]
+            twistAd(Ci, Ci + 9, tw, A + 6 * n)
+        for k in range(n):
+            p = self.par[k]
+            for j in range(6):
+                A[6 * k + j] = ((A[6 * p + j] if p >= 0 else 0.0)
+                                + self.S[6 * k + j] * a[nv0 + k] + self.bias[6 * k + j])
+        # −(M_i A_i − f_i): the body wrenches of the spanning tree's RNEA at q̈ (world frame)
+        for k in range(self.nb):
+            Ci = self.C + 12 * k
+            twistAd_inv(Ci, Ci + 9, A + 6 * k, tw)
+            mat6_vec(self.Ib + 36 * k, tw, w)
+            wrenchT(Ci, Ci + 9, w, W + 6 * k)
+            for j in range(6):
+                W[6 * k + j] = self.fbody[6 * k + j] - W[6 * k + j]
+        # r₂ into beta (joints: 0)
+        for k in range(n):
+            for j in range(5):
+                self.beta[self.coff[k] + j] = 0.0
+        for t in range(self.nl):
+            la_ = self.la[t]
+            lb_ = self.lb[t]
+            for c in range(6):
+                w[c] = 0.0
+            for j in range(self.ldim[t]):
+                sg = self.sig[self.coff[n + t] + j]
                 for c in range(6):
-                    w[c] = 0.0
-                for j in range(self.ldim[t]):
-                    sg = self.sig[self.coff[n + t] + j]
-                    for c in range(6):
-                        w[c] += self.src[6 * (self.lsrc[t] + j) + c] * sg
+                    w[c] += self.src[6 * (self.lsrc[t] + j) + c] * sg
+            for c in range(6):
+                if lb_ >= 0:
+                    W[6 * lb_ + c] += w[c]
+                if la_ >= 0:
+                    W[6 * la_ + c] -= w[c]
+                tw[c] = (A[6 * lb_ + c] if lb_ >= 0 else 0.0) - (A[6 * la_ + c] if la_ >= 0 else 0.0)
+            for j in range(self.ldim[t]):
+                self.beta[self.coff[n + t] + j] -= dot6(self.src + 6 * (self.lsrc[t] + j), tw)
+        for k in range(n - 1, -1, -1):
+            p = self.par[k]
+            if p >= 0:
                 for c in range(6):
-                    if lb_ >= 0:
-                        W[6 * lb_ + c] += w[c]
-                    if la_ >= 0:
-                        W[6 * la_ + c] -= w[c]
-                    tw[c] = (A[6 * lb_ + c] if lb_ >= 0 else 0.0) - (A[6 * la_ + c] if la_ >= 0 else 0.0)
-                for j in range(self.ldim[t]):
-                    self.beta[self.coff[n + t] + j] -= dot6(self.src + 6 * (self.lsrc[t] + j), tw)
-            for k in range(n - 1, -1, -1):
-                p = self.par[k]
-                if p >= 0:
-                    for c in range(6):
-                        W[6 * p + c] += W[6 * k + c]
-            if self.fb:
-                Ci = self.C + 12 * n
-                wrenchT_inv(Ci, Ci + 9, W + 6 * n, w)
-                gen[0] = w[3]; gen[1] = w[4]; gen[2] = w[5]; gen[3] = w[0]; gen[4] = w[1]; gen[5] = w[2]
-            for k in range(n):
-                gen[nv0 + k] = dot6(self.S + 6 * k, W + 6 * k)
-            for t in range(self.nm):
-                sg = self.sig[self.coff[n + self.nl + t]]
-                gen[nv0 + self.mmj[t]] += sg
-                gen[nv0 + self.mms[t]] -= self.mmk[t] * sg
-                self.beta[self.coff[n + self.nl + t]] = (self.mmk[t] * a[nv0 + self.mms[t]]
-                                                         - a[nv0 + self.mmj[t]])
-            for k in range(nv0 + n):
-                gen[k] = tau[k] + gen[k] - tau_id[k]
-            self.joint_terms(gen, False)
-            self.reassemble()
-            self.disassemble()
-            self.rates(gen, False)
-            for k in range(nv0 + n):
-                a[k] += gen[k]
-        return a
+                    W[6 * p + c] += W[6 * k + c]
+        if self.fb:
+            Ci = self.C + 12 * n
+            wrenchT_inv(Ci, Ci + 9, W + 6 * n, w)
+            gen[0] = w[3]; gen[1] = w[4]; gen[2] = w[5]; gen[3] = w[0]; gen[4] = w[1]; gen[5] = w[2]
+        for k in range(n):
+            gen[nv0 + k] = dot6(self.S + 6 * k, W + 6 * k)
+        for t in range(self.nm):
+            sg = self.sig[self.coff[n + self.nl + t]]
+            gen[nv0 + self.mmj[t]] += sg
+            gen[nv0 + self.mms[t]] -= self.mmk[t] * sg
+            self.beta[self.coff[n + self.nl + t]] = (self.mmk[t] * a[nv0 + self.mms[t]]
+                                                     - a[nv0 + self.mmj[t]])
+        for k in range(nv0 + n):
+            gen[k] = tau[k] + gen[k]
+        self.joint_terms(gen, False)
+        self.reassemble()
+        self.disassemble()
+        self.rates(gen, False)
+        for k in range(nv0 + n):
+            a[k] += gen[k]
+
+    def acceleration(self, const double[::1] q, const double[::1] v, const double[::1] tau,
+                     fx, double[::1] out, bint refine=True):
+        """q̈ into ``out`` (sizes checked by the caller); ``fx``: None or (nb, 6) body-frame
+        applied wrenches (m, f), the floating base's row n; ``refine``: one step of iterative
+        refinement. A second thread inside at the same time gets a private workspace."""
+        cdef HDCAKernel k = self
+        cdef double[:, ::1] f
+        cdef int i, j, rc
+        cdef bint use = fx is not None
+        cdef unsigned long me = PyThread_get_thread_ident()
+        if self.busy and self.owner != me:
+            k = HDCAKernel(self.spec)
+        k.busy += 1
+        k.owner = me
+        try:
+            if use:
+                f = fx
+                for i in range(k.nb):
+                    for j in range(6):
+                        k.fx[6 * i + j] = f[i, j]
+            with nogil:
+                rc = k.solve_core(&q[0], &v[0], &tau[0], use, &out[0])
+                if rc == 0 and refine:
+                    k.refine_core(&tau[0], &out[0])
+        finally:
+            k.busy -= 1
+        if rc != 0:
+            raise ValueError("method='hdca': a joint's constraint block is not positive "
+                             "definite (singular assembly)")
+        return out

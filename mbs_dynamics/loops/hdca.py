@@ -231,6 +231,13 @@ class HDCA:
                         tcoef.append(w)
                     tptr.append(len(tsrc))
             bcol.append(len(colsig))
+        Lb = np.linalg.cholesky(self.Mb_inv) if nb else np.zeros((0, 6, 6))
+        Uself = np.einsum("kji,kcj->kci", Lb[:n], Dloc)  # Lbᵀ D_k^b, (n, 5, 6)
+        ucon = []
+        for i in range(nb):
+            for c in self.handles[i]:
+                own = c < n and c == i and self.par[c] != i
+                ucon.extend(5 * c + j if own else -1 for j in range(dim[c]))
         N = len(self.plan)
         F = {k: np.zeros(N, np.intc) for k in ("leaf", "kA", "kB", "mpre", "nJ", "npost", "pinv",
                                                 "oiJ", "oib", "ova", "ovb", "oL", "ol0", "oF",
@@ -287,32 +294,27 @@ class HDCA:
             csrc=np.zeros(0, np.intc), bcol=np.array(bcol, np.intc),
             colsig=np.array(colsig, np.intc), tptr=np.array(tptr, np.intc),
             tsrc=np.array(tsrc, np.intc), tcoef=np.array(tcoef, float),
-            idx=np.array(idx, np.intc), gsig=np.array(gsig, np.intc))
+            idx=np.array(idx, np.intc), gsig=np.array(gsig, np.intc),
+            Lb=Lb, Uself=Uself, ucon=np.array(ucon, np.intc))
         return spec
 
-    def fast_acceleration(self, q, v, tau, fx=None, rnea=None):
-        """q̈ (nv,) by the compiled assembly (:meth:`compiled`) with one refinement step against
-        ``rnea`` (q, q̇, q̈) → τ (which must include the same applied wrenches); ``fx``: None or
-        (nb, 6) applied wrenches (m, f) in the body frames, the floating base's row n. Falls
-        back to the NumPy :meth:`acceleration` where no kernel applies."""
-        q, v, tau = (np.ascontiguousarray(x, dtype=float) for x in (q, v, tau))
-        if fx is not None:
-            fx = np.ascontiguousarray(fx, dtype=float)
+    def fast_acceleration(self, q, v, tau, fx=None, refine=True):
+        """q̈ (nv,) by the compiled assembly (:meth:`compiled`) with one step of iterative
+        refinement (``refine``: the residual of the spanning tree's RNEA, computed in the
+        kernel, mapped back through the stored factorisation); ``fx``: None or (nb, 6) applied
+        wrenches (m, f) in the body frames, the floating base's row n. Falls back to the NumPy
+        :meth:`acceleration` (refined against ``refine``, then a callable (q, q̇, q̈) → τ of the
+        spanning tree) where no kernel applies."""
         K = self.compiled()
         if K is None:
             fw = None
             if fx is not None:
                 C = self.state(q)["C"]
                 fw = np.array([lie.Ad(lie.inv(C[i])).T @ fx[i] for i in range(self.nb)])
-            return self.acceleration(q, v, tau, f_ext_spatial=fw, rnea=rnea)
-        k = K.take()
-        try:
-            a = np.empty(self.nv0 + self.n)
-            k.solve(q, v, tau, fx, a)
-            if rnea is not None:
-                k.refine(tau, np.ascontiguousarray(rnea(q, v, a), dtype=float), a)
-        finally:
-            k.give()
+            return self.acceleration(q, v, tau, f_ext_spatial=fw,
+                                     rnea=refine if callable(refine) else None)
+        a = np.empty(self.nv0 + self.n)
+        K.acceleration(q, v, tau, fx, a, bool(refine))
         return a
 
     def _body(self, b):
@@ -786,7 +788,8 @@ def acceleration(robot, q, v, tau, f_ext=None, refine=True):
         if not abs(x[3:7] @ x[3:7] - 1.0) <= 1e-6:
             raise ValueError(f"q: the base quaternion (qx, qy, qz, qw) = ({x[3]:g}, {x[4]:g}, "
                              f"{x[5]:g}, {x[6]:g}) is not a unit quaternion")
-    return h.fast_acceleration(q, v, tau, fx, rnea=_rnea(full, f_ext) if refine else None)
+    q, v, tau = (np.ascontiguousarray(x, dtype=float) for x in (q, v, tau))
+    return h.fast_acceleration(q, v, tau, fx, _rnea(full, f_ext) if refine else False)
 
 
 _TREE_CACHE = weakref.WeakKeyDictionary()
@@ -801,21 +804,31 @@ def _tree(model, mimic=False):
     return hs[mimic]
 
 
-def tree_forward_dynamics(robot, q, qd, tau, refine=True, f_ext=None):
+def tree_forward_dynamics(robot, q, qd, tau, refine=True, f_ext=None, out=None):
     """q̈ of a tree Robot (fixed or floating base) by HDCA's divide-and-conquer assembly
     (equals ABA), compiled (:meth:`HDCA.fast_acceleration`); ``f_ext`` as
-    :meth:`Robot.forward_dynamics`.
+    :meth:`Robot.forward_dynamics`; ``out``: an optional C-contiguous (nv,) float64 array to
+    fill (the inputs C-contiguous float64, as the Robot's checks return them).
 
     With ``refine`` one step of iterative refinement follows: the residual
-    r = τ − τ_RNEA(q, q̇, q̈) (the robot's compiled inverse dynamics) is mapped back by the
-    same factorisation (:meth:`HDCA.resolve`, q̈ += M⁻¹r): the assembly of the world-frame
-    quantities loses ~3 digits (measured 1e-13 relative), the refined q̈ agrees with ABA and
-    Pinocchio to rounding."""
+    r = τ − τ_RNEA(q, q̇, q̈) of the spanning tree mapped back by the same factorisation
+    (q̈ += M⁻¹r). The compiled assembly works in the body frames (Λ = UᵀU, U = L_bᵀ D_b,
+    L_b the Cholesky factor of the body mobility) and agrees with ABA to ~1e-14 before the
+    step; the refined q̈ to rounding."""
     h = _tree(robot.model)
-    return h.fast_acceleration(q, qd, tau, _fx(robot, h, f_ext),
-                               rnea=_rnea(robot, f_ext) if refine else None)
-
-
+    K = h.__dict__.get("_ck", 0)
+    if K == 0:
+        K = h.compiled()
+    if K is None:  # the NumPy path
+        a = h.fast_acceleration(q, qd, tau, _fx(robot, h, f_ext),
+                                _rnea(robot, f_ext) if refine else False)
+        if out is None:
+            return a
+        out[...] = a
+        return out
+    a = np.empty(h.nv0 + h.n) if out is None else out
+    K.acceleration(q, qd, tau, _fx(robot, h, f_ext), a, bool(refine))
+    return a
 def mimic_forward_dynamics(robot, q, qd, tau, refine=True, f_ext=None):
     """q̈ (independent coordinates) of a MimicRobot by HDCA on its full-coordinate tree with
     each mimic joint a constraint row of the assembly (module docstring): the full state
@@ -830,10 +843,10 @@ def mimic_forward_dynamics(robot, q, qd, tau, refine=True, f_ext=None):
     nb = nvf - len(full)  # leading base velocities
     ind = np.r_[np.arange(nb), [nb + full.index(j) for j in robot.joint_names]].astype(np.intp)
     q, qd, tau = (np.asarray(x, float) for x in (q, qd, tau))
-    qf = robot.expand(q)
-    vf = G @ qd
+    qf = np.ascontiguousarray(robot.expand(q), dtype=float)
+    vf = np.ascontiguousarray(G @ qd)
     tf = np.zeros(nvf)
     tf[ind] = tau
     fr = robot.full_robot
     return h.fast_acceleration(qf, vf, tf, _fx(fr, h, f_ext),
-                               rnea=_rnea(fr, f_ext) if refine else None)[ind]
+                               _rnea(fr, f_ext) if refine else False)[ind]
