@@ -126,14 +126,14 @@ cdef inline void mat6_vec(const double* M, const double* x, double* o) noexcept 
                 + M[6 * i + 4] * x[4] + M[6 * i + 5] * x[5])
 
 
-cdef inline void LbT_mul(const double* Lb, const double* x, double* o) noexcept nogil:
-    """o = Lbᵀ x, Lb lower triangular 6×6 row-major."""
+cdef inline void LbT_mul(const double* LbT, const double* x, double* o) noexcept nogil:
+    """o = Lbᵀ x, LbT = Lbᵀ upper triangular 6×6 row-major."""
     cdef int r, k
     cdef double t
     for r in range(6):
         t = 0.0
         for k in range(r, 6):
-            t += Lb[6 * k + r] * x[k]
+            t += LbT[6 * r + k] * x[k]
         o[r] = t
 
 
@@ -383,9 +383,14 @@ cdef class HDCAKernel:
     cdef int* oY
     cdef int* ucon       # (nhcol) own-joint column of Uself, or −1
     cdef double* Lb      # (nb, 36) lower Cholesky factor of (M_i^b)⁻¹
+    cdef double* LbT     # (nb, 36) its transpose
     cdef double* Uself   # (5 n, 6) Lbᵀ D_k^b: the constant leaf columns of a body's own joint
     cdef double* ur      # (nb, 6) Lbᵀ Ad_Cᵀ rhs_i
     cdef double* fbody   # (nb, 6) the body terms f_i (world)
+    cdef double* T       # (n, 12) pose of body k in its parent, B_k exp(X_k q_k)
+    cdef int* ukind      # (nhcol) 0: generic (world B), 1: own joint (constant), 2: a child's joint
+    cdef int* uref       # (nhcol) ukind 2: the D^b column 5c + j
+    cdef double* Lself   # (n, 25) the constant Λ block of a body's own joint, U_selfᵀ U_self
     # workspace
     cdef double* C       # (nb, 12)
     cdef double* S       # (n, 6)
@@ -456,7 +461,9 @@ cdef class HDCAKernel:
         self.gsig = ip(I("gsig")); self.oL = ip(I("oL")); self.ol0 = ip(I("ol0"))
         self.oF = ip(I("oF")); self.oLbJ = ip(I("oLbJ")); self.oZ = ip(I("oZ"))
         self.oz0 = ip(I("oz0")); self.oY = ip(I("oY"))
-        self.ucon = ip(I("ucon")); self.Lb = dp(D("Lb")); self.Uself = dp(D("Uself"))
+        self.ucon = ip(I("ucon")); self.Lb = dp(D("Lb")); self.LbT = dp(D("LbT")); self.Uself = dp(D("Uself"))
+        self.ukind = ip(I("ukind")); self.uref = ip(I("uref")); self.Lself = dp(D("Lself"))
+        self.T = dp(Z(self.n * 12))
         n, nb = self.n, self.nb
         self.C = dp(Z(nb * 12)); self.S = dp(Z(n * 6)); self.H = dp(Z(n * 6))
         self.V = dp(Z(nb * 6)); self.Minv = dp(Z(nb * 36)); self.rhs = dp(Z(nb * 6))
@@ -500,11 +507,12 @@ cdef class HDCAKernel:
             p = self.par[i]
             joint_exp(self.Xs + 6 * i, qj[i], self.kind[i], Rj, pj)
             Ci = self.C + 12 * i
+            compose(self.BR + 9 * i, self.Bp + 3 * i, Rj, pj, self.T + 12 * i, self.T + 12 * i + 9)
             if p < 0:
-                compose(self.BR + 9 * i, self.Bp + 3 * i, Rj, pj, Ci, Ci + 9)
+                memcpy(Ci, self.T + 12 * i, 12 * sizeof(double))
             else:
-                compose(self.BR + 9 * i, self.Bp + 3 * i, Rj, pj, Rl, pl)
-                compose(self.C + 12 * p, self.C + 12 * p + 9, Rl, pl, Ci, Ci + 9)
+                compose(self.C + 12 * p, self.C + 12 * p + 9, self.T + 12 * i, self.T + 12 * i + 9,
+                        Ci, Ci + 9)
             twistAd(Ci, Ci + 9, self.Xs + 6 * i, self.S + 6 * i)
             x = self.S + 6 * i
             s2 = 1.0 / dot6(x, x)
@@ -577,10 +585,6 @@ cdef class HDCAKernel:
         cdef double pf[3]
         cdef const double* R
         cdef const double* p
-        for k in range(n):
-            Ci = self.C + 12 * k
-            for j in range(5):
-                wrenchT(Ci, Ci + 9, self.Dloc + 30 * k + 6 * j, self.src + 6 * (5 * k + j))
         for t in range(self.nl):
             b = self.lb[t]
             if b >= 0:
@@ -600,6 +604,8 @@ cdef class HDCAKernel:
         o = self.src + 6 * (5 * n + self.ldim_total())
         memcpy(o, self.H, 6 * n * sizeof(double))
         for col in range(self.nhcol):
+            if self.ukind[col] != 0:
+                continue
             o = self.Bst + 6 * col
             for c in range(6):
                 o[c] = 0.0
@@ -621,8 +627,9 @@ cdef class HDCAKernel:
         cdef double d[6]
         cdef double w[6]
         for k in range(n):
+            twistAd_inv(self.C + 12 * k, self.C + 12 * k + 9, self.bias + 6 * k, d)
             for j in range(5):
-                self.beta[self.coff[k] + j] = dot6(self.src + 6 * (5 * k + j), self.bias + 6 * k)
+                self.beta[self.coff[k] + j] = dot6(self.Dloc + 30 * k + 6 * j, d)
         for t in range(self.nl):
             a = self.la[t]
             b = self.lb[t]
@@ -653,6 +660,8 @@ cdef class HDCAKernel:
         cdef double* Ci
         cdef double tw[6]
         cdef int col
+        cdef double* g
+        cdef double* gm
         cdef double* Y
         cdef double* Mi
         cdef double* src
@@ -667,22 +676,39 @@ cdef class HDCAKernel:
         for k in range(self.N):
             m = self.mpre[k]
             i = self.leaf[k]
+            if self.nJ[k] == 0:  # nothing closes here (ib = all): build the stored block
+                L = self.store + self.oL[k]
+                l0 = self.store + self.ol0[k]
+            else:
+                L = self.Lpre
+                l0 = self.l0pre
             if i >= 0:
                 # body frame: Λ = UᵀU, U = Lbᵀ Ad_Cᵀ B (M_i⁻¹ = Ad_C Lb Lbᵀ Ad_Cᵀ), λ₀ = Uᵀ u_r
                 Y = self.store + self.oY[k]
-                Mi = self.Lb + 36 * i
+                Mi = self.LbT + 36 * i
                 Ci = self.C + 12 * i
                 for c in range(m):
                     col = self.bcol[i] + c
-                    if self.ucon[col] >= 0:
+                    if self.ukind[col] == 1:
                         memcpy(Y + 6 * c, self.Uself + 6 * self.ucon[col], 6 * sizeof(double))
+                    elif self.ukind[col] == 2:  # −Ad_{T_c}⁻ᵀ D_c^b: a child's joint
+                        mi = self.uref[col]
+                        wrenchT(self.T + 12 * (mi // 5), self.T + 12 * (mi // 5) + 9,
+                                self.Dloc + 6 * mi, tw)
+                        LbT_mul(Mi, tw, Y + 6 * c)
+                        for r in range(6):
+                            Y[6 * c + r] = -Y[6 * c + r]
                     else:
                         wrenchT_inv(Ci, Ci + 9, self.Bst + 6 * col, tw)
                         LbT_mul(Mi, tw, Y + 6 * c)
                 wrenchT_inv(Ci, Ci + 9, self.rhs + 6 * i, tw)
                 LbT_mul(Mi, tw, self.ur + 6 * i)
+                c0 = 5 if (i < self.n and self.ukind[self.bcol[i]] == 1) else 0
+                for r in range(c0):
+                    for c in range(c0):
+                        L[r * m + c] = self.Lself[25 * i + 5 * r + c]
                 for r in range(m):
-                    for c in range(r, m):
+                    for c in range(max(r, c0), m):
                         t = dot6(Y + 6 * r, Y + 6 * c)
                         L[r * m + c] = t
                         L[c * m + r] = t
@@ -715,10 +741,6 @@ cdef class HDCAKernel:
             Lp = self.store + self.oL[k]
             lp = self.store + self.ol0[k]
             if nj == 0:
-                for r in range(nbk):
-                    lp[r] = l0[ib[r]]
-                    for c in range(nbk):
-                        Lp[r * nbk + c] = L[ib[r] * m + ib[c]]
                 continue
             F = self.store + self.oF[k]
             c0 = nbk + 1
@@ -755,27 +777,33 @@ cdef class HDCAKernel:
                     return -1
                 Zk = self.store + self.oZ[k]
                 z0 = self.store + self.oz0[k]
-                for r in range(nj):
+                for r in range(nj):  # forward substitution, row by row
+                    g = RJ + r * c0
+                    for mi in range(r):
+                        t = F[r * nj + mi]
+                        gm = RJ + mi * c0
+                        for c in range(c0):
+                            g[c] -= t * gm[c]
+                    t = 1.0 / F[r * nj + r]
                     for c in range(c0):
-                        t = RJ[r * c0 + c]
-                        for mi in range(r):
-                            t -= F[r * nj + mi] * RJ[mi * c0 + c]
-                        RJ[r * c0 + c] = t / F[r * nj + r]
-                for r in range(nj):
+                        g[c] *= t
                     for c in range(nbk):
-                        Zk[r * nbk + c] = RJ[r * c0 + c]
-                    z0[r] = RJ[r * c0 + nbk]
+                        Zk[r * nbk + c] = g[c]
+                    z0[r] = g[nbk]
                 for r in range(nbk):
-                    t = l0[ib[r]]
-                    for mi in range(nj):
-                        t += RJ[mi * c0 + r] * z0[mi]
-                    lp[r] = t
+                    lp[r] = l0[ib[r]]
                     for c in range(r, nbk):
-                        t = L[ib[r] * m + ib[c]]
-                        for mi in range(nj):
-                            t -= RJ[mi * c0 + r] * RJ[mi * c0 + c]
-                        Lp[r * nbk + c] = t
-                        Lp[c * nbk + r] = t
+                        Lp[r * nbk + c] = L[ib[r] * m + ib[c]]
+                for mi in range(nj):
+                    g = RJ + mi * c0
+                    for r in range(nbk):
+                        t = g[r]
+                        lp[r] += t * g[nbk]
+                        for c in range(r, nbk):
+                            Lp[r * nbk + c] -= t * g[c]
+                for r in range(nbk):
+                    for c in range(r):
+                        Lp[r * nbk + c] = Lp[c * nbk + r]
                 continue
             LbJ = self.store + self.oLbJ[k]
             for r in range(nbk):
@@ -817,7 +845,7 @@ cdef class HDCAKernel:
             if i >= 0:
                 Y = self.store + self.oY[k]
                 wrenchT_inv(self.C + 12 * i, self.C + 12 * i + 9, self.rhs + 6 * i, tw)
-                LbT_mul(self.Lb + 36 * i, tw, self.ur + 6 * i)
+                LbT_mul(self.LbT + 36 * i, tw, self.ur + 6 * i)
                 for r in range(m):
                     l0[r] = dot6(Y + 6 * r, self.ur + 6 * i)
             else:

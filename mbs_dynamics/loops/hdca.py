@@ -233,11 +233,15 @@ class HDCA:
             bcol.append(len(colsig))
         Lb = np.linalg.cholesky(self.Mb_inv) if nb else np.zeros((0, 6, 6))
         Uself = np.einsum("kji,kcj->kci", Lb[:n], Dloc)  # Lbᵀ D_k^b, (n, 5, 6)
-        ucon = []
+        ucon, ukind, uref = [], [], []
         for i in range(nb):
             for c in self.handles[i]:
-                own = c < n and c == i and self.par[c] != i
+                own = c < n and c == i
+                child = c < n and not own and self.par[c] == i
                 ucon.extend(5 * c + j if own else -1 for j in range(dim[c]))
+                ukind.extend([1 if own else 2 if child else 0] * dim[c])
+                uref.extend(5 * c + j if child else -1 for j in range(dim[c]))
+        Lself = np.einsum("kai,kbi->kab", Uself, Uself)  # (n, 5, 5)
         N = len(self.plan)
         F = {k: np.zeros(N, np.intc) for k in ("leaf", "kA", "kB", "mpre", "nJ", "npost", "pinv",
                                                 "oiJ", "oib", "ova", "ovb", "oL", "ol0", "oF",
@@ -295,7 +299,8 @@ class HDCA:
             colsig=np.array(colsig, np.intc), tptr=np.array(tptr, np.intc),
             tsrc=np.array(tsrc, np.intc), tcoef=np.array(tcoef, float),
             idx=np.array(idx, np.intc), gsig=np.array(gsig, np.intc),
-            Lb=Lb, Uself=Uself, ucon=np.array(ucon, np.intc))
+            Lb=Lb, LbT=np.ascontiguousarray(np.swapaxes(Lb, 1, 2)), Uself=Uself, ucon=np.array(ucon, np.intc), ukind=np.array(ukind, np.intc),
+            uref=np.array(uref, np.intc), Lself=Lself)
         return spec
 
     def fast_acceleration(self, q, v, tau, fx=None, refine=True):
