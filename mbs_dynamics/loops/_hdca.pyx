@@ -260,6 +260,43 @@ cdef void chol_solve(const double* L, int n, double* b, int nr, int ld) noexcept
             b[i * ld + r] = t / L[i * n + i]
 
 
+cdef int pchol(double* A, int n, int* perm, double tol) noexcept nogil:
+    """Cholesky with diagonal pivoting of the symmetric positive semidefinite A (n×n,
+    row-major, overwritten): P A Pᵀ = R Rᵀ with R the lower rank × rank block of A, ``perm[r]``
+    the original row of pivot r; stops when the largest remaining pivot is ≤ tol × the largest
+    diagonal entry (rank-revealing). Returns the rank."""
+    cdef int i, j, l, p, ti
+    cdef double big = 0.0, d, t
+    for i in range(n):
+        perm[i] = i
+        if A[i * n + i] > big:
+            big = A[i * n + i]
+    if not big > 0.0:
+        return 0
+    for j in range(n):
+        p = j
+        for i in range(j + 1, n):
+            if A[i * n + i] > A[p * n + p]:
+                p = i
+        if not A[p * n + p] > tol * big:
+            return j
+        if p != j:
+            for l in range(n):
+                t = A[j * n + l]; A[j * n + l] = A[p * n + l]; A[p * n + l] = t
+            for l in range(n):
+                t = A[l * n + j]; A[l * n + j] = A[l * n + p]; A[l * n + p] = t
+            ti = perm[j]; perm[j] = perm[p]; perm[p] = ti
+        d = sqrt(A[j * n + j])
+        A[j * n + j] = d
+        for i in range(j + 1, n):
+            A[i * n + j] /= d
+        for i in range(j + 1, n):
+            t = A[i * n + j]
+            for l in range(j + 1, n):
+                A[i * n + l] -= t * A[l * n + j]
+    return n
+
+
 cdef void pinv_sym(double* A, int n, double* V, double* W, double rcond) noexcept nogil:
     """W = pseudo-inverse of the symmetric A (n×n, row-major; destroyed) by cyclic Jacobi
     rotations (A = V diag(λ) Vᵀ), eigenvalues |λ| ≤ rcond max|λ| dropped (rank-revealing)."""
@@ -390,6 +427,8 @@ cdef class HDCAKernel:
     cdef double* T       # (n, 12) pose of body k in its parent, B_k exp(X_k q_k)
     cdef int* ukind      # (nhcol) 0: generic (world B), 1: own joint (constant), 2: a child's joint
     cdef int* uref       # (nhcol) ukind 2: the D^b column 5c + j
+    cdef int* perm       # (len idx) pivot order of each closure's rows (at oiJ)
+    cdef int* rank       # (N) rank of each closure
     cdef double* Lself   # (n, 25) the constant Λ block of a body's own joint, U_selfᵀ U_self
     # workspace
     cdef double* C       # (nb, 12)
@@ -464,6 +503,11 @@ cdef class HDCAKernel:
         self.ucon = ip(I("ucon")); self.Lb = dp(D("Lb")); self.LbT = dp(D("LbT")); self.Uself = dp(D("Uself"))
         self.ukind = ip(I("ukind")); self.uref = ip(I("uref")); self.Lself = dp(D("Lself"))
         self.T = dp(Z(self.n * 12))
+        pa = np.zeros(max(len(spec["idx"]), 1), np.intc)
+        ra = np.zeros(max(self.N, 1), np.intc)
+        self._keep += [pa, ra]
+        self.perm = ip(pa)
+        self.rank = ip(ra)
         n, nb = self.n, self.nb
         self.C = dp(Z(nb * 12)); self.S = dp(Z(n * 6)); self.H = dp(Z(n * 6))
         self.V = dp(Z(nb * 6)); self.Minv = dp(Z(nb * 36)); self.rhs = dp(Z(nb * 6))
@@ -662,6 +706,8 @@ cdef class HDCAKernel:
         cdef int col
         cdef double* g
         cdef double* gm
+        cdef int* perm
+        cdef int rk
         cdef double* Y
         cdef double* Mi
         cdef double* src
@@ -744,83 +790,62 @@ cdef class HDCAKernel:
                 continue
             F = self.store + self.oF[k]
             c0 = nbk + 1
+            perm = self.perm + self.oiJ[k]
             for r in range(nj):
                 for c in range(nbk):
                     RJ[r * c0 + c] = L[iJ[r] * m + ib[c]]
                 RJ[r * c0 + nbk] = self.beta[self.gsig[self.oiJ[k] + r]] - l0[iJ[r]]
-            if self.pinv[k]:
-                for r in range(nj):
-                    for c in range(nj):
-                        self.tmpA[r * nj + c] = L[iJ[r] * m + iJ[c]]
-                pinv_sym(self.tmpA, nj, self.tmpV, F, 1e-12)
-                # sol = W RJ (into tmpA rows-of-c0; nj × c0 ≤ maxJ × (maxb+1) so reuse Lpre? no:
-                # compute column by column into the Z/z0 slots directly)
-                Zk = self.store + self.oZ[k]
-                z0 = self.store + self.oz0[k]
-                for r in range(nj):
-                    for c in range(nbk):
-                        t = 0.0
-                        for mi in range(nj):
-                            t += F[r * nj + mi] * RJ[mi * c0 + c]
-                        Zk[r * nbk + c] = -t
-                    t = 0.0
-                    for mi in range(nj):
-                        t += F[r * nj + mi] * RJ[mi * c0 + nbk]
-                    z0[r] = t
-            else:
-                # Λ_JJ = R Rᵀ; G = R⁻¹[Λ_Jb | β_J − λ₀_J]: Λ' = Λ_bb − GᵀG, λ₀' = λ₀_b + Gᵀg0
-                # (eq. 34–36 with Z = −R⁻ᵀG, z0 = R⁻ᵀg0; disassembly σ_J = R⁻ᵀ(g0 − G σ_b))
-                for r in range(nj):
-                    for c in range(r + 1):
-                        F[r * nj + c] = L[iJ[r] * m + iJ[c]]
-                if chol(F, nj) != 0:
-                    return -1
-                Zk = self.store + self.oZ[k]
-                z0 = self.store + self.oz0[k]
-                for r in range(nj):  # forward substitution, row by row
-                    g = RJ + r * c0
-                    for mi in range(r):
-                        t = F[r * nj + mi]
-                        gm = RJ + mi * c0
-                        for c in range(c0):
-                            g[c] -= t * gm[c]
-                    t = 1.0 / F[r * nj + r]
-                    for c in range(c0):
-                        g[c] *= t
-                    for c in range(nbk):
-                        Zk[r * nbk + c] = g[c]
-                    z0[r] = g[nbk]
-                for r in range(nbk):
-                    lp[r] = l0[ib[r]]
-                    for c in range(r, nbk):
-                        Lp[r * nbk + c] = L[ib[r] * m + ib[c]]
-                for mi in range(nj):
-                    g = RJ + mi * c0
-                    for r in range(nbk):
-                        t = g[r]
-                        lp[r] += t * g[nbk]
-                        for c in range(r, nbk):
-                            Lp[r * nbk + c] -= t * g[c]
-                for r in range(nbk):
-                    for c in range(r):
-                        Lp[r * nbk + c] = Lp[c * nbk + r]
-                continue
-            LbJ = self.store + self.oLbJ[k]
-            for r in range(nbk):
+            # Λ_JJ: P Λ_JJ Pᵀ = R Rᵀ (R: rank × rank lower), rank-revealing (diagonal pivots)
+            # once a loop or mimic row is closed in the subassembly, plain Cholesky otherwise
+            for r in range(nj):
                 for c in range(nj):
-                    LbJ[r * nj + c] = L[ib[r] * m + iJ[c]]
-            # eq. 34–36: Λ' = Λ_bb + Λ_bJ Z, λ₀' = λ₀_b + Λ_bJ z0
+                    F[r * nj + c] = L[iJ[r] * m + iJ[c]]
+            if self.pinv[k]:
+                rk = pchol(F, nj, perm, 1e-12)
+            else:
+                for r in range(nj):
+                    perm[r] = r
+                rk = nj if chol(F, nj) == 0 else -1
+            if rk < 0:
+                return -1
+            self.rank[k] = rk
+            # G = R⁻¹ P[Λ_Jb | β_J − λ₀_J] (first rk rows): Λ' = Λ_bb − GᵀG, λ₀' = λ₀_b + Gᵀg0
+            # (eq. 34–36; disassembly P σ_J = [R⁻ᵀ(g0 − G σ_b); 0]: the redundant rows of a
+            # closure get no impulse — a basic solution; the motion is the same for all)
+            Zk = self.store + self.oZ[k]
+            z0 = self.store + self.oz0[k]
+            for r in range(rk):
+                g = Zk + r * nbk
+                gm = RJ + perm[r] * c0
+                for c in range(nbk):
+                    g[c] = gm[c]
+                z0[r] = gm[nbk]
+            for r in range(rk):  # forward substitution, row by row
+                g = Zk + r * nbk
+                for mi in range(r):
+                    t = F[r * nj + mi]
+                    gm = Zk + mi * nbk
+                    for c in range(nbk):
+                        g[c] -= t * gm[c]
+                    z0[r] -= t * z0[mi]
+                t = 1.0 / F[r * nj + r]
+                for c in range(nbk):
+                    g[c] *= t
+                z0[r] *= t
             for r in range(nbk):
-                t = l0[ib[r]]
-                for mi in range(nj):
-                    t += LbJ[r * nj + mi] * z0[mi]
-                lp[r] = t
+                lp[r] = l0[ib[r]]
                 for c in range(r, nbk):
-                    t = L[ib[r] * m + ib[c]]
-                    for mi in range(nj):
-                        t += LbJ[r * nj + mi] * Zk[mi * nbk + c]
-                    Lp[r * nbk + c] = t
-                    Lp[c * nbk + r] = t
+                    Lp[r * nbk + c] = L[ib[r] * m + ib[c]]
+            for mi in range(rk):
+                g = Zk + mi * nbk
+                for r in range(nbk):
+                    t = g[r]
+                    lp[r] += t * z0[mi]
+                    for c in range(r, nbk):
+                        Lp[r * nbk + c] -= t * g[c]
+            for r in range(nbk):
+                for c in range(r):
+                    Lp[r * nbk + c] = Lp[c * nbk + r]
         return 0
 
     cdef void reassemble(self) noexcept nogil:
@@ -836,9 +861,10 @@ cdef class HDCAKernel:
         cdef double* z0
         cdef double* Zk
         cdef double* lp
-        cdef double* b = self.rhsJ
         cdef double t
         cdef double tw[6]
+        cdef int* perm
+        cdef int rk
         for k in range(self.N):
             m = self.mpre[k]
             i = self.leaf[k]
@@ -868,31 +894,18 @@ cdef class HDCAKernel:
                 continue
             F = self.store + self.oF[k]
             z0 = self.store + self.oz0[k]
-            for r in range(nj):
-                b[r] = self.beta[self.gsig[self.oiJ[k] + r]] - l0[iJ[r]]
-            if not self.pinv[k]:
-                Zk = self.store + self.oZ[k]
-                for r in range(nj):
-                    t = b[r]
-                    for mi in range(r):
-                        t -= F[r * nj + mi] * z0[mi]
-                    z0[r] = t / F[r * nj + r]
-                for r in range(nbk):
-                    t = l0[ib[r]]
-                    for mi in range(nj):
-                        t += Zk[mi * nbk + r] * z0[mi]
-                    lp[r] = t
-                continue
-            for r in range(nj):
-                t = 0.0
-                for mi in range(nj):
-                    t += F[r * nj + mi] * b[mi]
-                z0[r] = t
-            LbJ = self.store + self.oLbJ[k]
+            Zk = self.store + self.oZ[k]
+            perm = self.perm + self.oiJ[k]
+            rk = self.rank[k]
+            for r in range(rk):
+                t = self.beta[self.gsig[self.oiJ[k] + perm[r]]] - l0[iJ[perm[r]]]
+                for mi in range(r):
+                    t -= F[r * nj + mi] * z0[mi]
+                z0[r] = t / F[r * nj + r]
             for r in range(nbk):
                 t = l0[ib[r]]
-                for mi in range(nj):
-                    t += LbJ[r * nj + mi] * z0[mi]
+                for mi in range(rk):
+                    t += Zk[mi * nbk + r] * z0[mi]
                 lp[r] = t
 
     cdef void disassemble(self) noexcept nogil:
@@ -903,6 +916,8 @@ cdef class HDCAKernel:
         cdef double* F
         cdef double* Zk
         cdef double* z0
+        cdef int* perm
+        cdef int rk
         cdef int* gJ
         cdef int* gb
         cdef double t
@@ -916,21 +931,18 @@ cdef class HDCAKernel:
             z0 = self.store + self.oz0[k]
             gJ = self.gsig + self.oiJ[k]
             gb = self.gsig + self.oib[k]
-            if self.pinv[k]:
-                for r in range(nj):
-                    t = z0[r]
-                    for c in range(nbk):
-                        t += Zk[r * nbk + c] * self.sig[gb[c]]
-                    self.sig[gJ[r]] = t
-                continue
             F = self.store + self.oF[k]
-            for r in range(nj - 1, -1, -1):  # σ_J = R⁻ᵀ(g0 − G σ_b)
+            perm = self.perm + self.oiJ[k]
+            rk = self.rank[k]
+            for r in range(rk, nj):
+                self.sig[gJ[perm[r]]] = 0.0
+            for r in range(rk - 1, -1, -1):  # P σ_J = R⁻ᵀ(g0 − G σ_b)
                 t = z0[r]
                 for c in range(nbk):
                     t -= Zk[r * nbk + c] * self.sig[gb[c]]
-                for mi in range(r + 1, nj):
-                    t -= F[mi * nj + r] * self.sig[gJ[mi]]
-                self.sig[gJ[r]] = t / F[r * nj + r]
+                for mi in range(r + 1, rk):
+                    t -= F[mi * nj + r] * self.sig[gJ[perm[mi]]]
+                self.sig[gJ[perm[r]]] = t / F[r * nj + r]
         for k in range(self.N):
             i = self.leaf[k]
             if i < 0:
