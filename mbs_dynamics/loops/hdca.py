@@ -844,10 +844,12 @@ def mimic_forward_dynamics(robot, q, qd, tau, refine=True, f_ext=None):
     h = _tree(robot.model, mimic=True)
     G = robot.G
     nvf = G.shape[0]
-    full = list(robot.full_joint_names)
-    nb = nvf - len(full)  # leading base velocities
-    ind = np.r_[np.arange(nb), [nb + full.index(j) for j in robot.joint_names]].astype(np.intp)
-    q, qd, tau = (np.asarray(x, float) for x in (q, qd, tau))
+    ind = h.__dict__.get("_mind")  # the independent rows (a function of the model)
+    if ind is None:
+        full = list(robot.full_joint_names)
+        nb = nvf - len(full)  # leading base velocities
+        ind = h._mind = np.r_[np.arange(nb), [nb + full.index(j) for j in robot.joint_names]
+                              ].astype(np.intp)
     qf = np.ascontiguousarray(robot.expand(q), dtype=float)
     vf = np.ascontiguousarray(G @ qd)
     tf = np.zeros(nvf)
