@@ -242,7 +242,9 @@ class HDCA:
                 ukind.extend([1 if own else 2 if child else 0] * dim[c])
                 uref.extend(5 * c + j if child else -1 for j in range(dim[c]))
         Lself = np.einsum("kai,kbi->kab", Uself, Uself)  # (n, 5, 5)
-        N = len(self.plan)
+        order = ([self.base] if self.fb else []) + list(range(n))
+        plan = self._plan(self._split_open(order))
+        N = len(plan)
         F = {k: np.zeros(N, np.intc) for k in ("leaf", "kA", "kB", "mpre", "nJ", "npost", "pinv",
                                                 "oiJ", "oib", "ova", "ovb", "oL", "ol0", "oF",
                                                 "oLbJ", "oZ", "oz0", "oY")}
@@ -257,7 +259,7 @@ class HDCA:
         def sig(cs):
             return [coff[c] + j for c in cs for j in range(dim[c])]
 
-        for k, nd in enumerate(self.plan):
+        for k, nd in enumerate(plan):
             if "leaf" in nd:
                 i = nd["leaf"]
                 F["leaf"][k], F["kA"][k], F["kB"][k] = i, -1, -1
@@ -330,6 +332,27 @@ class HDCA:
             return bodies[0]
         h = len(bodies) // 2
         return (self._split(bodies[:h]), self._split(bodies[h:]))
+
+    def _split_open(self, bodies):
+        """The compiled path's binary tree: each range (depth-first order) split within its
+        middle half where the two parts leave the fewest open constraint rows (Σ rows²: the
+        Schur complements' size) — on a branched tree (Talos) a cut between branches instead
+        of through one; the same balanced depth O(log n)."""
+        if len(bodies) == 1:
+            return bodies[0]
+        L = len(bodies)
+
+        def rows(S):
+            return sum(self.dim[c] for c in range(self.nc)
+                       if self.cbodies[c] & S and not self.cbodies[c] <= S)
+
+        best = None
+        for h in range(max(1, L // 4), min(L - 1, (3 * L + 3) // 4) + 1):
+            sc = rows(set(bodies[:h])) ** 2 + rows(set(bodies[h:])) ** 2
+            if best is None or sc < best[0]:
+                best = (sc, h)
+        h = best[1]
+        return (self._split_open(bodies[:h]), self._split_open(bodies[h:]))
 
     # ------------------------------------------------------------------ kinematics
     def state(self, q, v=None):
@@ -404,7 +427,7 @@ class HDCA:
         return out
 
     # ------------------------------------------------------------------ Alg. 1–2
-    def _plan(self):
+    def _plan(self, tree=None):
         """The assembly's topology (fixed by the model and the loops), computed once: the nodes
         of the binary tree in post-order, each with its open connections (handles), the
         scatter of its children's handle blocks and the closed connections J with the index
@@ -446,7 +469,7 @@ class HDCA:
             return close(node, hs, A["bodies"] | B["bodies"], A["pinv"] or B["pinv"])
 
         if self.nb:
-            build(self.tree)
+            build(self.tree if tree is None else tree)
         return plan
 
     def _rhs(self, f, st, active):
