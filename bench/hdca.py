@@ -1,11 +1,18 @@
-"""HDCA (seed 002, issue 19 item 4) vs ABA on trees: CPU-time ratios in one run, per call.
+"""HDCA (seed 002, issue 19 item 4) vs ABA on trees and on closed loops: CPU-time ratios in
+one run, per call.
 
     PYTHONPATH=$PWD python bench/hdca.py [--reps 7]
 
-* ``forward_dynamics(method="hdca")`` (NumPy divide-and-conquer assembly + one refinement step
-  with the compiled RNEA residual) / ``forward_dynamics()`` (the compiled ABA) on the same robot
-  and state, and / ``pin.aba`` where the model is the same (no mimic joints);
-* the assembly alone (``HDCA.acceleration``, no refinement) / the compiled ABA;
+* ``forward_dynamics(method="hdca")`` (the compiled divide-and-conquer assembly,
+  ``loops/_hdca.pyx``, + one refinement step) / ``forward_dynamics()`` (the compiled ABA) on the
+  same robot and state, and / ``pin.aba`` where the model is the same (no mimic joints);
+* the compiled assembly alone (no refinement) / the compiled ABA;
+* the NumPy assembly (``HDCA.acceleration`` + refinement with the compiled RNEA: the path before
+  the compiled kernel, now the fallback) / the compiled ABA — "before" in the same run;
+* closed loops (test/loops/loops_mechanisms.py): ``forward_dynamics(method="hdca")`` of the
+  ClosedLoopRobot / its ``method="lagrange"`` (the acceleration-level baseline), and the
+  full-coordinate HDCA (``hdca.acceleration``, compiled and NumPy) / the compiled ABA of the
+  spanning tree at the same full state;
 * robots: Panda (fingers locked, fixed base), a 30-joint serial chain (bench/robots.py), Talos
   (talos_reduced, floating base: the base a 6-DOF joint of the assembly), Panda with its finger
   mimic joint (a MimicRobot: the mimic row closed in the assembly; peer the MimicRobot's
@@ -27,7 +34,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [ROOT, HERE]
+sys.path[:0] = [ROOT, HERE, os.path.join(ROOT, "test", "loops")]
 warnings.simplefilter("ignore")
 
 import mbs_dynamics as mbs  # noqa: E402
@@ -122,6 +129,42 @@ def parallel(r, q, v, tau, reps):
     return ratio(par, seq, reps, clock=time.perf_counter), len(A), len(B)
 
 
+def loops(reps, rng):
+    """Closed-loop mechanisms: the ClosedLoopRobot's HDCA against its acceleration-level
+    baseline, and the full-coordinate assembly (compiled, NumPy) against the spanning tree's
+    compiled ABA (the unconstrained tree: the price of the closures)."""
+    import loops_mechanisms as lm
+    out = []
+    for name in ("planar_fourbar", "spatial_fourbar", "delta", "two_loop_planar",
+                 "parallelogram_arm"):
+        u, lp, act = lm.ALL[name]()
+        r = mbs.load_urdf(u, loops=lp, actuated=act)
+        qa = r.q_assembled[r.actuated_index] + 0.05 * rng.standard_normal(r.n)
+        qd, tau = rng.standard_normal((2, r.n))
+        ref = r.forward_dynamics(qa, qd, tau, method="lagrange")
+        ours = r.forward_dynamics(qa, qd, tau, method="hdca")
+        lab = f"{name} (loops)"
+        out.append((lab, r.n, "forward_dynamics(method='hdca') / method='lagrange'",
+                    ratio(lambda: r.forward_dynamics(qa, qd, tau, method="hdca"),
+                          lambda: r.forward_dynamics(qa, qd, tau, method="lagrange"), reps),
+                    np.abs(ours - ref).max() / max(1.0, np.abs(ref).max())))
+        X = r.copy().expand(np.stack([qa, qd]))
+        qf, vf = X[0], X[1]
+        tf = rng.standard_normal(r.full_robot.nv)
+        fr = r.full_robot
+        h = hdca.HDCA(r.model, r._kin)
+        new = h.fast_acceleration(qf, vf, tf)
+        old = h.acceleration(qf, vf, tf, rnea=fr.inverse_dynamics)
+        out.append((lab, fr.nv, "full-coordinate HDCA (compiled) / spanning tree's ABA",
+                    ratio(lambda: h.fast_acceleration(qf, vf, tf),
+                          lambda: fr.forward_dynamics(qf, vf, tf), reps),
+                    np.abs(new - old).max() / max(1.0, np.abs(old).max())))
+        out.append((lab, fr.nv, "full-coordinate HDCA (NumPy: before) / spanning tree's ABA",
+                    ratio(lambda: h.acceleration(qf, vf, tf, rnea=fr.inverse_dynamics),
+                          lambda: fr.forward_dynamics(qf, vf, tf), reps), float("nan")))
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=7)
@@ -145,13 +188,31 @@ def main(argv=None):
                                lambda: pin.aba(pm, pd, q, v, tau), a.reps),
                          np.abs(ours - ref).max() / max(1.0, np.abs(ref).max())))
             h = hdca._tree(r.model)
-            raw = h.acceleration(q, v, tau)
-            rows.append((label, r.nv, "HDCA assembly alone (no refinement) / compiled ABA",
-                         ratio(lambda: h.acceleration(q, v, tau),
+            raw = h.fast_acceleration(q, v, tau, refine=False)
+            rows.append((label, r.nv, "compiled assembly alone (no refinement) / compiled ABA",
+                         ratio(lambda: h.fast_acceleration(q, v, tau, refine=False),
                                lambda: r.forward_dynamics(q, v, tau), a.reps),
                          np.abs(raw - aba).max() / max(1.0, np.abs(aba).max())))
-            if label.startswith(("chain", "Talos")):
-                prow.append((label, *parallel(r, q, v, tau, a.reps)))
+            old = h.acceleration(q, v, tau, rnea=r.inverse_dynamics)
+            rows.append((label, r.nv, "NumPy HDCA (before; the fallback) / compiled ABA",
+                         ratio(lambda: h.acceleration(q, v, tau, rnea=r.inverse_dynamics),
+                               lambda: r.forward_dynamics(q, v, tau), a.reps),
+                         np.abs(old - aba).max() / max(1.0, np.abs(aba).max())))
+        else:
+            h = hdca._tree(r.full_robot.model, mimic=True)
+            K = h.compiled()
+            try:
+                h._ck = None  # the NumPy path (before)
+                old = r.forward_dynamics(q, v, tau, method="hdca")
+                rows.append((label, r.nv, "NumPy HDCA (before; the fallback) / MimicRobot's ABA",
+                             ratio(lambda: r.forward_dynamics(q, v, tau, method="hdca"),
+                                   lambda: r.forward_dynamics(q, v, tau), a.reps),
+                             np.abs(old - aba).max() / max(1.0, np.abs(aba).max())))
+            finally:
+                h._ck = K
+        if label.startswith(("chain", "Talos")):
+            prow.append((label, *parallel(r, q, v, tau, a.reps)))
+    rows += loops(a.reps, rng)
     print(f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, numpy {np.__version__}, pinocchio "
           f"{pin.__version__}, load {tuple(round(x, 2) for x in os.getloadavg())}")

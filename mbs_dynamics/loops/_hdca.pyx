@@ -8,21 +8,24 @@ elimination) is the NumPy class's, flattened once into integer arrays by
 :func:`mbs_dynamics.loops.hdca.HDCA.compiled`; every per-call quantity lives in this object's
 workspace (no allocation per call). Per call (:meth:`HDCAKernel.solve`):
 
-* kinematics: world poses C_i, screws S_k = Ad_{C_k} X_k, H_k = S_k/|S_k|², twists V_i, body
-  mobilities M_i⁻¹ = Ad_{C_i} (M_i^b)⁻¹ Ad_{C_i}ᵀ (seed 002 eq. 12–16), the body terms
-  f_i = M_i a_g + ad_{V_i}ᵀ M_i V_i + W_i^ext;
-* handles: the joint constraint bases D_k = Ad_{C_k}⁻ᵀ D_k^b (D_k^bᵀ X_k = 0), the loop wrench
-  bases E_ℓ of frame_b, the mimic rows ±H_m, ∓k H_s (module docstring of ``hdca.py``);
-* assembly (eq. 17–36): leaf Λ = Bᵀ M⁻¹ B, λ₀ = (M⁻¹B)ᵀ rhs; internal nodes add their children's
-  and eliminate the closed connections J: Cholesky of Λ_JJ for tree joints (positive definite),
-  a symmetric (Jacobi) eigendecomposition and the pseudo-inverse (cut at 1e-12 of the largest
-  eigenvalue, as ``numpy.linalg.pinv(rcond=1e-12)``) once a loop or mimic row is closed in the
-  subassembly — redundant closures give the minimum-norm impulse, never a singular solve;
-* disassembly (Alg. 2): σ top-down, X_i = M_i⁻¹(rhs_i + B σ), q̈_k = H_kᵀ(X_k − X_λ(k) − Ṡ_k q̇_k).
+* kinematics: world poses C_i, relative poses T_k = B_k exp(X_k q_k), screws S_k = Ad_{C_k} X_k,
+  H_k = S_k/|S_k|², twists V_i, the body terms f_i = M_i a_g + ad_{V_i}ᵀ M_i V_i + W_i^ext;
+* handles: the joint constraint bases D_k^b (D_k^bᵀ X_k = 0, constant in body k; in the parent
+  −Ad_{T_k}⁻ᵀ D_k^b), the loop wrench bases E_ℓ of frame_b, the mimic rows ±H_m, ∓k H_s
+  (module docstring of ``hdca.py``);
+* assembly (eq. 17–36) in the body frames: leaf Λ = UᵀU, λ₀ = Uᵀu with U = L_bᵀ Ad_Cᵀ B,
+  u = L_bᵀ Ad_Cᵀ rhs (M_i⁻¹ = Ad_C L_b L_bᵀ Ad_Cᵀ, L_b the Cholesky factor of (M_i^b)⁻¹; the own
+  joint's block constant); internal nodes add their children's and eliminate the closed
+  connections J: P Λ_JJ Pᵀ = R Rᵀ (Cholesky; diagonal pivoting, rank-revealing, once a loop or
+  mimic row is closed in the subassembly), G = R⁻¹ P[Λ_Jb | β_J − λ₀_J], Λ' = Λ_bb − GᵀG,
+  λ₀' = λ₀_b + Gᵀg₀ — redundant rows get no impulse, never a singular solve;
+* disassembly (Alg. 2): P σ_J = [R⁻ᵀ(g₀ − G σ_b); 0] top-down, X_i = Ad_C L_b(u + U σ),
+  q̈_k = H_kᵀ(X_k − X_λ(k) − Ṡ_k q̇_k).
 
-:meth:`HDCAKernel.refine` is the iterative-refinement step of ``HDCA._correction`` (the RNEA
-residual mapped back through the stored factorisation). Thread safety: one kernel per HDCA plan,
-taken by :meth:`HDCAKernel.take` under the GIL (a second thread gets a private copy instead).
+:meth:`HDCAKernel.refine_core` is the iterative-refinement step of ``HDCA._correction`` (the
+residual of the spanning tree's RNEA, computed here in the world frame, mapped back through the
+stored factorisation). Thread safety: one workspace per HDCA plan, taken under the GIL for a
+whole call; a second thread inside at the same time gets a private copy.
 """
 import numpy as np
 from libc.math cimport sin, cos, sqrt, fabs
@@ -148,37 +151,6 @@ cdef inline void Lb_mul(const double* Lb, const double* x, double* o) noexcept n
         o[r] = t
 
 
-cdef void congruence(const double* R, const double* p, const double* Mb, double* out) noexcept nogil:
-    """out = Ad_C Mb Ad_Cᵀ (6×6, row-major; Mb symmetric)."""
-    cdef double A[36]
-    cdef double T[36]
-    cdef int i, j, k
-    cdef double s
-    memset(A, 0, 36 * sizeof(double))
-    for i in range(3):
-        for j in range(3):
-            A[6 * i + j] = R[3 * i + j]
-            A[6 * (i + 3) + j + 3] = R[3 * i + j]
-    # p̃ R in the lower-left block
-    for j in range(3):
-        A[6 * 3 + j] = p[1] * R[6 + j] - p[2] * R[3 + j]
-        A[6 * 4 + j] = p[2] * R[j] - p[0] * R[6 + j]
-        A[6 * 5 + j] = p[0] * R[3 + j] - p[1] * R[j]
-    for i in range(6):
-        for j in range(6):
-            s = 0.0
-            for k in range(6):
-                s += A[6 * i + k] * Mb[6 * k + j]
-            T[6 * i + j] = s
-    for i in range(6):
-        for j in range(i, 6):
-            s = 0.0
-            for k in range(6):
-                s += T[6 * i + k] * A[6 * j + k]
-            out[6 * i + j] = s
-            out[6 * j + i] = s
-
-
 cdef void joint_exp(const double* X, double q, int kind, double* R, double* p) noexcept nogil:
     """exp(X q) for a screw X = (ω, v), |ω| = 1 (kind 0) or ω = 0 (kind 1) (seed 001 eq. 6–7)."""
     cdef double s, c, w0, w1, w2, a0, a1, a2, wv
@@ -243,23 +215,6 @@ cdef int chol(double* A, int n) noexcept nogil:
     return 0
 
 
-cdef void chol_solve(const double* L, int n, double* b, int nr, int ld) noexcept nogil:
-    """Solve L Lᵀ x = b in place for nr right-hand sides: b (n rows, column r at b[i*ld + r])."""
-    cdef int i, k, r
-    cdef double t
-    for r in range(nr):
-        for i in range(n):
-            t = b[i * ld + r]
-            for k in range(i):
-                t -= L[i * n + k] * b[k * ld + r]
-            b[i * ld + r] = t / L[i * n + i]
-        for i in range(n - 1, -1, -1):
-            t = b[i * ld + r]
-            for k in range(i + 1, n):
-                t -= L[k * n + i] * b[k * ld + r]
-            b[i * ld + r] = t / L[i * n + i]
-
-
 cdef int pchol(double* A, int n, int* perm, double tol) noexcept nogil:
     """Cholesky with diagonal pivoting of the symmetric positive semidefinite A (n×n,
     row-major, overwritten): P A Pᵀ = R Rᵀ with R the lower rank × rank block of A, ``perm[r]``
@@ -295,67 +250,6 @@ cdef int pchol(double* A, int n, int* perm, double tol) noexcept nogil:
             for l in range(j + 1, n):
                 A[i * n + l] -= t * A[l * n + j]
     return n
-
-
-cdef void pinv_sym(double* A, int n, double* V, double* W, double rcond) noexcept nogil:
-    """W = pseudo-inverse of the symmetric A (n×n, row-major; destroyed) by cyclic Jacobi
-    rotations (A = V diag(λ) Vᵀ), eigenvalues |λ| ≤ rcond max|λ| dropped (rank-revealing)."""
-    cdef int i, j, k, sweep
-    cdef double off, apq, app, aqq, theta, t, c, s, tau, akp, akq, vkp, vkq, big, lam
-    memset(V, 0, n * n * sizeof(double))
-    for i in range(n):
-        V[i * n + i] = 1.0
-    for sweep in range(100):
-        off = 0.0
-        big = 0.0
-        for i in range(n):
-            big += A[i * n + i] * A[i * n + i]
-            for j in range(i + 1, n):
-                off += A[i * n + j] * A[i * n + j]
-        if off <= 1e-34 * big or off == 0.0:
-            break
-        for i in range(n - 1):
-            for j in range(i + 1, n):
-                apq = A[i * n + j]
-                if apq == 0.0:
-                    continue
-                app = A[i * n + i]
-                aqq = A[j * n + j]
-                theta = (aqq - app) / (2.0 * apq)
-                t = (1.0 if theta >= 0 else -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0))
-                c = 1.0 / sqrt(t * t + 1.0)
-                s = t * c
-                for k in range(n):
-                    akp = A[k * n + i]
-                    akq = A[k * n + j]
-                    A[k * n + i] = c * akp - s * akq
-                    A[k * n + j] = s * akp + c * akq
-                for k in range(n):
-                    akp = A[i * n + k]
-                    akq = A[j * n + k]
-                    A[i * n + k] = c * akp - s * akq
-                    A[j * n + k] = s * akp + c * akq
-                A[i * n + j] = 0.0
-                A[j * n + i] = 0.0
-                for k in range(n):
-                    vkp = V[k * n + i]
-                    vkq = V[k * n + j]
-                    V[k * n + i] = c * vkp - s * vkq
-                    V[k * n + j] = s * vkp + c * vkq
-    big = 0.0
-    for i in range(n):
-        if fabs(A[i * n + i]) > big:
-            big = fabs(A[i * n + i])
-    memset(W, 0, n * n * sizeof(double))
-    for k in range(n):
-        lam = A[k * n + k]
-        if fabs(lam) <= rcond * big or lam == 0.0:
-            continue
-        lam = 1.0 / lam
-        for i in range(n):
-            t = V[i * n + k] * lam
-            for j in range(n):
-                W[i * n + j] += t * V[j * n + k]
 
 
 cdef class HDCAKernel:
@@ -435,7 +329,6 @@ cdef class HDCAKernel:
     cdef double* S       # (n, 6)
     cdef double* H       # (n, 6)
     cdef double* V       # (nb, 6)
-    cdef double* Minv    # (nb, 36)
     cdef double* rhs     # (nb, 6)
     cdef double* X       # (nb, 6)
     cdef double* bias    # (n, 6)
@@ -447,8 +340,6 @@ cdef class HDCAKernel:
     cdef double* Lpre
     cdef double* l0pre
     cdef double* rhsJ
-    cdef double* tmpA
-    cdef double* tmpV
     cdef double* fx      # (nb, 6) applied body-frame wrenches (m, f), base row n
     cdef double* Acc     # (nb, 6)
     cdef double* Wr      # (nb, 6)
@@ -510,13 +401,12 @@ cdef class HDCAKernel:
         self.rank = ip(ra)
         n, nb = self.n, self.nb
         self.C = dp(Z(nb * 12)); self.S = dp(Z(n * 6)); self.H = dp(Z(n * 6))
-        self.V = dp(Z(nb * 6)); self.Minv = dp(Z(nb * 36)); self.rhs = dp(Z(nb * 6))
+        self.V = dp(Z(nb * 6)); self.rhs = dp(Z(nb * 6))
         self.X = dp(Z(nb * 6)); self.bias = dp(Z(n * 6)); self.src = dp(Z(self.nsrc * 6))
         self.Bst = dp(Z(self.nhcol * 6)); self.beta = dp(Z(self.ns)); self.sig = dp(Z(self.ns))
         self.store = dp(Z(spec["nstore"]))
         self.Lpre = dp(Z(self.maxm * self.maxm)); self.l0pre = dp(Z(self.maxm))
         self.rhsJ = dp(Z(self.maxJ * (self.maxb + 1)))
-        self.tmpA = dp(Z(self.maxJ * self.maxJ)); self.tmpV = dp(Z(self.maxJ * self.maxJ))
         self.fx = dp(Z(nb * 6)); self.Acc = dp(Z(nb * 6)); self.Wr = dp(Z(nb * 6))
         self.gen = dp(Z(n + 6)); self.vj = dp(Z(n))
         self.ur = dp(Z(nb * 6)); self.fbody = dp(Z(nb * 6))

@@ -47,15 +47,30 @@ M_i = Ad_{C_i}⁻ᵀ M_i^b Ad_{C_i}⁻¹, joint screws S_k = Ad_{C_k} X_k; a joi
 The same assembly at acceleration level (forces instead of impulses, M_i V̇_i = F_i + ad_{V_i}ᵀ
 M_i V_i, biases Dᵀ Ṡ q̇ at the joints, E_ℓᵀ ad_{V_b}(V_b − V_a) at the loops and
 H_mᵀṠ_m q̇_m − k H_sᵀṠ_s q̇_s at the mimic rows) is Featherstone's DCA, which gives q̈ for
-``forward_dynamics(method="hdca")``, followed by one step of iterative refinement against the
-compiled RNEA of the spanning tree that reuses the factorisation (:meth:`HDCA.resolve`): the
-Schur complements of the world-frame compliances lose up to ~6 digits with light links (1e-13
-on trees, 1e-10…1e-9 on the test loops with 20 g joint blocks), the refined q̈ matches
-Pinocchio's ``aba`` / a dense KKT solve to ~1e-14.
+``forward_dynamics(method="hdca")``, followed by one step of iterative refinement with the
+spanning tree's RNEA residual that reuses the factorisation.
+
+Compiled path (``mbs_dynamics/loops/_hdca.pyx``, :meth:`HDCA.fast_acceleration`, used by
+``forward_dynamics(method="hdca")`` of a Robot, MimicRobot, ClosedLoopRobot and
+FloatingClosedLoopRobot, with ``f_ext``): the plan flattened once per model into integer
+arrays, a workspace per plan (no allocation per call; a second thread inside at the same time
+gets a private workspace), the leaves in the body frames (Λ = UᵀU, U = L_bᵀ Ad_Cᵀ B with L_b the
+Cholesky factor of the body mobility (M_i^b)⁻¹ — no world-frame M_i⁻¹, whose Schur complements
+lost up to 6 digits with light links: 1e-15…1e-13 before the refinement), Schur complements
+Λ_bb − GᵀG with G = R⁻¹Λ_Jb, R the Cholesky factor of Λ_JJ — with diagonal pivoting
+(rank-revealing) once a loop or mimic row is closed in the subassembly: the redundant rows of a
+closure get no impulse (a basic solution; the motion is the same for every solution), never a
+singular solve — and the refinement's RNEA residual computed in the kernel (world-frame
+spatial RNEA at the solved q̈). Its binary tree splits each depth-first range where the fewest
+constraint rows stay open (:meth:`HDCA._split_open`); the NumPy plan (:meth:`solve`, used by the
+momentum level and as the fallback) keeps the plain halving. Fallback to the NumPy path:
+the extension not built, or a joint screw with |ω| ∉ {0, 1} (not produced by URDF joints).
 
 Parallel assembly: the two subtrees of a node are independent (:meth:`HDCA.halves`); measured
 with two threads on the shared 2-core machine it does not pay reliably in NumPy (the GIL between
-the many small calls: bench/hdca.py, bench/NOTES.md), so the assembly runs sequentially.
+the many small calls: bench/hdca.py, bench/NOTES.md), so the assembly runs sequentially; the
+compiled kernel releases the GIL (threads on different robots run in parallel) but does not
+split one call.
 """
 from __future__ import annotations
 
