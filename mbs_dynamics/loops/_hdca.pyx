@@ -267,7 +267,6 @@ cdef class HDCAKernel:
     cdef double* BR
     cdef double* Bp
     cdef double* Xs
-    cdef double* Mbinv
     cdef double* Ib
     cdef double* Dloc
     cdef double g[3]
@@ -285,7 +284,6 @@ cdef class HDCAKernel:
     # connections and handles
     cdef int* cdim
     cdef int* coff
-    cdef int* csrc      # first source column of a joint / loop connection's basis (beta rows)
     cdef int* bcol      # (nb + 1) first column of body i's handle block
     cdef int* colsig    # (nhcol) sigma index of a handle column
     cdef int* tptr      # (nhcol + 1) terms of a handle column
@@ -308,7 +306,6 @@ cdef class HDCAKernel:
     cdef int* oL
     cdef int* ol0
     cdef int* oF
-    cdef int* oLbJ
     cdef int* oZ
     cdef int* oz0
     cdef int* oY
@@ -344,7 +341,6 @@ cdef class HDCAKernel:
     cdef double* Acc     # (nb, 6)
     cdef double* Wr      # (nb, 6)
     cdef double* gen     # (nv,)
-    cdef double* vj      # (n,) joint rates of the last solve
 
     def __init__(self, dict spec):
         self.spec = spec
@@ -375,13 +371,13 @@ cdef class HDCAKernel:
         self.maxm, self.maxJ, self.maxb = spec["maxm"], spec["maxJ"], spec["maxb"]
         self.par = ip(I("par")); self.kind = ip(I("kind"))
         self.BR = dp(D("BR")); self.Bp = dp(D("Bp")); self.Xs = dp(D("Xs"))
-        self.Mbinv = dp(D("Mbinv")); self.Ib = dp(D("Ib")); self.Dloc = dp(D("Dloc"))
+        self.Ib = dp(D("Ib")); self.Dloc = dp(D("Dloc"))
         self.g[0], self.g[1], self.g[2] = spec["g"]
         self.la = ip(I("la")); self.lb = ip(I("lb")); self.lSR = dp(D("lSR"))
         self.lSp = dp(D("lSp")); self.ldim = ip(I("ldim")); self.lsel = ip(I("lsel"))
         self.lsrc = ip(I("lsrc"))
         self.mmj = ip(I("mmj")); self.mms = ip(I("mms")); self.mmk = dp(D("mmk"))
-        self.cdim = ip(I("cdim")); self.coff = ip(I("coff")); self.csrc = ip(I("csrc"))
+        self.cdim = ip(I("cdim")); self.coff = ip(I("coff"));
         self.bcol = ip(I("bcol")); self.colsig = ip(I("colsig"))
         self.tptr = ip(I("tptr")); self.tsrc = ip(I("tsrc")); self.tcoef = dp(D("tcoef"))
         self.leaf = ip(I("leaf")); self.kA = ip(I("kA")); self.kB = ip(I("kB"))
@@ -389,7 +385,7 @@ cdef class HDCAKernel:
         self.pinv = ip(I("pinv")); self.oiJ = ip(I("oiJ")); self.oib = ip(I("oib"))
         self.ova = ip(I("ova")); self.ovb = ip(I("ovb")); self.idx = ip(I("idx"))
         self.gsig = ip(I("gsig")); self.oL = ip(I("oL")); self.ol0 = ip(I("ol0"))
-        self.oF = ip(I("oF")); self.oLbJ = ip(I("oLbJ")); self.oZ = ip(I("oZ"))
+        self.oF = ip(I("oF")); self.oZ = ip(I("oZ"))
         self.oz0 = ip(I("oz0")); self.oY = ip(I("oY"))
         self.ucon = ip(I("ucon")); self.Lb = dp(D("Lb")); self.LbT = dp(D("LbT")); self.Uself = dp(D("Uself"))
         self.ukind = ip(I("ukind")); self.uref = ip(I("uref")); self.Lself = dp(D("Lself"))
@@ -408,7 +404,7 @@ cdef class HDCAKernel:
         self.Lpre = dp(Z(self.maxm * self.maxm)); self.l0pre = dp(Z(self.maxm))
         self.rhsJ = dp(Z(self.maxJ * (self.maxb + 1)))
         self.fx = dp(Z(nb * 6)); self.Acc = dp(Z(nb * 6)); self.Wr = dp(Z(nb * 6))
-        self.gen = dp(Z(n + 6)); self.vj = dp(Z(n))
+        self.gen = dp(Z(n + 6))
         self.ur = dp(Z(nb * 6)); self.fbody = dp(Z(nb * 6))
 
     # ------------------------------------------------------------ per-call stages
@@ -453,7 +449,6 @@ cdef class HDCAKernel:
             for k in range(6):
                 self.H[6 * i + k] = x[k] * s2
                 self.V[6 * i + k] = (self.V[6 * p + k] if p >= 0 else 0.0) + x[k] * vv[i]
-            self.vj[i] = vv[i]
             # Ṡ_k q̇_k = ad_{V_λ} S_k q̇_k
             if p >= 0:
                 ad_mul(self.V + 6 * p, x, self.bias + 6 * i)
@@ -603,7 +598,6 @@ cdef class HDCAKernel:
         cdef double* src
         cdef double* F
         cdef double* RJ = self.rhsJ
-        cdef double* LbJ
         cdef double* Zk
         cdef double* z0
         cdef double* Lp
@@ -747,7 +741,6 @@ cdef class HDCAKernel:
         cdef double* l0 = self.l0pre
         cdef double* Y
         cdef double* F
-        cdef double* LbJ
         cdef double* z0
         cdef double* Zk
         cdef double* lp

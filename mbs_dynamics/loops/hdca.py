@@ -64,7 +64,8 @@ singular solve — and the refinement's RNEA residual computed in the kernel (wo
 spatial RNEA at the solved q̈). Its binary tree splits each depth-first range where the fewest
 constraint rows stay open (:meth:`HDCA._split_open`); the NumPy plan (:meth:`solve`, used by the
 momentum level and as the fallback) keeps the plain halving. Fallback to the NumPy path:
-the extension not built, or a joint screw with |ω| ∉ {0, 1} (not produced by URDF joints).
+the extension not built, a model without movable joints, or a joint screw with |ω| ∉ {0, 1}
+(not produced by URDF joints).
 
 Parallel assembly: the two subtrees of a node are independent (:meth:`HDCA.halves`); measured
 with two threads on the shared 2-core machine it does not pay reliably in NumPy (the GIL between
@@ -178,8 +179,8 @@ class HDCA:
     # ------------------------------------------------------------------ compiled path
     def compiled(self):
         """The compiled kernel of this plan (:mod:`mbs_dynamics.loops._hdca`), or None where it
-        does not apply: the extension not built, or a joint screw with |ω| ∉ {0, 1} (the NumPy
-        path then serves)."""
+        does not apply: the extension not built, no movable joint, or a joint screw with
+        |ω| ∉ {0, 1} (the NumPy path then serves)."""
         k = self.__dict__.get("_ck", 0)
         if k == 0:
             try:
@@ -194,6 +195,8 @@ class HDCA:
     def _spec(self):
         """The plan and the model flattened into integer/float arrays for the kernel."""
         m, n, nb = self.model, self.n, self.nb
+        if n == 0:  # nothing moves but a floating base, or nothing at all: the NumPy path
+            return None
         X = np.asarray(m.X, float).reshape(n, 6)
         wn = np.linalg.norm(X[:, :3], axis=1) if n else np.zeros(0)
         if not np.all((np.abs(wn - 1.0) < 1e-12) | (wn < 1e-12)):
@@ -262,7 +265,7 @@ class HDCA:
         N = len(plan)
         F = {k: np.zeros(N, np.intc) for k in ("leaf", "kA", "kB", "mpre", "nJ", "npost", "pinv",
                                                 "oiJ", "oib", "ova", "ovb", "oL", "ol0", "oF",
-                                                "oLbJ", "oZ", "oz0", "oY")}
+                                                "oZ", "oz0", "oY")}
         idx, gsig, store = [], [], 0
 
         def put(a, g=None):
@@ -292,7 +295,7 @@ class HDCA:
             F["oiJ"][k] = put(nd["iJ"], sig(nd["J"]))
             F["oib"][k] = put(nd["ib"], sig(nd["hs"]))
             for key, size in (("oL", nbk * nbk), ("ol0", nbk), ("oF", nj * nj),
-                              ("oLbJ", nbk * nj), ("oZ", nj * nbk), ("oz0", nj)):
+                              ("oZ", nj * nbk), ("oz0", nj)):
                 F[key][k] = store
                 store += size
         spec = dict(F)
@@ -302,7 +305,7 @@ class HDCA:
             maxJ=int(max(max(F["nJ"], default=1), 1)),
             maxb=int(max(F["npost"], default=1)), nstore=store,
             par=np.array(self.par, np.intc), kind=kind, BR=B[:, :3, :3], Bp=B[:, :3, 3],
-            Xs=X, Ib=Ib, Mbinv=self.Mb_inv, Dloc=Dloc, g=tuple(float(x) for x in m.gravity),
+            Xs=X, Ib=Ib, Dloc=Dloc, g=tuple(float(x) for x in m.gravity),
             la=np.array([a for a, _ in self.lb], np.intc),
             lb=np.array([b for _, b in self.lb], np.intc),
             lSR=np.array([lp.S_b[:3, :3] for lp in self.loops]).reshape(-1),
@@ -312,7 +315,7 @@ class HDCA:
             mms=np.array([x[1] for x in self.mimic], np.intc),
             mmk=np.array([x[2] for x in self.mimic], float),
             cdim=np.array(dim, np.intc), coff=np.array(coff[:-1], np.intc),
-            csrc=np.zeros(0, np.intc), bcol=np.array(bcol, np.intc),
+            bcol=np.array(bcol, np.intc),
             colsig=np.array(colsig, np.intc), tptr=np.array(tptr, np.intc),
             tsrc=np.array(tsrc, np.intc), tcoef=np.array(tcoef, float),
             idx=np.array(idx, np.intc), gsig=np.array(gsig, np.intc),
