@@ -28,7 +28,7 @@ stored factorisation). Thread safety: one workspace per HDCA plan, taken under t
 whole call; a second thread inside at the same time gets a private copy.
 """
 import numpy as np
-from libc.math cimport sin, cos, sqrt, fabs
+from libc.math cimport sin, cos, sqrt, fabs, isfinite
 from libc.string cimport memset, memcpy
 from cpython.pythread cimport PyThread_get_thread_ident
 
@@ -978,4 +978,10 @@ cdef class HDCAKernel:
         if rc != 0:
             raise ValueError("method='hdca': a joint's constraint block is not positive "
                              "definite (singular assembly)")
+        for i in range(out.shape[0]):
+            if not isfinite(out[i]):  # the compiled entries' overflow rule (finite_result)
+                raise ValueError("forward_dynamics: the result overflowed to inf or NaN — an "
+                                 "input is too large for float64 arithmetic (check the "
+                                 "magnitudes of q, its derivatives, the torques and the "
+                                 "external wrenches)")
         return out

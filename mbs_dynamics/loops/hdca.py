@@ -872,8 +872,12 @@ def tree_forward_dynamics(robot, q, qd, tau, refine=True, f_ext=None, out=None):
             return a
         out[...] = a
         return out
-    a = np.empty(h.nv0 + h.n) if out is None else out
+    alias = out is not None and any(np.may_share_memory(out, x) for x in (q, qd, tau))
+    a = np.empty(h.nv0 + h.n) if out is None or alias else out
     K.acceleration(q, qd, tau, _fx(robot, h, f_ext), a, bool(refine))
+    if alias:  # the kernel reads τ again after writing q̈
+        out[...] = a
+        return out
     return a
 def mimic_forward_dynamics(robot, q, qd, tau, refine=True, f_ext=None):
     """q̈ (independent coordinates) of a MimicRobot by HDCA on its full-coordinate tree with
