@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from . import _closed
 from .dynamics import G_jets, fact, project_jet
 from .kinematics import LoopKinematics, _rank, pivoted_columns
 from .spec import parse_loops
@@ -117,8 +118,20 @@ class ClosedLoopRobot(SubsetDescription):
     def _setup(self):
         self._nf = self._full.model.n
         self._n = len(self._act)
-        self._last = self._q0.copy()
         self._tol = getattr(self, "_tol", 1e-12)
+        # the compiled per-call paths (_closed.pyx) and the assembly state both paths share
+        self._cw = _closed.LoopWork(self._full.data, self._kin, self._act, self._dep, self._tol)
+        self._last = self._q0.copy()
+
+    @property
+    def _last(self):
+        """The last assembled configuration (the next Newton's start), held by the compiled
+        workspace so both paths continue on one branch."""
+        return self._cw.last
+
+    @_last.setter
+    def _last(self, q):
+        self._cw.set_last(q, None)
 
     # ------------------------------------------------------------------ determinacy
     def _check(self, q, K=None, where="the assembled configuration"):
@@ -300,9 +313,9 @@ class ClosedLoopRobot(SubsetDescription):
         kin, act, dep = self._kin, self._act, self._dep
         q = guess.copy()
         q[act] = qa
-        pred = getattr(self, "_pred", None)
-        if pred is not None and pred[0] is guess:  # first-order predictor along the branch
-            q[dep] -= pred[1] @ (qa - guess[act])
+        cw = self._cw
+        if guess is cw.last and cw.has_pred:  # first-order predictor along the branch
+            q[dep] -= cw.dqd @ (qa - guess[act])
         qn, err, ok, K = kin.newton(q, dep, self._tol, jacobian=True)
         if ok:
             return qn, K
@@ -365,8 +378,7 @@ class ClosedLoopRobot(SubsetDescription):
 
     def _set_last(self, q):
         """Remember the assembly (the next Newton starts there, with a first-order predictor)."""
-        self._last = q.copy()
-        self._pred = (self._last, self._dqd)
+        self._cw.set_last(q, self._dqd)
 
     def _G0(self, q, Kdp):
         """G at the configuration of the last ``_jet`` (its K reused)."""
@@ -397,8 +409,20 @@ class ClosedLoopRobot(SubsetDescription):
         """Actuated torques τ_a = Gᵀ τ_tree(q, q̇, q̈) for a motion of the actuated coordinates
         (virtual work on the constraint manifold, :mod:`.dynamics`). (n,) or (N, n) batches.
         ``f_ext``: link name → wrench (f, m) in the link frame (single samples), as
-        :meth:`Robot.inverse_dynamics`."""
+        :meth:`Robot.inverse_dynamics`. Single samples without ``f_ext`` take the compiled path
+        (:mod:`._closed`), the NumPy one where that cannot decide."""
+        if f_ext is None:
+            res = self._cw.inverse_dynamics(q, qd, qdd)
+            if res is not None:
+                return res if out is None else _out(out, res)
+        return self._inverse_dynamics(q, qd, qdd, f_ext, out)
+
+    def _inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
         q, qd, qdd = self._vec3(q, qd, qdd)
+        if q.ndim == 1 and f_ext is None:
+            res = self._cw.inverse_dynamics(q, qd, qdd)
+            if res is not None:
+                return _out(out, res)
         if q.ndim == 2:
             if f_ext is not None:
                 raise ValueError("f_ext is not supported with batch inputs")
@@ -416,6 +440,10 @@ class ClosedLoopRobot(SubsetDescription):
         q, qd, qdd = self._vec3(q, qd, qdd)
         if q.ndim != 1:
             raise ValueError(f"constraint_forces takes one sample: q ({self._n},)")
+        if f_ext is None:
+            lam = self._cw.multipliers(q, qd, qdd)
+            if lam is not None:
+                return self._wrenches(lam)
         X, _ = self._state3(q, qd, qdd)
         lam = self.multipliers(X[0], X[1], X[2], f_ext)
         return self._wrenches(lam)
@@ -472,11 +500,16 @@ class ClosedLoopRobot(SubsetDescription):
 
     def mass_matrix(self, q, out=None):
         """M_a = Gᵀ M_tree G, (n, n) symmetric positive definite."""
-        q = _arr(q, "q", f"({self._n},)", (1,))
-        if q.shape != (self._n,):
-            self._shape_err(q, "q", f"({self._n},)")
-        qf, _, G, _ = self._GdG(q, np.zeros(self._n))
-        return _out(out, G.T @ self._full.mass_matrix(qf) @ G)
+        res = self._cw.mass_matrix(q)
+        if res is None:
+            q = _arr(q, "q", f"({self._n},)", (1,))
+            if q.shape != (self._n,):
+                self._shape_err(q, "q", f"({self._n},)")
+            res = self._cw.mass_matrix(q)
+            if res is None:
+                qf, _, G, _ = self._GdG(q, np.zeros(self._n))
+                res = G.T @ self._full.mass_matrix(qf) @ G
+        return _out(out, res)
 
     def coriolis_matrix(self, q, qd, out=None):
         """C̄_a = Gᵀ (C̄_tree G + M_tree Ġ): C̄_a q̇ is the velocity-product torque and
@@ -496,21 +529,39 @@ class ClosedLoopRobot(SubsetDescription):
 
     def gravity_torques(self, q, out=None):
         """g_a = Gᵀ g_tree. (n,)."""
-        q = _arr(q, "q", f"({self._n},)", (1,))
-        if q.shape != (self._n,):
-            self._shape_err(q, "q", f"({self._n},)")
-        qf, _, G, _ = self._GdG(q, np.zeros(self._n))
-        return _out(out, self._full.gravity_torques(qf) @ G)
+        res = self._cw.gravity_torques(q)
+        if res is None:
+            q = _arr(q, "q", f"({self._n},)", (1,))
+            if q.shape != (self._n,):
+                self._shape_err(q, "q", f"({self._n},)")
+            res = self._cw.gravity_torques(q)
+            if res is None:
+                qf, _, G, _ = self._GdG(q, np.zeros(self._n))
+                res = self._full.gravity_torques(qf) @ G
+        return _out(out, res)
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
         """Actuated accelerations q̈_a for actuated torques ``tau`` (the dependent joints
         unactuated): ``method="lagrange"`` — the index-1 (acceleration-level) Lagrange equations
         of the spanning tree with the loop constraints, solved by the range-space method with a
         minimum-norm multiplier (redundant closures); ``"hdca"`` — seed 002's momentum-level
-        formulation (:mod:`.hdca`). (n,) or (N, n) batches."""
+        formulation (:mod:`.hdca`). (n,) or (N, n) batches. ``"lagrange"`` on single samples
+        without ``f_ext`` takes the compiled path (:mod:`._closed`: the same equations in the
+        null-space form (GᵀMG) q̈_a = Gᵀ(τ − c − Mγ)), the NumPy one where that cannot decide."""
+        if method == "lagrange" and f_ext is None:
+            res = self._cw.forward_dynamics(q, qd, tau)
+            if res is not None:
+                return res if out is None else _out(out, res)
+        return self._forward_dynamics(q, qd, tau, f_ext, out, method)
+
+    def _forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
         q, qd, tau = self._vec3(q, qd, tau, ("q", "qd", "tau"))
         if method not in ("lagrange", "hdca"):
             raise ValueError(f"method must be 'lagrange' or 'hdca', got {method!r}")
+        if q.ndim == 1 and method == "lagrange" and f_ext is None:
+            res = self._cw.forward_dynamics(q, qd, tau)
+            if res is not None:
+                return _out(out, res)
         if q.ndim == 2:
             if f_ext is not None:
                 raise ValueError("f_ext is not supported with batch inputs")
@@ -722,9 +773,12 @@ def _one_thread(fn):
 
 for _cls in (ClosedLoopRobot, FloatingClosedLoopRobot):
     for _name in ("expand", "loop_residual", "constraint_jacobian", "inverse_dynamics",
-                  "constraint_forces", "multipliers", "torque_derivatives", "mass_matrix",
-                  "coriolis_matrix", "mass_matrix_derivative", "gravity_torques",
-                  "forward_dynamics"):
+                  "_inverse_dynamics", "constraint_forces", "multipliers", "torque_derivatives",
+                  "mass_matrix", "coriolis_matrix", "mass_matrix_derivative", "gravity_torques",
+                  "forward_dynamics", "_forward_dynamics"):
+        if (_cls is ClosedLoopRobot
+                and _name in ("inverse_dynamics", "forward_dynamics")):
+            continue  # the compiled path claims the workspace itself; its fallbacks are wrapped
         if _name in _cls.__dict__:
             setattr(_cls, _name, _one_thread(_cls.__dict__[_name]))
 del _cls, _name

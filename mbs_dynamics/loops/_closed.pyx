@@ -1,0 +1,999 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The per-call paths of a closed-loop robot, compiled: assembly, G, constrained inverse and
+forward dynamics (the formulas of :mod:`.kinematics`, :mod:`.dynamics`, :mod:`.lagrange`).
+
+A :class:`LoopWork` is the workspace of one ``ClosedLoopRobot`` (the spanning tree's
+:class:`~mbs_dynamics.kernels._data.Data` plus the loop arrays, preallocated). One call:
+
+1. assembly (seed 001 §4): ``q = last`` with the actuated ``q_a`` and the first-order predictor
+   ``q_d −= K_d⁺K_a (q_a − last_a)``, then the Gauss–Newton steps of
+   :meth:`~.kinematics.LoopKinematics.newton` (least squares through a Householder QR with
+   column pivoting of ``K_d``, step halving, one more full step once ``|h|_∞ ≤ tol``) — an
+   already assembled configuration costs one residual-and-Jacobian and one residual;
+2. the residual ``h`` and the exact ``K = ∂h/∂q`` from the world poses of the loop bodies:
+   moving joint j changes ``C_ba = F_b⁻¹F_a`` by ``hat(V) C_ba``, ``V = ±Ad_{F_b⁻¹C_j} X_j``
+   (+ on frame_a's path, − on frame_b's), so ``ṗ = ω × p + v``, ``Ṙ = ω̃R`` and the quotients of
+   the weld / hinge rows by the quotient rule;
+3. ``G_d = −K_d⁺K_a`` from the same QR (``K_d`` of full column rank, checked per call by the
+   pivots; the redundant rows of a planar closure cost nothing), ``q̇_d = G_d q̇_a``;
+4. ``K̇q̇ = 2 h₂``, h₂ the second Taylor coefficient of ``h(q + q̇t)`` (truncated series of the
+   poses, as :meth:`~.kinematics.LoopKinematics.jets`), ``q̈_d = −K_d⁺(K_a q̈_a + K̇q̇)``;
+5. inverse dynamics ``τ_a = Gᵀ RNEA(q, q̇, q̈)``, ``λ`` the minimum-norm solution of
+   ``K_dᵀλ = τ_d`` (``λ = Q R⁻ᵀ Πᵀτ_d``); forward dynamics by the null-space form of the index-1
+   equations: ``(GᵀMG) q̈_a = Gᵀ(τ − RNEA(q, q̇, γ))``, ``γ = (0, −K_d⁺K̇q̇)`` (RNEA at q̈ = γ
+   is ``c + Mγ``; M by the CRBA kernel, a Cholesky of the n_a × n_a matrix).
+
+Whatever this path cannot decide safely — Newton not converging (the NumPy path continues from
+the last configuration), a pivot of ``K_d`` below 1e-8 of the largest (near-singular), actuated
+columns outside the range of ``K_d`` (too many actuated joints), a non-positive pivot of
+``GᵀMG`` — returns None before any state changes and the caller takes the NumPy path, which
+raises the errors naming the loops. Nothing here allocates except the returned arrays.
+"""
+import numpy as np
+cimport numpy as cnp
+from libc.math cimport fabs, sqrt
+
+from mbs_dynamics.kernels._data cimport (REVOLUTE, Data, KModel, KWork, check_finite, claim,
+                                         unclaim)
+from mbs_dynamics.kernels._spatial cimport compose, joint_pose, load_jet, load_rows, mbs_sincos
+from mbs_dynamics.kernels._rnea cimport rnea0
+from mbs_dynamics.kernels._crba cimport crba
+
+cnp.import_array()
+
+cdef enum:
+    CONNECT = 0
+    WELD = 1
+    HINGE = 2
+
+# |v|, |τ| beyond this overflow the quadratic velocity terms (as robot.py's _HUGE)
+cdef double HUGE = 1e150
+# a pivot of K_d below this fraction of the largest: near-singular, the NumPy path decides
+cdef double PIVOT_TOL = 1e-8
+# actuated columns of K outside range(K_d) beyond this (relative): too many actuated joints?
+cdef double RANGE_TOL = 1e-11
+
+
+cdef inline bint _plain(object x, Py_ssize_t n):
+    """A float64 C-contiguous 1-D ndarray of length n (anything else: the Python path)."""
+    cdef cnp.ndarray a
+    if not cnp.PyArray_CheckExact(x):
+        return False
+    a = <cnp.ndarray> x
+    return (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(a) == 1
+            and cnp.PyArray_DIM(a, 0) == n and cnp.PyArray_IS_C_CONTIGUOUS(a))
+
+
+cdef inline double* _p(object a):
+    return <double*> cnp.PyArray_DATA(a)
+
+
+cdef inline double _maxabs(const double* x, int n) noexcept nogil:
+    cdef double e = 0.0
+    cdef int i
+    for i in range(n):
+        if fabs(x[i]) > e:
+            e = fabs(x[i])
+    return e
+
+
+cdef inline void _rtr(const double* A, const double* B, double* C) noexcept nogil:
+    """C = Aᵀ B (3×3 row-major)."""
+    cdef int r, c
+    for r in range(3):
+        for c in range(3):
+            C[3 * r + c] = A[r] * B[c] + A[3 + r] * B[3 + c] + A[6 + r] * B[6 + c]
+
+
+cdef inline void _rtv(const double* A, const double* x, double* y) noexcept nogil:
+    """y = Aᵀ x."""
+    y[0] = A[0] * x[0] + A[3] * x[1] + A[6] * x[2]
+    y[1] = A[1] * x[0] + A[4] * x[1] + A[7] * x[2]
+    y[2] = A[2] * x[0] + A[5] * x[1] + A[8] * x[2]
+
+
+cdef inline void _cross(const double* a, const double* b, double* c) noexcept nogil:
+    c[0] = a[1] * b[2] - a[2] * b[1]
+    c[1] = a[2] * b[0] - a[0] * b[2]
+    c[2] = a[0] * b[1] - a[1] * b[0]
+
+
+cdef inline void _acc(const double* A, const double* B, double* C) noexcept nogil:
+    """C.R += A.R B.R, C.p += A.R B.p (one term of a product of pose series)."""
+    cdef int r, c
+    for r in range(3):
+        for c in range(3):
+            C[3 * r + c] += A[3 * r] * B[c] + A[3 * r + 1] * B[3 + c] + A[3 * r + 2] * B[6 + c]
+        C[9 + r] += A[3 * r] * B[9] + A[3 * r + 1] * B[10] + A[3 * r + 2] * B[11]
+
+
+cdef inline void _ser_mul(const double* A, const double* B, double* C) noexcept nogil:
+    """Product of two pose series truncated at order 2 (3 coefficients of 12): C_r = Σ A_i B_{r−i}
+    with the homogeneous row (0, δ_r) of B: the translation of A enters as A_r.p."""
+    cdef int r, i, a
+    for a in range(36):
+        C[a] = 0.0
+    for r in range(3):
+        for i in range(r + 1):
+            _acc(A + 12 * i, B + 12 * (r - i), C + 12 * r)
+        C[12 * r + 9] += A[12 * r + 9]
+        C[12 * r + 10] += A[12 * r + 10]
+        C[12 * r + 11] += A[12 * r + 11]
+
+
+cdef class LoopWork:
+    """Workspace and compiled per-call paths of one ClosedLoopRobot (see the module docstring).
+
+    Args:
+        data: the spanning tree's Data.
+        kin: its :class:`~.kinematics.LoopKinematics`.
+        act, dep: actuated / dependent joint indices (full coordinates).
+        tol: Newton tolerance on |h|_∞.
+    """
+    cdef Data d
+    cdef KModel* km
+    cdef readonly int nf, na, nd, m, nl, nmim, fb, nneed
+    cdef readonly bint fast
+    cdef double tol
+    cdef readonly object last       # (nf,) the last assembled configuration (the next start)
+    cdef readonly object dqd        # (nd, na) K_d⁺K_a there (the predictor)
+    cdef public bint has_pred
+    cdef list _keep
+    cdef int* act
+    cdef int* dep
+    cdef int* par
+    cdef int* need
+    cdef int* ltype
+    cdef int* la
+    cdef int* lb
+    cdef int* lrow
+    cdef int* perm
+    cdef int* mim
+    cdef signed char* sgn
+    cdef double* S          # (nl, 2, 12) S_a, S_b
+    cdef double* mimk       # (nmim, 2) k, offset
+    cdef double* q
+    cdef double* qn
+    cdef double* C          # (nf, 12) world poses (order 0)
+    cdef double* Cs         # (nf, 36) pose series (order 2)
+    cdef double* h
+    cdef double* K          # (m, nf)
+    cdef double* A          # (m, nd) K_d, then its QR
+    cdef double* tq         # (nd,) Householder scalars
+    cdef double* B          # (m, na) K_a, then Qᵀ K_a
+    cdef double* Ga         # (nd, na) G_d
+    cdef double* r          # (m,) scratch
+    cdef double* v          # (nf,)
+    cdef double* a          # (nf,)
+    cdef double* t          # (nf,) tree torques
+    cdef double* M          # (nf, nf)
+    cdef double* MG         # (nf, na)
+    cdef double* Ma         # (na, na)
+    cdef double* lam        # (m,)
+    cdef double* kdv        # (m,) K̇q̇
+    cdef double* sc         # scratch poses (8, 36)
+    cdef double* lastp
+    cdef double* dqdp
+
+    def __init__(self, Data data, kin, act, dep, double tol):
+        self.d = data
+        self.km = &data.m
+        self.fb = data.m.fb
+        self.nf = kin.n
+        self.na = len(act)
+        self.nd = len(dep)
+        self.m = kin.m
+        self.nl = len(kin.loops)
+        self.nmim = len(kin.mimic)
+        self.tol = tol
+        self.has_pred = False
+        self.fast = self.nd > 0 and self.m >= self.nd and self.na > 0 and self.fb == 0
+        nf, m = self.nf, max(self.m, 1)
+        self._keep = []
+        self.last = np.zeros(nf)
+        self.dqd = np.zeros((self.nd, self.na))
+        self.lastp = _p(self.last)
+        self.dqdp = _p(self.dqd)
+        need = [int(b) for b in kin.bodies]
+        sg = np.zeros((max(self.nl, 1), nf), dtype=np.int8)
+        for l, sup in enumerate(kin.support):
+            lp = kin.loops[l]
+            pa = set(kin._path(lp.body_a))
+            for j in sup:
+                sg[l, j] = 1 if j in pa else -1
+        S = np.zeros((max(self.nl, 1), 2, 12))
+        for l, lp in enumerate(kin.loops):
+            for s, X in enumerate((lp.S_a, lp.S_b)):
+                S[l, s, :9] = np.asarray(X)[:3, :3].ravel()
+                S[l, s, 9:] = np.asarray(X)[:3, 3]
+        ints = {"act": act, "dep": dep, "par": [int(p) for p in kin.model.parent],
+                "need": need or [0],
+                "ltype": [{"connect": CONNECT, "weld": WELD, "revolute": HINGE}[lp.type]
+                          for lp in kin.loops] or [0],
+                "la": [lp.body_a for lp in kin.loops] or [0],
+                "lb": [lp.body_b for lp in kin.loops] or [0],
+                "lrow": [sl.start for sl in kin.rows] or [0],
+                "perm": [0] * max(self.nd, 1),
+                "mim": [x for (mj, j, k, o) in kin.mimic for x in (mj, j)] or [0]}
+        arrs = {}
+        for k, x in ints.items():
+            arrs[k] = np.ascontiguousarray(x, dtype=np.intc)
+        self.nneed = len(need)
+        self.act = <int*> cnp.PyArray_DATA(arrs["act"])
+        self.dep = <int*> cnp.PyArray_DATA(arrs["dep"])
+        self.par = <int*> cnp.PyArray_DATA(arrs["par"])
+        self.need = <int*> cnp.PyArray_DATA(arrs["need"])
+        self.ltype = <int*> cnp.PyArray_DATA(arrs["ltype"])
+        self.la = <int*> cnp.PyArray_DATA(arrs["la"])
+        self.lb = <int*> cnp.PyArray_DATA(arrs["lb"])
+        self.lrow = <int*> cnp.PyArray_DATA(arrs["lrow"])
+        self.perm = <int*> cnp.PyArray_DATA(arrs["perm"])
+        self.mim = <int*> cnp.PyArray_DATA(arrs["mim"])
+        sg = np.ascontiguousarray(sg)
+        self.sgn = <signed char*> cnp.PyArray_DATA(sg)
+        S = np.ascontiguousarray(S)
+        self.S = _p(S)
+        mk = np.ascontiguousarray([[k, o] for (mj, j, k, o) in kin.mimic] or [[0.0, 0.0]],
+                                  dtype=float)
+        self.mimk = _p(mk)
+        self._keep += [arrs, sg, S, mk]
+        na, nd = max(self.na, 1), max(self.nd, 1)
+        sizes = {"q": nf, "qn": nf, "C": 12 * nf, "Cs": 36 * nf, "h": m, "K": m * nf,
+                 "A": m * nd, "tq": nd, "B": m * na, "Ga": nd * na, "r": m, "v": nf, "a": nf,
+                 "t": nf + 6, "M": (nf + 6) * (nf + 6), "MG": nf * na, "Ma": na * na,
+                 "lam": m, "kdv": m, "sc": 8 * 36}
+        buf = {k: np.zeros(s) for k, s in sizes.items()}
+        self._keep.append(buf)
+        self.q, self.qn, self.C, self.Cs = _p(buf["q"]), _p(buf["qn"]), _p(buf["C"]), _p(buf["Cs"])
+        self.h, self.K, self.A, self.tq = _p(buf["h"]), _p(buf["K"]), _p(buf["A"]), _p(buf["tq"])
+        self.B, self.Ga, self.r, self.v = _p(buf["B"]), _p(buf["Ga"]), _p(buf["r"]), _p(buf["v"])
+        self.a, self.t, self.M, self.MG = _p(buf["a"]), _p(buf["t"]), _p(buf["M"]), _p(buf["MG"])
+        self.Ma, self.lam, self.kdv = _p(buf["Ma"]), _p(buf["lam"]), _p(buf["kdv"])
+        self.sc = _p(buf["sc"])
+
+    # ------------------------------------------------------------------ state
+    def set_last(self, q, dqd=None):
+        """The assembly the next call starts from; ``dqd`` (K_d⁺K_a there) enables the
+        first-order predictor, None disables it."""
+        self.last[...] = q
+        if dqd is None:
+            self.has_pred = False
+        else:
+            self.dqd[...] = dqd
+            self.has_pred = True
+
+    # ------------------------------------------------------------------ kinematics
+    cdef void poses(self, const double* q) noexcept nogil:
+        """World poses C_j of the joints the loops need (the base: identity)."""
+        cdef int idx, j, p
+        cdef double* T = self.sc
+        for idx in range(self.nneed):
+            j = self.need[idx]
+            p = self.par[j]
+            if p < 0:
+                joint_pose(self.km, j + self.fb, q[j], self.C + 12 * j)
+            else:
+                joint_pose(self.km, j + self.fb, q[j], T)
+                compose(self.C + 12 * p, T, self.C + 12 * j)
+
+    cdef void frames(self, int l, double* Fa, double* Fb) noexcept nogil:
+        cdef int a = self.la[l], b = self.lb[l], i
+        cdef const double* Sa = self.S + 24 * l
+        cdef const double* Sb = Sa + 12
+        if a < 0:
+            for i in range(12):
+                Fa[i] = Sa[i]
+        else:
+            compose(self.C + 12 * a, Sa, Fa)
+        if b < 0:
+            for i in range(12):
+                Fb[i] = Sb[i]
+        else:
+            compose(self.C + 12 * b, Sb, Fb)
+
+    cdef void residual(self, const double* q, double* h, double* K) noexcept nogil:
+        """h(q) (m,) and, if K is not NULL, K(q) (m, nf), exact (module docstring, item 2)."""
+        cdef int nf = self.nf, l, j, r0, c, typ, b, t
+        cdef double* Fa = self.sc + 36
+        cdef double* Fb = self.sc + 48
+        cdef double R[9]
+        cdef double p[3]
+        cdef double d[3]
+        cdef double w[3]
+        cdef double vv[3]
+        cdef double aw[3]
+        cdef double x[3]
+        cdef double dR[9]
+        cdef double y[3]
+        cdef double num[3]
+        cdef double dn[3]
+        cdef double den, dd, sg
+        cdef const double* Cj
+        cdef const double* e
+        self.poses(q)
+        if K != NULL:
+            for c in range(self.m * nf):
+                K[c] = 0.0
+        for l in range(self.nl):
+            self.frames(l, Fa, Fb)
+            _rtr(Fb, Fa, R)
+            d[0] = Fa[9] - Fb[9]
+            d[1] = Fa[10] - Fb[10]
+            d[2] = Fa[11] - Fb[11]
+            _rtv(Fb, d, p)
+            r0 = self.lrow[l]
+            typ = self.ltype[l]
+            h[r0] = -p[0]
+            h[r0 + 1] = -p[1]
+            h[r0 + 2] = -p[2]
+            den = 1.0
+            y[0] = 0.0
+            y[1] = 0.0
+            y[2] = 0.0
+            if typ == WELD:
+                num[0] = -2.0 * (R[7] - R[5])
+                num[1] = -2.0 * (R[2] - R[6])
+                num[2] = -2.0 * (R[3] - R[1])
+                den = 1.0 + R[0] + R[4] + R[8]
+                if not fabs(den) > 1e-12:
+                    den = 1e-12
+                for c in range(3):
+                    y[c] = num[c] / den
+                    h[r0 + 3 + c] = y[c]
+            elif typ == HINGE:
+                num[0] = 2.0 * R[5]
+                num[1] = -2.0 * R[2]
+                den = 1.0 + R[8]
+                if not fabs(den) > 1e-12:
+                    den = 1e-12
+                for c in range(2):
+                    y[c] = num[c] / den
+                    h[r0 + 3 + c] = y[c]
+            if K == NULL:
+                continue
+            for j in range(nf):
+                t = self.sgn[l * nf + j]
+                if t == 0:
+                    continue
+                sg = <double> t
+                b = j + self.fb
+                Cj = self.C + 12 * j
+                e = self.km.axis + 3 * b
+                aw[0] = Cj[0] * e[0] + Cj[1] * e[1] + Cj[2] * e[2]
+                aw[1] = Cj[3] * e[0] + Cj[4] * e[1] + Cj[5] * e[2]
+                aw[2] = Cj[6] * e[0] + Cj[7] * e[1] + Cj[8] * e[2]
+                if self.km.jtype[b] == REVOLUTE:
+                    _rtv(Fb, aw, w)
+                    d[0] = Cj[9] - Fb[9]
+                    d[1] = Cj[10] - Fb[10]
+                    d[2] = Cj[11] - Fb[11]
+                    _cross(d, aw, x)
+                    _rtv(Fb, x, vv)
+                    for c in range(3):
+                        w[c] *= sg
+                        vv[c] *= sg
+                else:
+                    w[0] = 0.0
+                    w[1] = 0.0
+                    w[2] = 0.0
+                    _rtv(Fb, aw, vv)
+                    for c in range(3):
+                        vv[c] *= sg
+                # ṗ = ω × p + v
+                _cross(w, p, x)
+                K[r0 * nf + j] = -(x[0] + vv[0])
+                K[(r0 + 1) * nf + j] = -(x[1] + vv[1])
+                K[(r0 + 2) * nf + j] = -(x[2] + vv[2])
+                if typ == CONNECT:
+                    continue
+                # Ṙ = ω̃R: column c is ω × R[:, c]
+                for c in range(3):
+                    dR[c] = w[1] * R[6 + c] - w[2] * R[3 + c]
+                    dR[3 + c] = w[2] * R[c] - w[0] * R[6 + c]
+                    dR[6 + c] = w[0] * R[3 + c] - w[1] * R[c]
+                if typ == WELD:
+                    dn[0] = -2.0 * (dR[7] - dR[5])
+                    dn[1] = -2.0 * (dR[2] - dR[6])
+                    dn[2] = -2.0 * (dR[3] - dR[1])
+                    dd = dR[0] + dR[4] + dR[8]
+                    for c in range(3):
+                        K[(r0 + 3 + c) * nf + j] = (dn[c] - y[c] * dd) / den
+                else:
+                    dn[0] = 2.0 * dR[5]
+                    dn[1] = -2.0 * dR[2]
+                    dd = dR[8]
+                    for c in range(2):
+                        K[(r0 + 3 + c) * nf + j] = (dn[c] - y[c] * dd) / den
+        r0 = self.m - self.nmim
+        for t in range(self.nmim):
+            j = self.mim[2 * t]
+            c = self.mim[2 * t + 1]
+            h[r0 + t] = q[j] - self.mimk[2 * t] * q[c] - self.mimk[2 * t + 1]
+            if K != NULL:
+                K[(r0 + t) * nf + j] = 1.0
+                K[(r0 + t) * nf + c] -= self.mimk[2 * t]
+
+    cdef void drift(self, const double* q, const double* v) noexcept nogil:
+        """kdv = K̇q̇ = 2 h₂, h₂ the second Taylor coefficient of h(q + q̇t) (module item 4)."""
+        cdef int idx, j, b, p, l, a, r0, typ, c, r, i
+        cdef double* F
+        cdef double s0, c0, s1, c1, s2, c2, vj
+        cdef double* T = self.sc            # 36: the joint's series
+        cdef double* Fa = self.sc + 36      # 36
+        cdef double* Fb = self.sc + 72      # 36
+        cdef double* Fi = self.sc + 108     # 36
+        cdef double* Cba = self.sc + 144    # 36
+        cdef double* Sa = self.sc + 180     # 36: a constant series
+        cdef double* Cs = self.Cs
+        cdef const KModel* m = self.km
+        cdef const double* E1
+        cdef const double* E2
+        cdef const double* BR
+        cdef double nm[9]
+        cdef double dn[3]
+        cdef double y0, y1, y2, b0, b1, b2
+        for idx in range(self.nneed):
+            j = self.need[idx]
+            b = j + self.fb
+            vj = v[j]
+            BR = m.BR + 9 * b
+            for a in range(36):
+                T[a] = 0.0
+            if m.jtype[b] == REVOLUTE:
+                mbs_sincos(q[j], &s0, &c0)
+                s1 = vj * c0
+                c1 = -vj * s0
+                s2 = -0.5 * vj * vj * s0
+                c2 = -0.5 * vj * vj * c0
+                E1 = m.BE1 + 9 * b
+                E2 = m.BE2 + 9 * b
+                for a in range(9):
+                    T[a] = BR[a] + s0 * E1[a] + (1.0 - c0) * E2[a]
+                    T[12 + a] = s1 * E1[a] - c1 * E2[a]
+                    T[24 + a] = s2 * E1[a] - c2 * E2[a]
+                for a in range(3):
+                    T[9 + a] = m.Bp[3 * b + a]
+            else:
+                for a in range(9):
+                    T[a] = BR[a]
+                for a in range(3):
+                    T[9 + a] = m.Bp[3 * b + a] + q[j] * m.BRe[3 * b + a]
+                    T[21 + a] = vj * m.BRe[3 * b + a]
+            p = self.par[j]
+            if p < 0:
+                for a in range(36):
+                    Cs[36 * j + a] = T[a]
+            else:
+                _ser_mul(Cs + 36 * p, T, Cs + 36 * j)
+        for a in range(36):
+            Sa[a] = 0.0
+        for l in range(self.nl):
+            # F_a, F_b series: C ∘ S (S constant)
+            for c in range(2):
+                for a in range(12):
+                    Sa[a] = self.S[24 * l + 12 * c + a]
+                p = self.la[l] if c == 0 else self.lb[l]
+                F = Fa if c == 0 else Fb
+                if p < 0:
+                    for a in range(36):
+                        F[a] = Sa[a]
+                else:
+                    _ser_mul(Cs + 36 * p, Sa, F)
+            # F_b⁻¹: Rᵀ series, p = −Σ Rᵀ_i p_{r−i}
+            for r in range(3):
+                for a in range(3):
+                    for c in range(3):
+                        Fi[12 * r + 3 * a + c] = Fb[12 * r + 3 * c + a]
+            for r in range(3):
+                for a in range(3):
+                    Fi[12 * r + 9 + a] = 0.0
+                for i in range(r + 1):
+                    for a in range(3):
+                        Fi[12 * r + 9 + a] -= (Fi[12 * i + 3 * a] * Fb[12 * (r - i) + 9]
+                                               + Fi[12 * i + 3 * a + 1] * Fb[12 * (r - i) + 10]
+                                               + Fi[12 * i + 3 * a + 2] * Fb[12 * (r - i) + 11])
+            _ser_mul(Fi, Fa, Cba)
+            r0 = self.lrow[l]
+            typ = self.ltype[l]
+            for a in range(3):
+                self.kdv[r0 + a] = -2.0 * Cba[24 + 9 + a]
+            if typ == CONNECT:
+                continue
+            # quotient series y = num / den up to order 2
+            for r in range(3):
+                if typ == WELD:
+                    nm[3 * r] = -2.0 * (Cba[12 * r + 7] - Cba[12 * r + 5])
+                    nm[3 * r + 1] = -2.0 * (Cba[12 * r + 2] - Cba[12 * r + 6])
+                    nm[3 * r + 2] = -2.0 * (Cba[12 * r + 3] - Cba[12 * r + 1])
+                else:
+                    nm[3 * r] = 2.0 * Cba[12 * r + 5]
+                    nm[3 * r + 1] = -2.0 * Cba[12 * r + 2]
+                    nm[3 * r + 2] = 0.0
+            if typ == WELD:
+                b0 = 1.0 + Cba[0] + Cba[4] + Cba[8]
+                b1 = Cba[12] + Cba[16] + Cba[20]
+                b2 = Cba[24] + Cba[28] + Cba[32]
+            else:
+                b0 = 1.0 + Cba[8]
+                b1 = Cba[20]
+                b2 = Cba[32]
+            if not fabs(b0) > 1e-12:
+                b0 = 1e-12
+            for c in range(3 if typ == WELD else 2):
+                y0 = nm[c] / b0
+                y1 = (nm[3 + c] - b1 * y0) / b0
+                y2 = (nm[6 + c] - b1 * y1 - b2 * y0) / b0
+                self.kdv[r0 + 3 + c] = 2.0 * y2
+        r0 = self.m - self.nmim
+        for c in range(self.nmim):
+            self.kdv[r0 + c] = 0.0
+
+    # ------------------------------------------------------------------ QR of K_d
+    cdef int factor(self) noexcept nogil:
+        """Householder QR with column pivoting of A = K_d (m × nd), in place; B = K_a is
+        multiplied by Qᵀ. Returns 0, or 1 when a pivot is below PIVOT_TOL of the first or
+        K_a leaves range(K_d) (the NumPy path decides)."""
+        cdef int m = self.m, n = self.nd, na = self.na, nf = self.nf, i, j, k, jmax
+        cdef double* A = self.A
+        cdef double* B = self.B
+        cdef double nrm, best, x0, beta, tau, s, big, r0 = 0.0
+        for i in range(m):
+            for j in range(n):
+                A[i * n + j] = self.K[i * nf + self.dep[j]]
+            for j in range(na):
+                B[i * na + j] = self.K[i * nf + self.act[j]]
+        for j in range(n):
+            self.perm[j] = j
+        for k in range(n):
+            best = -1.0
+            jmax = k
+            for j in range(k, n):
+                nrm = 0.0
+                for i in range(k, m):
+                    nrm += A[i * n + j] * A[i * n + j]
+                if nrm > best:
+                    best = nrm
+                    jmax = j
+            if jmax != k:
+                for i in range(m):
+                    s = A[i * n + k]
+                    A[i * n + k] = A[i * n + jmax]
+                    A[i * n + jmax] = s
+                i = self.perm[k]
+                self.perm[k] = self.perm[jmax]
+                self.perm[jmax] = i
+            nrm = sqrt(best)
+            x0 = A[k * n + k]
+            if k == 0:
+                r0 = nrm
+            if not nrm > PIVOT_TOL * r0 or not nrm > 1e-300:
+                return 1
+            beta = -nrm if x0 >= 0.0 else nrm
+            tau = (beta - x0) / beta
+            s = 1.0 / (x0 - beta)
+            for i in range(k + 1, m):
+                A[i * n + k] *= s
+            A[k * n + k] = beta
+            self.tq[k] = tau
+            for j in range(k + 1, n):
+                s = A[k * n + j]
+                for i in range(k + 1, m):
+                    s += A[i * n + k] * A[i * n + j]
+                s *= tau
+                A[k * n + j] -= s
+                for i in range(k + 1, m):
+                    A[i * n + j] -= s * A[i * n + k]
+            for j in range(na):
+                s = B[k * na + j]
+                for i in range(k + 1, m):
+                    s += A[i * n + k] * B[i * na + j]
+                s *= tau
+                B[k * na + j] -= s
+                for i in range(k + 1, m):
+                    B[i * na + j] -= s * A[i * n + k]
+        # K_a's part outside range(K_d): rows n.. of QᵀK_a
+        big = _maxabs(self.K, m * nf)
+        if big < 1.0:
+            big = 1.0
+        for i in range(n, m):
+            for j in range(na):
+                if not fabs(B[i * na + j]) <= RANGE_TOL * big:
+                    return 1
+        # G_d = −K_d⁺K_a = −Π R⁻¹ (QᵀK_a)[:n]
+        for j in range(na):
+            for k in range(n - 1, -1, -1):
+                s = B[k * na + j]
+                for i in range(k + 1, n):
+                    s -= A[k * n + i] * self.r[i]
+                self.r[k] = s / A[k * n + k]
+            for k in range(n):
+                self.Ga[self.perm[k] * na + j] = -self.r[k]
+        return 0
+
+    cdef void lstsq(self, double* b, double* x) noexcept nogil:
+        """x (nd) = K_d⁺ b (b (m) is overwritten): Qᵀb, back substitution, Π."""
+        cdef int m = self.m, n = self.nd, i, k
+        cdef double* A = self.A
+        cdef double s
+        for k in range(n):
+            s = b[k]
+            for i in range(k + 1, m):
+                s += A[i * n + k] * b[i]
+            s *= self.tq[k]
+            b[k] -= s
+            for i in range(k + 1, m):
+                b[i] -= s * A[i * n + k]
+        for k in range(n - 1, -1, -1):
+            s = b[k]
+            for i in range(k + 1, n):
+                s -= A[k * n + i] * b[i]
+            b[k] = s / A[k * n + k]
+        for k in range(n):
+            x[self.perm[k]] = b[k]
+
+    cdef void min_norm(self, const double* td, double* lam) noexcept nogil:
+        """λ (m) = the minimum-norm solution of K_dᵀλ = td (nd): Rᵀy = Πᵀtd, λ = Q (y, 0)."""
+        cdef int m = self.m, n = self.nd, i, k
+        cdef double* A = self.A
+        cdef double s
+        for k in range(n):
+            s = td[self.perm[k]]
+            for i in range(k):
+                s -= A[i * n + k] * lam[i]
+            lam[k] = s / A[k * n + k]
+        for i in range(n, m):
+            lam[i] = 0.0
+        for k in range(n - 1, -1, -1):
+            s = lam[k]
+            for i in range(k + 1, m):
+                s += A[i * n + k] * lam[i]
+            s *= self.tq[k]
+            lam[k] -= s
+            for i in range(k + 1, m):
+                lam[i] -= s * A[i * n + k]
+
+    # ------------------------------------------------------------------ assembly
+    cdef int assemble(self, const double* qa) noexcept nogil:
+        """q (nf) with the actuated qa and the dependent joints by Newton from ``last``; K, its
+        QR and G_d at the last Jacobian evaluation. 0, or 1: the NumPy path decides."""
+        cdef int nf = self.nf, na = self.na, nd = self.nd, m = self.m, i, j, it, ls
+        cdef double* q = self.q
+        cdef double* qn = self.qn
+        cdef double err, en, tstep, s
+        cdef bint ok
+        for i in range(nf):
+            q[i] = self.lastp[i]
+        for j in range(na):
+            q[self.act[j]] = qa[j]
+        if self.has_pred:
+            for i in range(nd):
+                s = 0.0
+                for j in range(na):
+                    s += self.dqdp[i * na + j] * (qa[j] - self.lastp[self.act[j]])
+                q[self.dep[i]] -= s
+        self.residual(q, self.h, self.K)
+        err = _maxabs(self.h, m)
+        for it in range(60):
+            if self.factor():
+                return 1
+            for i in range(m):
+                self.r[i] = self.h[i]
+            self.lstsq(self.r, self.lam)    # dq (nd) in lam
+            for i in range(nd):
+                if not fabs(self.lam[i]) < 1e300:
+                    return 1
+            if err <= self.tol:
+                for i in range(nf):
+                    qn[i] = q[i]
+                for i in range(nd):
+                    qn[self.dep[i]] -= self.lam[i]
+                self.residual(qn, self.r, NULL)
+                en = _maxabs(self.r, m)
+                if en <= err:
+                    for i in range(nf):
+                        q[i] = qn[i]
+                return 0
+            tstep = 1.0
+            ok = False
+            for ls in range(30):
+                for i in range(nf):
+                    qn[i] = q[i]
+                for i in range(nd):
+                    qn[self.dep[i]] -= tstep * self.lam[i]
+                self.residual(qn, self.r, NULL)
+                en = _maxabs(self.r, m)
+                if en < err or en <= self.tol:
+                    ok = True
+                    break
+                tstep *= 0.5
+            if not ok:
+                return 1
+            for i in range(nf):
+                q[i] = qn[i]
+            self.residual(q, self.h, self.K)
+            err = _maxabs(self.h, m)
+        return 1
+
+    cdef void commit(self) noexcept nogil:
+        """The assembly becomes the next start, K_d⁺K_a = −G_d the predictor."""
+        cdef int i
+        for i in range(self.nf):
+            self.lastp[i] = self.q[i]
+        for i in range(self.nd * self.na):
+            self.dqdp[i] = -self.Ga[i]
+        self.has_pred = True
+
+    cdef void motion(self, const double* va, const double* aa) noexcept nogil:
+        """v (nf) = G q̇_a and a (nf) = G q̈_a + γ (va / aa NULL: zero), at the assembly."""
+        cdef int nf = self.nf, na = self.na, nd = self.nd, m = self.m, i, j, k
+        cdef double s
+        cdef bint moving = False
+        for i in range(nf):
+            self.v[i] = 0.0
+            self.a[i] = 0.0
+        if va != NULL:
+            for j in range(na):
+                self.v[self.act[j]] = va[j]
+                if va[j] != 0.0:
+                    moving = True
+            for i in range(nd):
+                s = 0.0
+                for j in range(na):
+                    s += self.Ga[i * na + j] * va[j]
+                self.v[self.dep[i]] = s
+        if aa != NULL:
+            for j in range(na):
+                self.a[self.act[j]] = aa[j]
+            for i in range(nd):
+                s = 0.0
+                for j in range(na):
+                    s += self.Ga[i * na + j] * aa[j]
+                self.a[self.dep[i]] = s
+        if moving:
+            self.drift(self.q, self.v)
+            for i in range(m):
+                self.r[i] = self.kdv[i]
+            self.lstsq(self.r, self.lam)
+            for i in range(nd):
+                self.a[self.dep[i]] -= self.lam[i]
+
+    cdef void tree_id(self, const double* q7, const double* v6, const double* a6) noexcept nogil:
+        """t = RNEA(q, v, a) of the spanning tree (fixed base: q7, v6, a6 unused)."""
+        load_rows(self.km, &self.d.w, self.q, self.v, self.a)
+        rnea0(self.km, &self.d.w, False, self.t)
+
+    cdef void project(self, const double* t, double* out) noexcept nogil:
+        """out (na) = Gᵀ t."""
+        cdef int i, j
+        cdef double s
+        for j in range(self.na):
+            s = t[self.act[j]]
+            for i in range(self.nd):
+                s += self.Ga[i * self.na + j] * t[self.dep[i]]
+            out[j] = s
+
+    cdef int reduced_mass(self) noexcept nogil:
+        """Ma = GᵀMG from M (nf × nf) at q (CRBA); Cholesky in place. 0, or 1 (not PD)."""
+        cdef int nf = self.nf, na = self.na, nd = self.nd, i, j, k
+        cdef double s
+        load_jet(self.km, &self.d.w, self.q, NULL, 0)
+        crba(self.km, &self.d.w, self.M)
+        for i in range(nf):
+            for k in range(na):
+                s = self.M[i * nf + self.act[k]]
+                for j in range(nd):
+                    s += self.M[i * nf + self.dep[j]] * self.Ga[j * na + k]
+                self.MG[i * na + k] = s
+        for i in range(na):
+            for k in range(na):
+                s = self.MG[self.act[i] * na + k]
+                for j in range(nd):
+                    s += self.Ga[j * na + i] * self.MG[self.dep[j] * na + k]
+                self.Ma[i * na + k] = s
+        return 0
+
+    cdef int cholesky(self) noexcept nogil:
+        cdef int n = self.na, i, j, k
+        cdef double s, s2
+        cdef double* L = self.Ma
+        for j in range(n):
+            s = L[j * n + j]
+            for k in range(j):
+                s -= L[j * n + k] * L[j * n + k]
+            if not s > 0.0:
+                return 1
+            s = sqrt(s)
+            L[j * n + j] = s
+            for i in range(j + 1, n):
+                s2 = L[i * n + j]
+                for k in range(j):
+                    s2 -= L[i * n + k] * L[j * n + k]
+                L[i * n + j] = s2 / L[j * n + j]
+        return 0
+
+    # ------------------------------------------------------------------ entries
+    def inverse_dynamics(self, q, qd, qdd):
+        """τ_a (na,) for actuated q, q̇, q̈ (float64 C-contiguous (na,) arrays), or None: the
+        caller converts its inputs or takes the NumPy path."""
+        cdef int na = self.na
+        if not (self.fast and _plain(q, na) and _plain(qd, na) and _plain(qdd, na)):
+            return None
+        check_finite(q, "q")
+        check_finite(qd, "qd")
+        check_finite(qdd, "qdd")
+        cdef cnp.ndarray out
+        claim(self.d)
+        try:
+            if self.assemble(_p(q)):
+                return None
+            self.motion(_p(qd), _p(qdd))
+            self.tree_id(NULL, NULL, NULL)
+            out = cnp.PyArray_EMPTY(1, [na], cnp.NPY_DOUBLE, 0)
+            self.project(self.t, _p(out))
+            self.commit()
+            return out
+        finally:
+            unclaim(self.d)
+
+    def multipliers(self, q, qd, qdd):
+        """λ (m,) (minimum norm) for actuated q, q̇, q̈, or None (see inverse_dynamics)."""
+        cdef int na = self.na, i
+        if not (self.fast and _plain(q, na) and _plain(qd, na) and _plain(qdd, na)):
+            return None
+        check_finite(q, "q")
+        check_finite(qd, "qd")
+        check_finite(qdd, "qdd")
+        cdef cnp.ndarray out
+        claim(self.d)
+        try:
+            if self.assemble(_p(q)):
+                return None
+            self.motion(_p(qd), _p(qdd))
+            self.tree_id(NULL, NULL, NULL)
+            for i in range(self.nd):
+                self.r[i] = self.t[self.dep[i]]
+            out = cnp.PyArray_EMPTY(1, [self.m], cnp.NPY_DOUBLE, 0)
+            self.min_norm(self.r, _p(out))
+            self.commit()
+            return out
+        finally:
+            unclaim(self.d)
+
+    def gravity_torques(self, q):
+        """g_a = Gᵀ g (na,), or None."""
+        cdef int na = self.na
+        if not (self.fast and _plain(q, na)):
+            return None
+        check_finite(q, "q")
+        cdef cnp.ndarray out
+        claim(self.d)
+        try:
+            if self.assemble(_p(q)):
+                return None
+            self.motion(NULL, NULL)
+            self.tree_id(NULL, NULL, NULL)
+            out = cnp.PyArray_EMPTY(1, [na], cnp.NPY_DOUBLE, 0)
+            self.project(self.t, _p(out))
+            self.commit()
+            return out
+        finally:
+            unclaim(self.d)
+
+    def mass_matrix(self, q):
+        """M_a = GᵀMG (na, na), or None."""
+        cdef int na = self.na, i
+        if not (self.fast and _plain(q, na)):
+            return None
+        check_finite(q, "q")
+        cdef cnp.ndarray out
+        claim(self.d)
+        try:
+            if self.assemble(_p(q)):
+                return None
+            self.reduced_mass()
+            out = cnp.PyArray_EMPTY(2, [na, na], cnp.NPY_DOUBLE, 0)
+            for i in range(na * na):
+                (<double*> cnp.PyArray_DATA(out))[i] = self.Ma[i]
+            self.commit()
+            return out
+        finally:
+            unclaim(self.d)
+
+    def forward_dynamics(self, q, qd, tau):
+        """q̈_a (na,) for actuated q, q̇, τ_a (the index-1 Lagrange equations, null-space form),
+        or None (see inverse_dynamics). ValueError for |q̇|, |τ| ≥ 1e150 or an overflow."""
+        cdef int na = self.na, nf = self.nf, i, j, k
+        cdef double s
+        cdef double* x
+        cdef double* L
+        if not (self.fast and _plain(q, na) and _plain(qd, na) and _plain(tau, na)):
+            return None
+        check_finite(q, "q")
+        check_finite(qd, "qd")
+        check_finite(tau, "tau")
+        cdef cnp.ndarray out
+        claim(self.d)
+        try:
+            if self.assemble(_p(q)):
+                return None
+            self.motion(_p(qd), NULL)
+            if _maxabs(self.v, nf) >= HUGE or _maxabs(_p(tau), na) >= HUGE:
+                raise ValueError("forward_dynamics: qd or tau is too large for float64 "
+                                 f"arithmetic (|value| >= {HUGE:g})")
+            self.tree_id(NULL, NULL, NULL)     # c + Mγ
+            self.reduced_mass()
+            if self.cholesky():
+                return None
+            out = cnp.PyArray_EMPTY(1, [na], cnp.NPY_DOUBLE, 0)
+            x = _p(out)
+            self.project(self.t, x)
+            L = self.Ma
+            for i in range(na):
+                s = _p(tau)[i] - x[i]
+                for k in range(i):
+                    s -= L[i * na + k] * x[k]
+                x[i] = s / L[i * na + i]
+            for i in range(na - 1, -1, -1):
+                s = x[i]
+                for k in range(i + 1, na):
+                    s -= L[k * na + i] * x[k]
+                x[i] = s / L[i * na + i]
+            for i in range(na):
+                if not fabs(x[i]) < 1e308:
+                    raise ValueError("forward_dynamics: the result overflowed to inf or NaN — an "
+                                     "input is too large for float64 arithmetic")
+            self.commit()
+            return out
+        finally:
+            unclaim(self.d)
+
+    # ------------------------------------------------------------------ for tests
+    def state(self, q, qd, qdd):
+        """(q_full, q̇_full, q̈_full, K, G_d, K̇q̇) of the compiled path (None: fallback);
+        for the tests against the NumPy path. Does not move ``last``."""
+        cdef int na = self.na, i
+        q = np.ascontiguousarray(q, dtype=float)
+        qd = np.ascontiguousarray(qd, dtype=float)
+        qdd = np.ascontiguousarray(qdd, dtype=float)
+        if not (self.fast and _plain(q, na) and _plain(qd, na) and _plain(qdd, na)):
+            return None
+        claim(self.d)
+        try:
+            if self.assemble(_p(q)):
+                return None
+            self.motion(_p(qd), _p(qdd))
+            K = np.array([self.K[i] for i in range(self.m * self.nf)]).reshape(self.m, self.nf)
+            G = np.array([self.Ga[i] for i in range(self.nd * na)]).reshape(self.nd, na)
+            kdv = np.array([self.kdv[i] for i in range(self.m)])
+            return (np.array([self.q[i] for i in range(self.nf)]),
+                    np.array([self.v[i] for i in range(self.nf)]),
+                    np.array([self.a[i] for i in range(self.nf)]), K, G, kdv)
+        finally:
+            unclaim(self.d)
+
+    def residual_jacobian(self, q_full):
+        """(h, K) at a full configuration, compiled (tests)."""
+        q_full = np.ascontiguousarray(q_full, dtype=float)
+        if q_full.shape != (self.nf,):
+            raise ValueError("q_full has the wrong shape")
+        h = np.zeros(max(self.m, 1))
+        K = np.zeros((max(self.m, 1), self.nf))
+        claim(self.d)
+        try:
+            self.residual(_p(q_full), _p(h), _p(K))
+        finally:
+            unclaim(self.d)
+        return h[:self.m], K[:self.m]
+
+    def drift_terms(self, q_full, v_full):
+        """K̇q̇ (m,) at a full state, compiled (tests)."""
+        q_full = np.ascontiguousarray(q_full, dtype=float)
+        v_full = np.ascontiguousarray(v_full, dtype=float)
+        if q_full.shape != (self.nf,) or v_full.shape != (self.nf,):
+            raise ValueError("wrong shapes")
+        claim(self.d)
+        try:
+            self.drift(_p(q_full), _p(v_full))
+            return np.array([self.kdv[i] for i in range(self.m)])
+        finally:
+            unclaim(self.d)
