@@ -132,8 +132,8 @@ cdef class LoopWork:
     """
     cdef Data d
     cdef KModel* km
-    cdef readonly int nf, na, nd, m, nl, nmim, fb, nneed
-    cdef readonly bint fast
+    cdef readonly int nf, na, nd, m, nl, nmim, fb, nneed, o, naf, nqa
+    cdef public bint fast       # False: every call takes the NumPy path (tests)
     cdef double tol
     cdef readonly object last       # (nf,) the last assembled configuration (the next start)
     cdef readonly object dqd        # (nd, na) K_d⁺K_a there (the predictor)
@@ -172,6 +172,9 @@ cdef class LoopWork:
     cdef double* lam        # (m,)
     cdef double* kdv        # (m,) K̇q̇
     cdef double* sc         # scratch poses (8, 36)
+    cdef double* qF         # (7 + nf,) floating base: the full q, v, a of the tree
+    cdef double* vF
+    cdef double* aF
     cdef double* lastp
     cdef double* dqdp
 
@@ -187,7 +190,10 @@ cdef class LoopWork:
         self.nmim = len(kin.mimic)
         self.tol = tol
         self.has_pred = False
-        self.fast = self.nd > 0 and self.m >= self.nd and self.na > 0 and self.fb == 0
+        self.o = 6 * self.fb
+        self.naf = self.na + self.o
+        self.nqa = self.na + 7 * self.fb
+        self.fast = self.nd > 0 and self.m >= self.nd and self.na > 0
         nf, m = self.nf, max(self.m, 1)
         self._keep = []
         self.last = np.zeros(nf)
@@ -240,8 +246,9 @@ cdef class LoopWork:
         na, nd = max(self.na, 1), max(self.nd, 1)
         sizes = {"q": nf, "qn": nf, "C": 12 * nf, "Cs": 36 * nf, "h": m, "K": m * nf,
                  "A": m * nd, "tq": nd, "B": m * na, "Ga": nd * na, "r": m, "v": nf, "a": nf,
-                 "t": nf + 6, "M": (nf + 6) * (nf + 6), "MG": nf * na, "Ma": na * na,
-                 "lam": m, "kdv": m, "sc": 8 * 36}
+                 "t": nf + 6, "M": (nf + 6) * (nf + 6), "MG": (nf + 6) * (na + 6),
+                 "Ma": (na + 6) * (na + 6), "lam": m, "kdv": m, "sc": 8 * 36, "qF": nf + 7,
+                 "vF": nf + 6, "aF": nf + 6}
         buf = {k: np.zeros(s) for k, s in sizes.items()}
         self._keep.append(buf)
         self.q, self.qn, self.C, self.Cs = _p(buf["q"]), _p(buf["qn"]), _p(buf["C"]), _p(buf["Cs"])
@@ -250,6 +257,7 @@ cdef class LoopWork:
         self.a, self.t, self.M, self.MG = _p(buf["a"]), _p(buf["t"]), _p(buf["M"]), _p(buf["MG"])
         self.Ma, self.lam, self.kdv = _p(buf["Ma"]), _p(buf["lam"]), _p(buf["kdv"])
         self.sc = _p(buf["sc"])
+        self.qF, self.vF, self.aF = _p(buf["qF"]), _p(buf["vF"]), _p(buf["aF"])
 
     # ------------------------------------------------------------------ state
     def set_last(self, q, dqd=None):
@@ -757,43 +765,69 @@ cdef class LoopWork:
             for i in range(nd):
                 self.a[self.dep[i]] -= self.lam[i]
 
-    cdef void tree_id(self, const double* q7, const double* v6, const double* a6) noexcept nogil:
-        """t = RNEA(q, v, a) of the spanning tree (fixed base: q7, v6, a6 unused)."""
-        load_rows(self.km, &self.d.w, self.q, self.v, self.a)
+    cdef void base_state(self, const double* qb, const double* vb, const double* ab) noexcept nogil:
+        """Floating base: qF, vF, aF = the tree's (base, joints) from the base part of the
+        inputs (vb / ab NULL: zero) and the assembled joints."""
+        cdef int i
+        if not self.fb:
+            return
+        for i in range(7):
+            self.qF[i] = qb[i]
+        for i in range(6):
+            self.vF[i] = vb[i] if vb != NULL else 0.0
+            self.aF[i] = ab[i] if ab != NULL else 0.0
+        for i in range(self.nf):
+            self.qF[7 + i] = self.q[i]
+            self.vF[6 + i] = self.v[i]
+            self.aF[6 + i] = self.a[i]
+
+    cdef void tree_id(self) noexcept nogil:
+        """t (nv) = RNEA(q, v, a) of the spanning tree (floating base: after base_state)."""
+        if self.fb:
+            load_rows(self.km, &self.d.w, self.qF, self.vF, self.aF)
+        else:
+            load_rows(self.km, &self.d.w, self.q, self.v, self.a)
         rnea0(self.km, &self.d.w, False, self.t)
 
     cdef void project(self, const double* t, double* out) noexcept nogil:
-        """out (na) = Gᵀ t."""
-        cdef int i, j
+        """out (naf) = G_fᵀ t, G_f = blockdiag(I₆, G) with a floating base."""
+        cdef int i, j, o = self.o
         cdef double s
+        for i in range(o):
+            out[i] = t[i]
         for j in range(self.na):
-            s = t[self.act[j]]
+            s = t[o + self.act[j]]
             for i in range(self.nd):
-                s += self.Ga[i * self.na + j] * t[self.dep[i]]
-            out[j] = s
+                s += self.Ga[i * self.na + j] * t[o + self.dep[i]]
+            out[o + j] = s
 
     cdef int reduced_mass(self) noexcept nogil:
-        """Ma = GᵀMG from M (nf × nf) at q (CRBA); Cholesky in place. 0, or 1 (not PD)."""
-        cdef int nf = self.nf, na = self.na, nd = self.nd, i, j, k
+        """Ma = G_fᵀMG_f (naf × naf) from M (nv × nv) at q by the CRBA kernel."""
+        cdef int nf = self.nf, na = self.na, nd = self.nd, o = self.o, i, j, k
+        cdef int nv = nf + o, naf = self.naf
         cdef double s
-        load_jet(self.km, &self.d.w, self.q, NULL, 0)
+        load_jet(self.km, &self.d.w, self.qF if self.fb else self.q, NULL, 0)
         crba(self.km, &self.d.w, self.M)
-        for i in range(nf):
+        for i in range(nv):
+            for k in range(o):
+                self.MG[i * naf + k] = self.M[i * nv + k]
             for k in range(na):
-                s = self.M[i * nf + self.act[k]]
+                s = self.M[i * nv + o + self.act[k]]
                 for j in range(nd):
-                    s += self.M[i * nf + self.dep[j]] * self.Ga[j * na + k]
-                self.MG[i * na + k] = s
-        for i in range(na):
-            for k in range(na):
-                s = self.MG[self.act[i] * na + k]
+                    s += self.M[i * nv + o + self.dep[j]] * self.Ga[j * na + k]
+                self.MG[i * naf + o + k] = s
+        for k in range(naf):
+            for i in range(o):
+                self.Ma[i * naf + k] = self.MG[i * naf + k]
+            for i in range(na):
+                s = self.MG[(o + self.act[i]) * naf + k]
                 for j in range(nd):
-                    s += self.Ga[j * na + i] * self.MG[self.dep[j] * na + k]
-                self.Ma[i * na + k] = s
+                    s += self.Ga[j * na + i] * self.MG[(o + self.dep[j]) * naf + k]
+                self.Ma[(o + i) * naf + k] = s
         return 0
 
     cdef int cholesky(self) noexcept nogil:
-        cdef int n = self.na, i, j, k
+        cdef int n = self.naf, i, j, k
         cdef double s, s2
         cdef double* L = self.Ma
         for j in range(n):
@@ -812,23 +846,56 @@ cdef class LoopWork:
         return 0
 
     # ------------------------------------------------------------------ entries
-    def inverse_dynamics(self, q, qd, qdd):
-        """τ_a (na,) for actuated q, q̇, q̈ (float64 C-contiguous (na,) arrays), or None: the
-        caller converts its inputs or takes the NumPy path."""
-        cdef int na = self.na
-        if not (self.fast and _plain(q, na) and _plain(qd, na) and _plain(qdd, na)):
-            return None
+    cdef int inputs(self, q, x, y, str nx, str ny) except -1:
+        """1 when q (nqa,), x, y (naf,) (y may be None) are float64 C-contiguous 1-D arrays
+        (then checked: finite, a unit base quaternion), 0 when the caller must convert."""
+        cdef double* b
+        cdef double r
+        if not (self.fast and _plain(q, self.nqa) and (x is None or _plain(x, self.naf))
+                and (y is None or _plain(y, self.naf))):
+            return 0
         check_finite(q, "q")
-        check_finite(qd, "qd")
-        check_finite(qdd, "qdd")
+        if x is not None:
+            check_finite(x, nx)
+        if y is not None:
+            check_finite(y, ny)
+        if self.fb:
+            b = _p(q)
+            r = b[3] * b[3] + b[4] * b[4] + b[5] * b[5] + b[6] * b[6]
+            if not (fabs(r - 1.0) <= 1e-6):
+                raise ValueError(f"q: the base quaternion (qx, qy, qz, qw) = ({b[3]:g}, {b[4]:g}, "
+                                 f"{b[5]:g}, {b[6]:g}) is not a unit quaternion")
+        return 1
+
+    cdef int state3(self, q, qd, qdd) noexcept:
+        """Assembly and the full motion (q̇, q̈ None: zero) into the tree's q, v, a. 0, or 1:
+        fallback."""
+        cdef double* qp = _p(q)
+        cdef double* vp = NULL
+        cdef double* ap = NULL
+        if qd is not None:
+            vp = _p(qd)
+        if qdd is not None:
+            ap = _p(qdd)
+        if self.assemble(qp + 7 * self.fb):
+            return 1
+        self.motion(vp + self.o if vp != NULL else NULL, ap + self.o if ap != NULL else NULL)
+        self.base_state(qp, vp, ap)
+        return 0
+
+    def inverse_dynamics(self, q, qd, qdd):
+        """τ (naf,) = G_fᵀ RNEA for (base and) actuated q (nqa,), q̇, q̈ (naf,), or None when the
+        inputs are not plain float64 arrays of these shapes (the caller converts) or this path
+        cannot decide (the caller takes the NumPy path)."""
+        if not self.inputs(q, qd, qdd, "qd", "qdd"):
+            return None
         cdef cnp.ndarray out
         claim(self.d)
         try:
-            if self.assemble(_p(q)):
+            if self.state3(q, qd, qdd):
                 return None
-            self.motion(_p(qd), _p(qdd))
-            self.tree_id(NULL, NULL, NULL)
-            out = cnp.PyArray_EMPTY(1, [na], cnp.NPY_DOUBLE, 0)
+            self.tree_id()
+            out = cnp.PyArray_EMPTY(1, [self.naf], cnp.NPY_DOUBLE, 0)
             self.project(self.t, _p(out))
             self.commit()
             return out
@@ -836,22 +903,18 @@ cdef class LoopWork:
             unclaim(self.d)
 
     def multipliers(self, q, qd, qdd):
-        """λ (m,) (minimum norm) for actuated q, q̇, q̈, or None (see inverse_dynamics)."""
-        cdef int na = self.na, i
-        if not (self.fast and _plain(q, na) and _plain(qd, na) and _plain(qdd, na)):
+        """λ (m,), the minimum-norm solution of K_dᵀλ = τ_tree,d, or None (inverse_dynamics)."""
+        cdef int i
+        if not self.inputs(q, qd, qdd, "qd", "qdd"):
             return None
-        check_finite(q, "q")
-        check_finite(qd, "qd")
-        check_finite(qdd, "qdd")
         cdef cnp.ndarray out
         claim(self.d)
         try:
-            if self.assemble(_p(q)):
+            if self.state3(q, qd, qdd):
                 return None
-            self.motion(_p(qd), _p(qdd))
-            self.tree_id(NULL, NULL, NULL)
+            self.tree_id()
             for i in range(self.nd):
-                self.r[i] = self.t[self.dep[i]]
+                self.r[i] = self.t[self.o + self.dep[i]]
             out = cnp.PyArray_EMPTY(1, [self.m], cnp.NPY_DOUBLE, 0)
             self.min_norm(self.r, _p(out))
             self.commit()
@@ -860,19 +923,16 @@ cdef class LoopWork:
             unclaim(self.d)
 
     def gravity_torques(self, q):
-        """g_a = Gᵀ g (na,), or None."""
-        cdef int na = self.na
-        if not (self.fast and _plain(q, na)):
+        """g = G_fᵀ g_tree (naf,), or None."""
+        if not self.inputs(q, None, None, "", ""):
             return None
-        check_finite(q, "q")
         cdef cnp.ndarray out
         claim(self.d)
         try:
-            if self.assemble(_p(q)):
+            if self.state3(q, None, None):
                 return None
-            self.motion(NULL, NULL)
-            self.tree_id(NULL, NULL, NULL)
-            out = cnp.PyArray_EMPTY(1, [na], cnp.NPY_DOUBLE, 0)
+            self.tree_id()
+            out = cnp.PyArray_EMPTY(1, [self.naf], cnp.NPY_DOUBLE, 0)
             self.project(self.t, _p(out))
             self.commit()
             return out
@@ -880,19 +940,18 @@ cdef class LoopWork:
             unclaim(self.d)
 
     def mass_matrix(self, q):
-        """M_a = GᵀMG (na, na), or None."""
-        cdef int na = self.na, i
-        if not (self.fast and _plain(q, na)):
+        """G_fᵀMG_f (naf, naf), or None."""
+        cdef int i, n = self.naf
+        if not self.inputs(q, None, None, "", ""):
             return None
-        check_finite(q, "q")
         cdef cnp.ndarray out
         claim(self.d)
         try:
-            if self.assemble(_p(q)):
+            if self.state3(q, None, None):
                 return None
             self.reduced_mass()
-            out = cnp.PyArray_EMPTY(2, [na, na], cnp.NPY_DOUBLE, 0)
-            for i in range(na * na):
+            out = cnp.PyArray_EMPTY(2, [n, n], cnp.NPY_DOUBLE, 0)
+            for i in range(n * n):
                 (<double*> cnp.PyArray_DATA(out))[i] = self.Ma[i]
             self.commit()
             return out
@@ -900,45 +959,45 @@ cdef class LoopWork:
             unclaim(self.d)
 
     def forward_dynamics(self, q, qd, tau):
-        """q̈_a (na,) for actuated q, q̇, τ_a (the index-1 Lagrange equations, null-space form),
-        or None (see inverse_dynamics). ValueError for |q̇|, |τ| ≥ 1e150 or an overflow."""
-        cdef int na = self.na, nf = self.nf, i, j, k
+        """(base acceleration and) q̈_a (naf,) for τ (naf,) — the index-1 Lagrange equations in
+        the null-space form — or None (see inverse_dynamics). ValueError for |q̇|, |τ| ≥ 1e150
+        or an overflow, as the NumPy path."""
+        cdef int n = self.naf, i, k
         cdef double s
         cdef double* x
         cdef double* L
-        if not (self.fast and _plain(q, na) and _plain(qd, na) and _plain(tau, na)):
+        cdef double* tp
+        if not self.inputs(q, qd, tau, "qd", "tau"):
             return None
-        check_finite(q, "q")
-        check_finite(qd, "qd")
-        check_finite(tau, "tau")
+        tp = _p(tau)
         cdef cnp.ndarray out
         claim(self.d)
         try:
-            if self.assemble(_p(q)):
+            if self.state3(q, qd, None):
                 return None
-            self.motion(_p(qd), NULL)
-            if _maxabs(self.v, nf) >= HUGE or _maxabs(_p(tau), na) >= HUGE:
+            if (_maxabs(self.vF if self.fb else self.v, self.nf + self.o) >= HUGE
+                    or _maxabs(tp, n) >= HUGE):
                 raise ValueError("forward_dynamics: qd or tau is too large for float64 "
                                  f"arithmetic (|value| >= {HUGE:g})")
-            self.tree_id(NULL, NULL, NULL)     # c + Mγ
+            self.tree_id()     # c + Mγ
             self.reduced_mass()
             if self.cholesky():
                 return None
-            out = cnp.PyArray_EMPTY(1, [na], cnp.NPY_DOUBLE, 0)
+            out = cnp.PyArray_EMPTY(1, [n], cnp.NPY_DOUBLE, 0)
             x = _p(out)
             self.project(self.t, x)
             L = self.Ma
-            for i in range(na):
-                s = _p(tau)[i] - x[i]
+            for i in range(n):
+                s = tp[i] - x[i]
                 for k in range(i):
-                    s -= L[i * na + k] * x[k]
-                x[i] = s / L[i * na + i]
-            for i in range(na - 1, -1, -1):
+                    s -= L[i * n + k] * x[k]
+                x[i] = s / L[i * n + i]
+            for i in range(n - 1, -1, -1):
                 s = x[i]
-                for k in range(i + 1, na):
-                    s -= L[k * na + i] * x[k]
-                x[i] = s / L[i * na + i]
-            for i in range(na):
+                for k in range(i + 1, n):
+                    s -= L[k * n + i] * x[k]
+                x[i] = s / L[i * n + i]
+            for i in range(n):
                 if not fabs(x[i]) < 1e308:
                     raise ValueError("forward_dynamics: the result overflowed to inf or NaN — an "
                                      "input is too large for float64 arithmetic")

@@ -656,14 +656,34 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         return _out(out, res)
 
     def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
-        """(base wrench, actuated τ) = G_fᵀ τ_tree, G_f = blockdiag(I₆, G); (6 + n,)."""
+        """(base wrench, actuated τ) = G_fᵀ τ_tree, G_f = blockdiag(I₆, G); (6 + n,). Single
+        samples without ``f_ext``: the compiled path first (:mod:`._closed`)."""
+        if f_ext is None:
+            res = self._cw.inverse_dynamics(q, qd, qdd)
+            if res is not None:
+                return res if out is None else _out(out, res)
+        return self._inverse_dynamics(q, qd, qdd, f_ext, out)
+
+    def _inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
         if np.ndim(q) == 2:
             return self._batch(self.inverse_dynamics, (q, qd, qdd), out, f_ext)
+        if f_ext is None:
+            res = self._cw.inverse_dynamics(self._vin(q, "q", 7 + self._n),
+                                            self._vin(qd, "qd", 6 + self._n),
+                                            self._vin(qdd, "qdd", 6 + self._n))
+            if res is not None:
+                return _out(out, res)
         qf, vf, af, G = self._motion(q, qd, qdd)
         t = self._full.inverse_dynamics(qf, vf, af, f_ext)
         return _out(out, np.r_[t[:6], t[6:] @ G])
 
     def constraint_forces(self, q, qd, qdd, f_ext=None):
+        if f_ext is None:
+            lam = self._cw.multipliers(self._vin(q, "q", 7 + self._n),
+                                       self._vin(qd, "qd", 6 + self._n),
+                                       self._vin(qdd, "qdd", 6 + self._n))
+            if lam is not None:
+                return self._wrenches(lam)
         qf, vf, af, _ = self._motion(q, qd, qdd)
         return self._wrenches(self.multipliers(qf, vf, af, f_ext))
 
@@ -703,12 +723,22 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         return np.r_[q[:7], qf], np.r_[qd[:6], vf], self._Gf(G), self._Gf(Gd, zero=True)
 
     def mass_matrix(self, q, out=None):
-        qf, _, G, _ = self._GdGf(q, np.zeros(self.nv))
-        return _out(out, G.T @ self._full.mass_matrix(qf) @ G)
+        res = self._cw.mass_matrix(q)
+        if res is None:
+            res = self._cw.mass_matrix(self._vin(q, "q", 7 + self._n))
+        if res is None:
+            qf, _, G, _ = self._GdGf(q, np.zeros(self.nv))
+            res = G.T @ self._full.mass_matrix(qf) @ G
+        return _out(out, res)
 
     def gravity_torques(self, q, out=None):
-        qf, _, G, _ = self._GdGf(q, np.zeros(self.nv))
-        return _out(out, self._full.gravity_torques(qf) @ G)
+        res = self._cw.gravity_torques(q)
+        if res is None:
+            res = self._cw.gravity_torques(self._vin(q, "q", 7 + self._n))
+        if res is None:
+            qf, _, G, _ = self._GdGf(q, np.zeros(self.nv))
+            res = self._full.gravity_torques(qf) @ G
+        return _out(out, res)
 
     def coriolis_matrix(self, q, qd, out=None):
         qf, vf, G, Gd = self._GdGf(q, qd)
@@ -723,7 +753,15 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
         """(base acceleration, q̈_a) for (base wrench, actuated τ) ``tau`` (6 + n,): the index-1
-        Lagrange equations with the loop rows (zero base columns), range-space solve."""
+        Lagrange equations with the loop rows (zero base columns), range-space solve; single
+        samples without ``f_ext``: the compiled path first (null-space form, :mod:`._closed`)."""
+        if method == "lagrange" and f_ext is None:
+            res = self._cw.forward_dynamics(q, qd, tau)
+            if res is not None:
+                return res if out is None else _out(out, res)
+        return self._forward_dynamics(q, qd, tau, f_ext, out, method)
+
+    def _forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
         if method != "lagrange":
             raise ValueError("a floating-base ClosedLoopRobot has method='lagrange' only")
         if np.ndim(q) == 2:
@@ -733,6 +771,10 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         q = self._vin(q, "q", 7 + self._n)
         qd = self._vin(qd, "qd", 6 + self._n)
         tau = self._vin(tau, "tau", 6 + self._n)
+        if f_ext is None:
+            res = self._cw.forward_dynamics(q, qd, tau)
+            if res is not None:
+                return _out(out, res)
         Q, _ = self._jet(np.stack([q[7:], qd[6:]]), self._last)
         self._set_last(Q[0])
         qf, vf = np.r_[q[:7], Q[0]], np.r_[qd[:6], Q[1]]
@@ -776,8 +818,7 @@ for _cls in (ClosedLoopRobot, FloatingClosedLoopRobot):
                   "_inverse_dynamics", "constraint_forces", "multipliers", "torque_derivatives",
                   "mass_matrix", "coriolis_matrix", "mass_matrix_derivative", "gravity_torques",
                   "forward_dynamics", "_forward_dynamics"):
-        if (_cls is ClosedLoopRobot
-                and _name in ("inverse_dynamics", "forward_dynamics")):
+        if _name in ("inverse_dynamics", "forward_dynamics"):
             continue  # the compiled path claims the workspace itself; its fallbacks are wrapped
         if _name in _cls.__dict__:
             setattr(_cls, _name, _one_thread(_cls.__dict__[_name]))
