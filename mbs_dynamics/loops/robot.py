@@ -5,6 +5,13 @@ Inputs and outputs of the dynamics follow ``joint_names`` (the actuated joints, 
 order); ``full_joint_names`` is the spanning tree's order, the coordinates of
 ``expand``, ``loop_residual``, ``constraint_jacobian`` and of ``full_robot``. Formulas:
 :mod:`.kinematics` (closure, Newton, jets) and :mod:`.dynamics` (projection, λ, jets).
+
+Single-sample ``inverse_dynamics``, ``forward_dynamics(method="lagrange")``,
+``constraint_forces``, ``mass_matrix`` and ``gravity_torques`` (without ``f_ext``) run compiled
+(``_closed.pyx``: the same formulas in C over the tree's RNEA/CRBA kernels, ~2–10 µs); they take
+the NumPy path below whenever the compiled one cannot decide (Newton needing continuation, a
+near-singular K_d, too many actuated joints), so results and errors are those of the formulas
+here. Both paths share the last assembly (``_last``, held by the compiled workspace).
 """
 from __future__ import annotations
 
