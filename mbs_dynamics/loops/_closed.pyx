@@ -36,7 +36,7 @@ from libc.math cimport fabs, sqrt
 from mbs_dynamics.kernels._data cimport (REVOLUTE, Data, KModel, KWork, check_finite, claim,
                                          unclaim)
 from mbs_dynamics.kernels._spatial cimport compose, joint_pose, load_jet, load_rows, mbs_sincos
-from mbs_dynamics.kernels._rnea cimport rnea0
+from mbs_dynamics.kernels._rnea cimport rnea0, rnea_jet
 from mbs_dynamics.kernels._crba cimport crba
 
 cnp.import_array()
@@ -45,6 +45,7 @@ cdef enum:
     CONNECT = 0
     WELD = 1
     HINGE = 2
+    NMAX = 8        # Taylor coefficients of the compiled jets (torque_derivatives: k ≤ 5)
 
 # |v|, |τ| beyond this overflow the quadratic velocity terms (as robot.py's _HUGE)
 cdef double HUGE = 1e150
@@ -121,6 +122,128 @@ cdef inline void _ser_mul(const double* A, const double* B, double* C) noexcept 
         C[12 * r + 11] += A[12 * r + 11]
 
 
+# ---- truncated Taylor series (normalized coefficients x_r = x^(r)/r!, r < N) of poses (N, 12),
+# 3-vectors (N, 3) and scalars (N,)
+cdef void _s_joint(const KModel* m, int b, const double* qc, int stride, int N,
+                   double* T, double* sn, double* cs) noexcept nogil:
+    """Series of C_{λ(i),i}(q(t)) = B exp(X q(t)) from the coefficients qc[r * stride]: sin and
+    cos by their recurrences (r s_r = Σ j q_j c_{r−j}, r c_r = −Σ j q_j s_{r−j})."""
+    cdef int r, j, a
+    cdef double acc_s, acc_c, d
+    cdef const double* BR = m.BR + 9 * b
+    cdef const double* E1 = m.BE1 + 9 * b
+    cdef const double* E2 = m.BE2 + 9 * b
+    if m.jtype[b] == REVOLUTE:
+        mbs_sincos(qc[0], &sn[0], &cs[0])
+        for r in range(1, N):
+            acc_s = 0.0
+            acc_c = 0.0
+            for j in range(1, r + 1):
+                acc_s += j * qc[j * stride] * cs[r - j]
+                acc_c += j * qc[j * stride] * sn[r - j]
+            sn[r] = acc_s / r
+            cs[r] = -acc_c / r
+        for r in range(N):
+            d = 1.0 if r == 0 else 0.0
+            for a in range(9):
+                T[12 * r + a] = d * BR[a] + sn[r] * E1[a] + (d - cs[r]) * E2[a]
+            for a in range(3):
+                T[12 * r + 9 + a] = d * m.Bp[3 * b + a]
+    else:
+        for r in range(N):
+            d = 1.0 if r == 0 else 0.0
+            for a in range(9):
+                T[12 * r + a] = d * BR[a]
+            for a in range(3):
+                T[12 * r + 9 + a] = d * m.Bp[3 * b + a] + qc[r * stride] * m.BRe[3 * b + a]
+
+
+cdef void _s_mul(const double* A, const double* B, double* C, int N) noexcept nogil:
+    """C = A B for pose series (C may not alias A or B)."""
+    cdef int r, i, a
+    for a in range(12 * N):
+        C[a] = 0.0
+    for r in range(N):
+        for i in range(r + 1):
+            _acc(A + 12 * i, B + 12 * (r - i), C + 12 * r)
+        C[12 * r + 9] += A[12 * r + 9]
+        C[12 * r + 10] += A[12 * r + 10]
+        C[12 * r + 11] += A[12 * r + 11]
+
+
+cdef void _s_mulc(const double* A, const double* S, double* C, int N) noexcept nogil:
+    """C = A S, S a constant pose."""
+    cdef int r
+    for r in range(N):  # (A S)_r = A_r S: translation A_r.R S.p + A_r.p (S's homogeneous 1)
+        compose(A + 12 * r, S, C + 12 * r)
+
+
+cdef void _s_inv(const double* F, double* Fi, int N) noexcept nogil:
+    """F⁻¹ series: Rᵀ, p = −Σ Rᵀ_i p_{r−i}."""
+    cdef int r, i, a, c
+    for r in range(N):
+        for a in range(3):
+            for c in range(3):
+                Fi[12 * r + 3 * a + c] = F[12 * r + 3 * c + a]
+    for r in range(N):
+        for a in range(3):
+            Fi[12 * r + 9 + a] = 0.0
+        for i in range(r + 1):
+            for a in range(3):
+                Fi[12 * r + 9 + a] -= (Fi[12 * i + 3 * a] * F[12 * (r - i) + 9]
+                                       + Fi[12 * i + 3 * a + 1] * F[12 * (r - i) + 10]
+                                       + Fi[12 * i + 3 * a + 2] * F[12 * (r - i) + 11])
+
+
+cdef void _s_rtv(const double* A, const double* x, double* y, int N) noexcept nogil:
+    """y = Rᵀ x, R the rotation series of the pose series A, x (N, 3)."""
+    cdef int r, i
+    cdef const double* R
+    cdef const double* v
+    for r in range(N):
+        y[3 * r] = 0.0
+        y[3 * r + 1] = 0.0
+        y[3 * r + 2] = 0.0
+        for i in range(r + 1):
+            R = A + 12 * i
+            v = x + 3 * (r - i)
+            y[3 * r] += R[0] * v[0] + R[3] * v[1] + R[6] * v[2]
+            y[3 * r + 1] += R[1] * v[0] + R[4] * v[1] + R[7] * v[2]
+            y[3 * r + 2] += R[2] * v[0] + R[5] * v[1] + R[8] * v[2]
+
+
+cdef void _s_cross(const double* a, const double* b, double* c, int N, bint add) noexcept nogil:
+    """c (+)= a × b for 3-vector series."""
+    cdef int r, i
+    cdef const double* u
+    cdef const double* v
+    for r in range(N):
+        if not add:
+            c[3 * r] = 0.0
+            c[3 * r + 1] = 0.0
+            c[3 * r + 2] = 0.0
+        for i in range(r + 1):
+            u = a + 3 * i
+            v = b + 3 * (r - i)
+            c[3 * r] += u[1] * v[2] - u[2] * v[1]
+            c[3 * r + 1] += u[2] * v[0] - u[0] * v[2]
+            c[3 * r + 2] += u[0] * v[1] - u[1] * v[0]
+
+
+cdef void _s_div(const double* a, int sa, const double* b, double* y, int sy, int N) noexcept nogil:
+    """y = a / b for scalar series (strides sa, sy between coefficients): b₀y_r = a_r − Σ b_j y_{r−j};
+    b₀ guarded as in kinematics.LoopKinematics._div."""
+    cdef int r, j
+    cdef double acc, b0 = b[0]
+    if not fabs(b0) > 1e-12:
+        b0 = 1e-12
+    for r in range(N):
+        acc = a[r * sa]
+        for j in range(1, r + 1):
+            acc -= b[j] * y[(r - j) * sy]
+        y[r * sy] = acc / b0
+
+
 cdef class LoopWork:
     """Workspace and compiled per-call paths of one ClosedLoopRobot (see the module docstring).
 
@@ -175,6 +298,15 @@ cdef class LoopWork:
     cdef double* qF         # (7 + nf,) floating base: the full q, v, a of the tree
     cdef double* vF
     cdef double* aF
+    cdef double* QS         # (NMAX, nf) the full jet (normalized coefficients)
+    cdef double* CSS        # (nf, NMAX, 12) pose series of the joints
+    cdef double* sF         # (4, NMAX, 12) F_a, F_b, F_b⁻¹, C_ba series of one loop
+    cdef double* HS         # (NMAX, m) series of h
+    cdef double* KS         # (NMAX, m, nf) series of K
+    cdef double* GS         # (NMAX, nd, na) series of G_d
+    cdef double* TT         # (NMAX, nf + 6) the tree's τ^(r)
+    cdef double* VS         # (NMAX, nf + 6) velocity-level rows of the tree's jet
+    cdef double* sv         # vector-series scratch (16, NMAX, 3)
     cdef double* lastp
     cdef double* dqdp
 
@@ -248,7 +380,10 @@ cdef class LoopWork:
                  "A": m * nd, "tq": nd, "B": m * na, "Ga": nd * na, "r": m, "v": nf, "a": nf,
                  "t": nf + 6, "M": (nf + 6) * (nf + 6), "MG": (nf + 6) * (na + 6),
                  "Ma": (na + 6) * (na + 6), "lam": m, "kdv": m, "sc": 8 * 36, "qF": nf + 7,
-                 "vF": nf + 6, "aF": nf + 6}
+                 "vF": nf + 6, "aF": nf + 6, "QS": NMAX * nf, "CSS": nf * NMAX * 12,
+                 "sF": 5 * NMAX * 12, "HS": NMAX * m, "KS": NMAX * m * nf,
+                 "GS": NMAX * nd * na, "TT": NMAX * (nf + 6), "VS": NMAX * (nf + 6),
+                 "sv": 16 * NMAX * 3}
         buf = {k: np.zeros(s) for k, s in sizes.items()}
         self._keep.append(buf)
         self.q, self.qn, self.C, self.Cs = _p(buf["q"]), _p(buf["qn"]), _p(buf["C"]), _p(buf["Cs"])
@@ -258,6 +393,11 @@ cdef class LoopWork:
         self.Ma, self.lam, self.kdv = _p(buf["Ma"]), _p(buf["lam"]), _p(buf["kdv"])
         self.sc = _p(buf["sc"])
         self.qF, self.vF, self.aF = _p(buf["qF"]), _p(buf["vF"]), _p(buf["aF"])
+        self.QS, self.CSS, self.sF, self.HS = _p(buf["QS"]), _p(buf["CSS"]), _p(buf["sF"]), \
+            _p(buf["HS"])
+        self.KS, self.GS, self.TT, self.VS = _p(buf["KS"]), _p(buf["GS"]), _p(buf["TT"]), \
+            _p(buf["VS"])
+        self.sv = _p(buf["sv"])
 
     # ------------------------------------------------------------------ state
     def set_last(self, q, dqd=None):
@@ -535,6 +675,246 @@ cdef class LoopWork:
         r0 = self.m - self.nmim
         for c in range(self.nmim):
             self.kdv[r0 + c] = 0.0
+
+    # ------------------------------------------------------------------ jets (series)
+    cdef void s_poses(self, int N) noexcept nogil:
+        """Pose series (N coefficients) of the needed joints from the full jet QS."""
+        cdef int idx, j, p, a
+        cdef double* T = self.sF + 4 * NMAX * 12
+        for idx in range(self.nneed):
+            j = self.need[idx]
+            p = self.par[j]
+            if p < 0:
+                _s_joint(self.km, j + self.fb, self.QS + j, self.nf, N, self.CSS + j * NMAX * 12,
+                         self.sv, self.sv + NMAX)
+            else:
+                _s_joint(self.km, j + self.fb, self.QS + j, self.nf, N, T, self.sv,
+                         self.sv + NMAX)
+                _s_mul(self.CSS + p * NMAX * 12, T, self.CSS + j * NMAX * 12, N)
+
+    cdef void s_loop(self, int l, int N) noexcept nogil:
+        """F_a, F_b, F_b⁻¹, C_ba = F_b⁻¹F_a series of loop l into sF."""
+        cdef double* Fa = self.sF
+        cdef double* Fb = self.sF + NMAX * 12
+        cdef double* F
+        cdef const double* Sx
+        cdef int c, b, a
+        for c in range(2):
+            b = self.la[l] if c == 0 else self.lb[l]
+            F = Fa if c == 0 else Fb
+            Sx = self.S + 24 * l + 12 * c
+            if b < 0:
+                for a in range(12 * N):
+                    F[a] = 0.0
+                for a in range(12):
+                    F[a] = Sx[a]
+            else:
+                _s_mulc(self.CSS + b * NMAX * 12, Sx, F, N)
+        _s_inv(Fb, self.sF + 2 * NMAX * 12, N)
+        _s_mul(self.sF + 2 * NMAX * 12, Fa, self.sF + 3 * NMAX * 12, N)
+
+    cdef void s_quot(self, int typ, int N, double* y, double* den) noexcept nogil:
+        """Series of the rotation rows of a weld (3) / hinge (2): y (N, 3) = num / den."""
+        cdef const double* C = self.sF + 3 * NMAX * 12
+        cdef double* num = self.sv + 2 * NMAX * 3
+        cdef int r, c
+        for r in range(N):
+            if typ == WELD:
+                num[3 * r] = -2.0 * (C[12 * r + 7] - C[12 * r + 5])
+                num[3 * r + 1] = -2.0 * (C[12 * r + 2] - C[12 * r + 6])
+                num[3 * r + 2] = -2.0 * (C[12 * r + 3] - C[12 * r + 1])
+                den[r] = C[12 * r] + C[12 * r + 4] + C[12 * r + 8]
+            else:
+                num[3 * r] = 2.0 * C[12 * r + 5]
+                num[3 * r + 1] = -2.0 * C[12 * r + 2]
+                num[3 * r + 2] = 0.0
+                den[r] = C[12 * r + 8]
+        den[0] += 1.0
+        for c in range(3 if typ == WELD else 2):
+            _s_div(num + c, 3, den, y + c, 3, N)
+
+    cdef void s_h(self, int N) noexcept nogil:
+        """HS (N, m): the series of h along QS (as LoopKinematics.jets without directions)."""
+        cdef int m = self.m, nf = self.nf, l, r, c, r0, typ, t
+        cdef const double* C = self.sF + 3 * NMAX * 12
+        cdef double* y = self.sv + 3 * NMAX * 3
+        cdef double* den = self.sv + 4 * NMAX * 3
+        for l in range(self.nl):
+            self.s_loop(l, N)
+            r0 = self.lrow[l]
+            typ = self.ltype[l]
+            for r in range(N):
+                for c in range(3):
+                    self.HS[r * m + r0 + c] = -C[12 * r + 9 + c]
+            if typ == CONNECT:
+                continue
+            self.s_quot(typ, N, y, den)
+            for r in range(N):
+                for c in range(3 if typ == WELD else 2):
+                    self.HS[r * m + r0 + 3 + c] = y[3 * r + c]
+        r0 = m - self.nmim
+        for t in range(self.nmim):
+            for r in range(N):
+                self.HS[r * m + r0 + t] = (self.QS[r * nf + self.mim[2 * t]]
+                                           - self.mimk[2 * t] * self.QS[r * nf + self.mim[2 * t + 1]])
+            self.HS[r0 + t] -= self.mimk[2 * t + 1]
+
+    cdef void s_K(self, int N) noexcept nogil:
+        """KS (N, m, nf): the series of K along QS — the Jacobian formula of ``residual`` with
+        every quantity a series."""
+        cdef int m = self.m, nf = self.nf, l, r, i, c, r0, typ, t, j, b, col
+        cdef const double* C = self.sF + 3 * NMAX * 12
+        cdef const double* Fb = self.sF + NMAX * 12
+        cdef const double* Cj
+        cdef const double* e
+        cdef double* y = self.sv + 3 * NMAX * 3
+        cdef double* den = self.sv + 4 * NMAX * 3
+        cdef double* pv = self.sv + 5 * NMAX * 3
+        cdef double* aw = self.sv + 6 * NMAX * 3
+        cdef double* w = self.sv + 7 * NMAX * 3
+        cdef double* d = self.sv + 8 * NMAX * 3
+        cdef double* x = self.sv + 9 * NMAX * 3
+        cdef double* dp = self.sv + 10 * NMAX * 3
+        cdef double* dn = self.sv + 11 * NMAX * 3
+        cdef double* z = self.sv + 12 * NMAX * 3
+        cdef double* dR = self.sv + 13 * NMAX * 3       # (N, 9): spans 3 blocks
+        cdef double dd[NMAX]
+        cdef double sg, acc
+        cdef const double* u
+        cdef const double* R
+        for i in range(N * m * nf):
+            self.KS[i] = 0.0
+        for l in range(self.nl):
+            self.s_loop(l, N)
+            r0 = self.lrow[l]
+            typ = self.ltype[l]
+            for r in range(N):
+                for c in range(3):
+                    pv[3 * r + c] = C[12 * r + 9 + c]
+            if typ != CONNECT:
+                self.s_quot(typ, N, y, den)
+            for j in range(nf):
+                t = self.sgn[l * nf + j]
+                if t == 0:
+                    continue
+                sg = <double> t
+                b = j + self.fb
+                Cj = self.CSS + j * NMAX * 12
+                e = self.km.axis + 3 * b
+                for r in range(N):
+                    u = Cj + 12 * r
+                    aw[3 * r] = u[0] * e[0] + u[1] * e[1] + u[2] * e[2]
+                    aw[3 * r + 1] = u[3] * e[0] + u[4] * e[1] + u[5] * e[2]
+                    aw[3 * r + 2] = u[6] * e[0] + u[7] * e[1] + u[8] * e[2]
+                if self.km.jtype[b] == REVOLUTE:
+                    _s_rtv(Fb, aw, w, N)
+                    for r in range(N):
+                        for c in range(3):
+                            d[3 * r + c] = Cj[12 * r + 9 + c] - Fb[12 * r + 9 + c]
+                    _s_cross(d, aw, x, N, False)
+                    _s_rtv(Fb, x, dp, N)
+                else:
+                    for i in range(3 * N):
+                        w[i] = 0.0
+                    _s_rtv(Fb, aw, dp, N)
+                for i in range(3 * N):
+                    w[i] *= sg
+                    dp[i] *= sg
+                _s_cross(w, pv, dp, N, True)     # ṗ = ω × p + v
+                for r in range(N):
+                    for c in range(3):
+                        self.KS[(r * m + r0 + c) * nf + j] = -dp[3 * r + c]
+                if typ == CONNECT:
+                    continue
+                # Ṙ = ω̃R series: column col of term i is ω_i × R_{r−i}[:, col]
+                for r in range(N):
+                    for c in range(9):
+                        dR[9 * r + c] = 0.0
+                    for i in range(r + 1):
+                        u = w + 3 * i
+                        R = C + 12 * (r - i)
+                        for col in range(3):
+                            dR[9 * r + col] += u[1] * R[6 + col] - u[2] * R[3 + col]
+                            dR[9 * r + 3 + col] += u[2] * R[col] - u[0] * R[6 + col]
+                            dR[9 * r + 6 + col] += u[0] * R[3 + col] - u[1] * R[col]
+                for r in range(N):
+                    if typ == WELD:
+                        dn[3 * r] = -2.0 * (dR[9 * r + 7] - dR[9 * r + 5])
+                        dn[3 * r + 1] = -2.0 * (dR[9 * r + 2] - dR[9 * r + 6])
+                        dn[3 * r + 2] = -2.0 * (dR[9 * r + 3] - dR[9 * r + 1])
+                        dd[r] = dR[9 * r] + dR[9 * r + 4] + dR[9 * r + 8]
+                    else:
+                        dn[3 * r] = 2.0 * dR[9 * r + 5]
+                        dn[3 * r + 1] = -2.0 * dR[9 * r + 2]
+                        dn[3 * r + 2] = 0.0
+                        dd[r] = dR[9 * r + 8]
+                for c in range(3 if typ == WELD else 2):
+                    for r in range(N):
+                        acc = dn[3 * r + c]
+                        for i in range(r + 1):
+                            acc -= y[3 * i + c] * dd[r - i]
+                        z[r] = acc
+                    _s_div(z, 1, den, self.KS + (r0 + 3 + c) * nf + j, m * nf, N)
+        r0 = m - self.nmim
+        for t in range(self.nmim):
+            self.KS[(r0 + t) * nf + self.mim[2 * t]] = 1.0
+            self.KS[(r0 + t) * nf + self.mim[2 * t + 1]] -= self.mimk[2 * t]
+
+    cdef void fill_jet(self, int K1) noexcept nogil:
+        """QS rows 2..K1−1 of the dependent joints, order by order: q_d,r = −K_d⁺ h_r with
+        q_d,r = 0 inside h_r (rows 0, 1 and the actuated rows given)."""
+        cdef int r, i, nf = self.nf, m = self.m
+        for r in range(2, K1):
+            for i in range(self.nd):
+                self.QS[r * nf + self.dep[i]] = 0.0
+            self.s_poses(r + 1)
+            self.s_h(r + 1)
+            for i in range(m):
+                self.r[i] = self.HS[r * m + i]
+            self.lstsq(self.r, self.lam)
+            for i in range(self.nd):
+                self.QS[r * nf + self.dep[i]] = -self.lam[i]
+
+    cdef void start_jet(self, const double* qs, int K1) noexcept nogil:
+        """QS from the assembly, an actuated jet qs (K1, na) of derivatives, and G_d."""
+        cdef int nf = self.nf, na = self.na, r, i, j
+        cdef double f = 1.0, s
+        for i in range(nf):
+            self.QS[i] = self.q[i]
+        for r in range(1, K1):
+            f *= r
+            for j in range(na):
+                self.QS[r * nf + self.act[j]] = qs[r * na + j] / f
+        if K1 > 1:
+            for i in range(self.nd):
+                s = 0.0
+                for j in range(na):
+                    s += self.Ga[i * na + j] * qs[na + j]
+                self.QS[nf + self.dep[i]] = s
+        self.fill_jet(K1)
+
+    cdef void g_jets(self, int Ng) noexcept nogil:
+        """GS (Ng, nd, na): G_d,r = −K_d⁺(K_a,r + Σ_{j≥1} K_d,j G_d,r−j) (dynamics.G_jets)."""
+        cdef int nf = self.nf, na = self.na, nd = self.nd, m = self.m, r, j, col, row, dd
+        cdef double acc
+        for j in range(nd * na):
+            self.GS[j] = self.Ga[j]
+        if Ng < 2:
+            return
+        self.s_poses(Ng)
+        self.s_K(Ng)
+        for r in range(1, Ng):
+            for col in range(na):
+                for row in range(m):
+                    acc = self.KS[(r * m + row) * nf + self.act[col]]
+                    for j in range(1, r + 1):
+                        for dd in range(nd):
+                            acc += (self.KS[(j * m + row) * nf + self.dep[dd]]
+                                    * self.GS[((r - j) * nd + dd) * na + col])
+                    self.r[row] = acc
+                self.lstsq(self.r, self.lam)
+                for dd in range(nd):
+                    self.GS[(r * nd + dd) * na + col] = -self.lam[dd]
 
     # ------------------------------------------------------------------ QR of K_d
     cdef int factor(self) noexcept nogil:
@@ -1001,6 +1381,104 @@ cdef class LoopWork:
                 if not fabs(x[i]) < 1e308:
                     raise ValueError("forward_dynamics: the result overflowed to inf or NaN — an "
                                      "input is too large for float64 arithmetic")
+            self.commit()
+            return out
+        finally:
+            unclaim(self.d)
+
+    cdef bint plain_jet(self, qs, int kmin):
+        """qs a float64 C-contiguous (K1, na) array with kmin ≤ K1 ≤ NMAX."""
+        cdef cnp.ndarray a
+        if not (self.fast and cnp.PyArray_CheckExact(qs)):
+            return False
+        a = <cnp.ndarray> qs
+        return (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(a) == 2
+                and cnp.PyArray_DIM(a, 1) == self.na and kmin <= cnp.PyArray_DIM(a, 0) <= NMAX
+                and cnp.PyArray_IS_C_CONTIGUOUS(a))
+
+    def torque_derivatives(self, qs):
+        """τ_a, τ_a′, …, τ_a^(k) (k+1, na) along an actuated jet qs (k+3, na) of derivatives
+        (fixed base, k ≤ 5): the dependent jet order by order, the G jets,
+        the tree's recursive τ jet (RNEA kernel) and τ_a,r = Σ_j G_jᵀ τ_r−j (normalized
+        coefficients, :mod:`.dynamics`). None: the caller converts or takes the NumPy path."""
+        cdef int K1, k, r, j, col, dd, nf = self.nf, na = self.na, nd = self.nd, i
+        cdef double fr, acc
+        cdef double fj[NMAX]
+        if self.fb or not self.plain_jet(qs, 3):
+            return None
+        K1 = <int> cnp.PyArray_DIM(<cnp.ndarray> qs, 0)
+        k = K1 - 3
+        if k > self.d.kmax:
+            self.d.grow(k)  # as the tree's own entries do
+        check_finite(qs, "qs")
+        cdef double* q = _p(qs)
+        cdef cnp.ndarray out
+        cdef double* o
+        claim(self.d)
+        try:
+            if self.assemble(q):
+                return None
+            self.start_jet(q, K1)
+            self.g_jets(k + 1)
+            fr = 1.0
+            fj[0] = 1.0
+            for r in range(1, K1):
+                fr *= r
+                if r < NMAX:
+                    fj[r] = fr
+                for i in range(nf):
+                    self.VS[(r - 1) * nf + i] = self.QS[r * nf + i] * fr
+            load_jet(self.km, &self.d.w, self.QS, self.VS, k + 2)
+            rnea_jet(self.km, &self.d.w, k, False, self.TT)
+            out = cnp.PyArray_EMPTY(2, [k + 1, na], cnp.NPY_DOUBLE, 0)
+            o = _p(out)
+            for r in range(k + 1):
+                for col in range(na):
+                    acc = self.TT[r * nf + self.act[col]] / fj[r]
+                    for j in range(r + 1):
+                        for dd in range(nd):
+                            acc += (self.GS[(j * nd + dd) * na + col]
+                                    * self.TT[(r - j) * nf + self.dep[dd]] / fj[r - j])
+                    o[r * na + col] = acc * fj[r]
+            self.commit()
+            return out
+        finally:
+            unclaim(self.d)
+
+    def expand(self, qs):
+        """The full configuration (nf,) of actuated q (na,), or the full jet (K1, nf) of an
+        actuated jet (K1 ≤ 8, na) of derivatives (the given actuated rows exactly), from the
+        last assembly; None: the caller converts or takes the NumPy path."""
+        cdef int K1, r, i, nf = self.nf
+        cdef double fr
+        cdef cnp.ndarray out
+        cdef double* o
+        one = _plain(qs, self.na)
+        if not (self.fast and (one or self.plain_jet(qs, 1))):
+            return None
+        check_finite(qs, "qs")
+        K1 = 1 if one else <int> cnp.PyArray_DIM(<cnp.ndarray> qs, 0)
+        claim(self.d)
+        try:
+            if self.assemble(_p(qs)):
+                return None
+            if one:
+                out = cnp.PyArray_EMPTY(1, [nf], cnp.NPY_DOUBLE, 0)
+                o = _p(out)
+                for i in range(nf):
+                    o[i] = self.q[i]
+            else:
+                self.start_jet(_p(qs), K1)
+                out = cnp.PyArray_EMPTY(2, [K1, nf], cnp.NPY_DOUBLE, 0)
+                o = _p(out)
+                fr = 1.0
+                for r in range(K1):
+                    if r:
+                        fr *= r
+                    for i in range(nf):
+                        o[r * nf + i] = self.QS[r * nf + i] * fr
+                    for i in range(self.na):
+                        o[r * nf + self.act[i]] = _p(qs)[r * self.na + i]
             self.commit()
             return out
         finally:

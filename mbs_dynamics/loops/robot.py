@@ -353,7 +353,18 @@ class ClosedLoopRobot(SubsetDescription):
             q_guess: (n_full,) start of Newton (default: the last assembled configuration, so a
                 trajectory stays on one assembly branch; initially ``q_assembled``).
         """
+        if q_guess is None:
+            res = self._cw.expand(qs)  # compiled (k + 1 ≤ 8 rows)
+            if res is not None:
+                return res
+        return self._expand(qs, q_guess)
+
+    def _expand(self, qs, q_guess=None):
         qs = _arr(qs, "qs", f"({self._n},) or (k+1, {self._n})", (1, 2))
+        if q_guess is None and qs.shape[-1] == self._n:
+            res = self._cw.expand(qs)
+            if res is not None:
+                return res
         if qs.shape[-1] != self._n:
             self._shape_err(qs, "qs", f"({self._n},) or (k+1, {self._n})")
         guess = self._last if q_guess is None else _arr(q_guess, "q_guess",
@@ -473,7 +484,15 @@ class ClosedLoopRobot(SubsetDescription):
     def torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
         """τ_a, τ_a′, …, τ_a^(k) along an actuated jet ``qs`` (k+3, n) rows q, q′, …, q^(k+2)
         (or a batch (N, k+3, n)): ``τ_a^(r) = Σ_j binom(r, j) G^(j)ᵀ τ_tree^(r−j)``
-        (:mod:`.dynamics`). Returns (k+1, n) (or (N, k+1, n))."""
+        (:mod:`.dynamics`). Returns (k+1, n) (or (N, k+1, n)). Single jets with k ≤ 5 (and the
+        tree's kmax) take the compiled path (:mod:`._closed`)."""
+        if method == "recursive" and f_ext is None:
+            res = self._cw.torque_derivatives(qs)
+            if res is not None:
+                return res if out is None else _out(out, res)
+        return self._torque_derivatives(qs, method, out, f_ext=f_ext)
+
+    def _torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
         if method not in ("recursive", "closed_form"):
             raise ValueError(f"method must be 'recursive' or 'closed_form', got {method!r}")
         if isinstance(qs, tuple):
@@ -487,6 +506,10 @@ class ClosedLoopRobot(SubsetDescription):
                 raise ValueError("f_ext is not supported with batch inputs")
             res = np.array([self.torque_derivatives(x, method) for x in qs])
             return _out(out, res.reshape(qs.shape[:1] + (qs.shape[1] - 2, self._n)))
+        if method == "recursive" and f_ext is None:
+            res = self._cw.torque_derivatives(qs)
+            if res is not None:
+                return _out(out, res)
         K1 = qs.shape[0]
         Q, Kdp = self._jet(qs, self._last)
         self._set_last(Q[0])
@@ -821,11 +844,13 @@ def _one_thread(fn):
 
 
 for _cls in (ClosedLoopRobot, FloatingClosedLoopRobot):
-    for _name in ("expand", "loop_residual", "constraint_jacobian", "inverse_dynamics",
+    for _name in ("expand", "_expand", "loop_residual", "constraint_jacobian", "inverse_dynamics",
                   "_inverse_dynamics", "constraint_forces", "multipliers", "torque_derivatives",
-                  "mass_matrix", "coriolis_matrix", "mass_matrix_derivative", "gravity_torques",
-                  "forward_dynamics", "_forward_dynamics"):
-        if _name in ("inverse_dynamics", "forward_dynamics"):
+                  "_torque_derivatives", "mass_matrix", "coriolis_matrix",
+                  "mass_matrix_derivative", "gravity_torques", "forward_dynamics",
+                  "_forward_dynamics"):
+        if _name in ("inverse_dynamics", "forward_dynamics") or (
+                _cls is ClosedLoopRobot and _name in ("expand", "torque_derivatives")):
             continue  # the compiled path claims the workspace itself; its fallbacks are wrapped
         if _name in _cls.__dict__:
             setattr(_cls, _name, _one_thread(_cls.__dict__[_name]))

@@ -116,6 +116,39 @@ def test_compiled_path_equals_numpy_path(name):
     assert rel(out, tau) < 1e-14
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_compiled_jets_equal_numpy_path(name):
+    """torque_derivatives (k = 0 … 3) and expand (1-D and jets up to 8 rows) along a trajectory:
+    the compiled series (order-by-order dependent jets, the series of K for the G jets, the
+    tree's recursive τ jet) against the NumPy path."""
+    r = load(name)[0]
+    np_r = numpy_path(r)
+    for t in (0.0, 0.01, 0.3):
+        Q = trajectory(r, t)
+        for K1 in (3, 4, 5, 6):
+            qs = np.ascontiguousarray(Q[:K1])
+            assert r._cw.torque_derivatives(qs) is not None
+            T = r.torque_derivatives(qs)
+            assert T.shape == (K1 - 2, r.n)
+            assert rel(T, np_r.torque_derivatives(qs)) < 1e-10, (t, K1)
+        for K1 in (1, 3, 7):
+            X = r.expand(Q[:K1])
+            assert rel(X, np_r.expand(Q[:K1])) < 1e-10
+            assert np.array_equal(X[:, r.actuated_index], Q[:K1])
+        assert rel(r.expand(Q[0]), np_r.expand(Q[0])) < 1e-12
+    # more rows than the compiled series hold, batches, lists: the NumPy path / conversion
+    Q8 = np.vstack([Q, Q[-1:] * 0.5, Q[-1:] * 0.25])
+    assert Q8.shape[0] == 9 and r._cw.expand(Q8) is None
+    assert rel(r.expand(Q8), np_r.expand(Q8)) < 1e-9
+    assert rel(r.torque_derivatives(Q[:4].tolist()), np_r.torque_derivatives(Q[:4])) < 1e-10
+    B = np.stack([trajectory(r, t)[:4] for t in (0.1, 0.2)])
+    assert rel(r.torque_derivatives(B), np_r.torque_derivatives(B)) < 1e-10
+    with pytest.raises(ValueError, match="qs contains NaN"):
+        r.torque_derivatives(np.full((3, r.n), np.nan))
+    with pytest.raises(ValueError, match="qs contains NaN"):
+        r.expand(np.full((2, r.n), np.inf))
+
+
 class _Joints:
     """The joints of a floating ClosedLoopRobot as a fixed-base one, for ``trajectory``."""
 
