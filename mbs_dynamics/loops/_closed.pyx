@@ -37,7 +37,7 @@ from mbs_dynamics.kernels._data cimport (REVOLUTE, Data, KModel, KWork, check_fi
                                          unclaim)
 from mbs_dynamics.kernels._spatial cimport compose, joint_pose, load_jet, load_rows, mbs_sincos
 from mbs_dynamics.kernels._rnea cimport rnea0, rnea_jet
-from mbs_dynamics.kernels._crba cimport crba
+from mbs_dynamics.kernels._crba cimport coriolis, crba
 
 cnp.import_array()
 
@@ -307,6 +307,9 @@ cdef class LoopWork:
     cdef double* TT         # (NMAX, nf + 6) the tree's τ^(r)
     cdef double* VS         # (NMAX, nf + 6) velocity-level rows of the tree's jet
     cdef double* sv         # vector-series scratch (16, NMAX, 3)
+    cdef double* Cm         # (nv, nv) the tree's C̄ or Ṁ
+    cdef double* Gf         # (nv, naf) G_f
+    cdef double* Gdf        # (nv, naf) Ġ_f
     cdef double* lastp
     cdef double* dqdp
 
@@ -383,7 +386,8 @@ cdef class LoopWork:
                  "vF": nf + 6, "aF": nf + 6, "QS": NMAX * nf, "CSS": nf * NMAX * 12,
                  "sF": 5 * NMAX * 12, "HS": NMAX * m, "KS": NMAX * m * nf,
                  "GS": NMAX * nd * na, "TT": NMAX * (nf + 6), "VS": NMAX * (nf + 6),
-                 "sv": 16 * NMAX * 3}
+                 "sv": 16 * NMAX * 3, "Cm": (nf + 6) * (nf + 6), "Gf": (nf + 6) * (na + 6),
+                 "Gdf": (nf + 6) * (na + 6)}
         buf = {k: np.zeros(s) for k, s in sizes.items()}
         self._keep.append(buf)
         self.q, self.qn, self.C, self.Cs = _p(buf["q"]), _p(buf["qn"]), _p(buf["C"]), _p(buf["Cs"])
@@ -398,6 +402,7 @@ cdef class LoopWork:
         self.KS, self.GS, self.TT, self.VS = _p(buf["KS"]), _p(buf["GS"]), _p(buf["TT"]), \
             _p(buf["VS"])
         self.sv = _p(buf["sv"])
+        self.Cm, self.Gf, self.Gdf = _p(buf["Cm"]), _p(buf["Gf"]), _p(buf["Gdf"])
 
     # ------------------------------------------------------------------ state
     def set_last(self, q, dqd=None):
@@ -1381,6 +1386,101 @@ cdef class LoopWork:
                 if not fabs(x[i]) < 1e308:
                     raise ValueError("forward_dynamics: the result overflowed to inf or NaN — an "
                                      "input is too large for float64 arithmetic")
+            self.commit()
+            return out
+        finally:
+            unclaim(self.d)
+
+    def coriolis_matrix(self, q, qd, int mode):
+        """C̄_a = G_fᵀ(C̄ G_f + M Ġ_f) (mode 0) or Ṁ_a = Ġ_fᵀMG_f + G_fᵀṀG_f + G_fᵀMĠ_f
+        (mode 1), (naf, naf), with Ġ_d the first coefficient of the G jets (:mod:`.dynamics`)
+        and the tree's C̄ / Ṁ and M from the CRBA-room kernels; None as inverse_dynamics."""
+        cdef int nf = self.nf, na = self.na, nd = self.nd, o = self.o, naf = self.naf
+        cdef int nv = nf + o, i, j, k
+        cdef double acc
+        cdef double* Mt = self.M
+        cdef cnp.ndarray out
+        cdef double* res
+        if not self.inputs(q, qd, None, "qd", ""):
+            return None
+        claim(self.d)
+        try:
+            if self.state3(q, None, None):
+                return None
+            # the full velocity: v_d = G_d q̇_a (no drift needed)
+            for j in range(na):
+                self.v[self.act[j]] = _p(qd)[o + j]
+            for i in range(nd):
+                acc = 0.0
+                for j in range(na):
+                    acc += self.Ga[i * na + j] * _p(qd)[o + j]
+                self.v[self.dep[i]] = acc
+            for i in range(nf):
+                self.QS[i] = self.q[i]
+                self.QS[nf + i] = self.v[i]
+            self.g_jets(2)
+            self.base_state(_p(q), _p(qd), NULL)
+            for i in range(nv * naf):
+                self.Gf[i] = 0.0
+                self.Gdf[i] = 0.0
+            for k in range(o):
+                self.Gf[k * naf + k] = 1.0
+            for j in range(na):
+                self.Gf[(o + self.act[j]) * naf + o + j] = 1.0
+                for i in range(nd):
+                    self.Gf[(o + self.dep[i]) * naf + o + j] = self.Ga[i * na + j]
+                    self.Gdf[(o + self.dep[i]) * naf + o + j] = self.GS[(nd + i) * na + j]
+            if self.fb:
+                load_jet(self.km, &self.d.w, self.qF, self.vF, 1)
+            else:
+                load_jet(self.km, &self.d.w, self.q, self.v, 1)
+            coriolis(self.km, &self.d.w, mode, self.Cm)
+            crba(self.km, &self.d.w, Mt)
+            out = cnp.PyArray_EMPTY(2, [naf, naf], cnp.NPY_DOUBLE, 0)
+            res = _p(out)
+            # MG = M G_f, then A = (C̄ G_f + M Ġ_f) (mode 0) or Ṁ G_f (mode 1) into Gdf's room
+            for i in range(nv):
+                for k in range(naf):
+                    acc = 0.0
+                    for j in range(nv):
+                        acc += Mt[i * nv + j] * self.Gf[j * naf + k]
+                    self.MG[i * naf + k] = acc
+            for i in range(naf):
+                for k in range(naf):
+                    acc = 0.0
+                    for j in range(nv):
+                        acc += self.Gdf[j * naf + i] * self.MG[j * naf + k]
+                    res[i * naf + k] = acc            # (ĠᵀMG)_ik
+            for i in range(nv):
+                for k in range(naf):
+                    acc = 0.0
+                    for j in range(nv):
+                        acc += self.Cm[i * nv + j] * self.Gf[j * naf + k]
+                    self.MG[i * naf + k] = acc      # C̄G or ṀG
+            for i in range(naf):
+                for k in range(i if mode == 1 else 0, naf):
+                    acc = 0.0
+                    for j in range(nv):
+                        acc += self.Gf[j * naf + i] * self.MG[j * naf + k]
+                    if mode == 0:
+                        # Gᵀ(C̄G) + GᵀMĠ = Gᵀ(C̄G) + (ĠᵀMG)ᵀ
+                        self.Ma[i * naf + k] = acc
+                    else:
+                        self.Ma[i * naf + k] = acc
+            if mode == 0:
+                for i in range(naf):
+                    for k in range(naf):
+                        self.Ma[i * naf + k] += res[k * naf + i]
+                for i in range(naf * naf):
+                    res[i] = self.Ma[i]
+            else:
+                for i in range(naf):
+                    for k in range(i, naf):
+                        acc = self.Ma[i * naf + k] + res[i * naf + k] + res[k * naf + i]
+                        self.Ma[i * naf + k] = acc
+                for i in range(naf):
+                    for k in range(naf):
+                        res[i * naf + k] = self.Ma[i * naf + k] if k >= i else self.Ma[k * naf + i]
             self.commit()
             return out
         finally:

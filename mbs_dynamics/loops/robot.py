@@ -544,14 +544,26 @@ class ClosedLoopRobot(SubsetDescription):
     def coriolis_matrix(self, q, qd, out=None):
         """C̄_a = Gᵀ (C̄_tree G + M_tree Ġ): C̄_a q̇ is the velocity-product torque and
         Ṁ_a − 2C̄_a is skew-symmetric. (n, n)."""
+        res = self._cw.coriolis_matrix(q, qd, 0)
+        if res is not None:
+            return _out(out, res)
         q, qd, _ = self._vec3(q, qd, qd, ("q", "qd", "qd"))
+        res = self._cw.coriolis_matrix(q, qd, 0)
+        if res is not None:
+            return _out(out, res)
         qf, vf, G, Gd = self._GdG(q, qd)
         return _out(out, G.T @ (self._full.coriolis_matrix(qf, vf) @ G
                                 + self._full.mass_matrix(qf) @ Gd))
 
     def mass_matrix_derivative(self, q, qd, out=None):
         """Ṁ_a = ĠᵀMG + GᵀṀG + GᵀMĠ. (n, n), symmetric."""
+        res = self._cw.coriolis_matrix(q, qd, 1)
+        if res is not None:
+            return _out(out, res)
         q, qd, _ = self._vec3(q, qd, qd, ("q", "qd", "qd"))
+        res = self._cw.coriolis_matrix(q, qd, 1)
+        if res is not None:
+            return _out(out, res)
         qf, vf, G, Gd = self._GdG(q, qd)
         M = self._full.mass_matrix(qf)
         A = Gd.T @ M @ G
@@ -771,11 +783,23 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         return _out(out, res)
 
     def coriolis_matrix(self, q, qd, out=None):
+        res = self._cw.coriolis_matrix(q, qd, 0)
+        if res is None:
+            res = self._cw.coriolis_matrix(self._vin(q, "q", 7 + self._n),
+                                           self._vin(qd, "qd", 6 + self._n), 0)
+        if res is not None:
+            return _out(out, res)
         qf, vf, G, Gd = self._GdGf(q, qd)
         return _out(out, G.T @ (self._full.coriolis_matrix(qf, vf) @ G
                                 + self._full.mass_matrix(qf) @ Gd))
 
     def mass_matrix_derivative(self, q, qd, out=None):
+        res = self._cw.coriolis_matrix(q, qd, 1)
+        if res is None:
+            res = self._cw.coriolis_matrix(self._vin(q, "q", 7 + self._n),
+                                           self._vin(qd, "qd", 6 + self._n), 1)
+        if res is not None:
+            return _out(out, res)
         qf, vf, G, Gd = self._GdGf(q, qd)
         M = self._full.mass_matrix(qf)
         A = Gd.T @ M @ G

@@ -106,6 +106,10 @@ def test_compiled_path_equals_numpy_path(name):
         assert rel(a, qdd) < 1e-9  # round trip
         assert rel(r.mass_matrix(q), np_r.mass_matrix(q)) < 1e-10
         assert rel(r.gravity_torques(q), np_r.gravity_torques(q)) < 1e-10
+        assert r._cw.coriolis_matrix(q, qd, 0) is not None
+        assert rel(r.coriolis_matrix(q, qd), np_r.coriolis_matrix(q, qd)) < 1e-10
+        Md = r.mass_matrix_derivative(q, qd)
+        assert rel(Md, np_r.mass_matrix_derivative(q, qd)) < 1e-10 and np.array_equal(Md, Md.T)
         cf, cf_np = r.constraint_forces(q, qd, qdd), np_r.constraint_forces(q, qd, qdd)
         for k in cf:
             assert rel(cf[k], cf_np[k]) < 1e-9, k
@@ -200,6 +204,9 @@ def test_compiled_inputs():
             fn(np.zeros(2), z, z)
         with pytest.raises(TypeError):
             fn(q, np.array([1j]), z)
+    for fn in (r.coriolis_matrix, r.mass_matrix_derivative):
+        with pytest.raises(ValueError, match="qd contains NaN"):
+            fn(q, np.array([np.nan]))
     for fn in (r.mass_matrix, r.gravity_torques):
         with pytest.raises(ValueError, match="q contains NaN"):
             fn(np.array([np.inf]))
