@@ -385,7 +385,7 @@ cdef class LoopWork:
                  "Ma": (na + 6) * (na + 6), "lam": m, "kdv": m, "sc": 8 * 36, "qF": nf + 7,
                  "vF": nf + 6, "aF": nf + 6, "QS": NMAX * nf, "CSS": nf * NMAX * 12,
                  "sF": 5 * NMAX * 12, "HS": NMAX * m, "KS": NMAX * m * nf,
-                 "GS": NMAX * nd * na, "TT": NMAX * (nf + 6), "VS": NMAX * (nf + 6),
+                 "GS": NMAX * nd * na, "TT": NMAX * (nf + 6), "VS": (NMAX + 1) * (nf + 6),
                  "sv": 16 * NMAX * 3, "Cm": (nf + 6) * (nf + 6), "Gf": (nf + 6) * (na + 6),
                  "Gdf": (nf + 6) * (na + 6)}
         buf = {k: np.zeros(s) for k, s in sizes.items()}
@@ -1496,24 +1496,47 @@ cdef class LoopWork:
                 and cnp.PyArray_DIM(a, 1) == self.na and kmin <= cnp.PyArray_DIM(a, 0) <= NMAX
                 and cnp.PyArray_IS_C_CONTIGUOUS(a))
 
-    def torque_derivatives(self, qs):
+    def torque_derivatives(self, qs, vs=None):
         """τ_a, τ_a′, …, τ_a^(k) (k+1, na) along an actuated jet qs (k+3, na) of derivatives
-        (fixed base, k ≤ 5): the dependent jet order by order, the G jets,
-        the tree's recursive τ jet (RNEA kernel) and τ_a,r = Σ_j G_jᵀ τ_r−j (normalized
-        coefficients, :mod:`.dynamics`). None: the caller converts or takes the NumPy path."""
+        (fixed base), or — floating base, ``qs`` = q (7 + na,) and ``vs`` (k+2, 6 + na) —
+        (k+1, 6 + na) rows of (base wrench, τ_a) and their derivatives; k ≤ 5. The dependent jet
+        order by order, the G jets, the tree's recursive τ jet (RNEA kernel) and
+        τ_a,r = Σ_j G_jᵀ τ_r−j (normalized coefficients, :mod:`.dynamics`). None: the caller
+        converts or takes the NumPy path."""
         cdef int K1, k, r, j, col, dd, nf = self.nf, na = self.na, nd = self.nd, i
+        cdef int o = self.o, nv = nf + self.o
         cdef double fr, acc
         cdef double fj[NMAX]
-        if self.fb or not self.plain_jet(qs, 3):
-            return None
-        K1 = <int> cnp.PyArray_DIM(<cnp.ndarray> qs, 0)
+        cdef double* q
+        cdef double* src
+        cdef cnp.ndarray qa
+        if self.fb:
+            if not (vs is not None and _plain(qs, self.nqa) and self.plain_vs(vs)):
+                return None
+            K1 = <int> cnp.PyArray_DIM(<cnp.ndarray> vs, 0) + 1
+            if not self.inputs(qs, None, None, "", ""):
+                return None
+            check_finite(vs, "vs")
+            qa = cnp.PyArray_EMPTY(2, [K1, na], cnp.NPY_DOUBLE, 0)
+            q = _p(qa)
+            src = _p(qs)
+            for j in range(na):
+                q[j] = src[7 + j]
+            src = _p(vs)
+            for r in range(1, K1):
+                for j in range(na):
+                    q[r * na + j] = src[(r - 1) * (6 + na) + 6 + j]
+        else:
+            if vs is not None or not self.plain_jet(qs, 3):
+                return None
+            K1 = <int> cnp.PyArray_DIM(<cnp.ndarray> qs, 0)
+            check_finite(qs, "qs")
+            q = _p(qs)
         k = K1 - 3
         if k > self.d.kmax:
             self.d.grow(k)  # as the tree's own entries do
-        check_finite(qs, "qs")
-        cdef double* q = _p(qs)
         cdef cnp.ndarray out
-        cdef double* o
+        cdef double* ot
         claim(self.d)
         try:
             if self.assemble(q):
@@ -1527,23 +1550,44 @@ cdef class LoopWork:
                 if r < NMAX:
                     fj[r] = fr
                 for i in range(nf):
-                    self.VS[(r - 1) * nf + i] = self.QS[r * nf + i] * fr
-            load_jet(self.km, &self.d.w, self.QS, self.VS, k + 2)
+                    self.VS[(r - 1) * nv + o + i] = self.QS[r * nf + i] * fr
+                for i in range(o):
+                    self.VS[(r - 1) * nv + i] = _p(vs)[(r - 1) * (6 + na) + i]
+            if self.fb:
+                for i in range(7):
+                    self.qF[i] = _p(qs)[i]
+                for i in range(nf):
+                    self.qF[7 + i] = self.QS[i]
+                load_jet(self.km, &self.d.w, self.qF, self.VS, k + 2)
+            else:
+                load_jet(self.km, &self.d.w, self.QS, self.VS, k + 2)
             rnea_jet(self.km, &self.d.w, k, False, self.TT)
-            out = cnp.PyArray_EMPTY(2, [k + 1, na], cnp.NPY_DOUBLE, 0)
-            o = _p(out)
+            out = cnp.PyArray_EMPTY(2, [k + 1, self.naf], cnp.NPY_DOUBLE, 0)
+            ot = _p(out)
             for r in range(k + 1):
+                for i in range(o):
+                    ot[r * self.naf + i] = self.TT[r * nv + i]
                 for col in range(na):
-                    acc = self.TT[r * nf + self.act[col]] / fj[r]
+                    acc = self.TT[r * nv + o + self.act[col]] / fj[r]
                     for j in range(r + 1):
                         for dd in range(nd):
                             acc += (self.GS[(j * nd + dd) * na + col]
-                                    * self.TT[(r - j) * nf + self.dep[dd]] / fj[r - j])
-                    o[r * na + col] = acc * fj[r]
+                                    * self.TT[(r - j) * nv + o + self.dep[dd]] / fj[r - j])
+                    ot[r * self.naf + o + col] = acc * fj[r]
             self.commit()
             return out
         finally:
             unclaim(self.d)
+
+    cdef bint plain_vs(self, vs):
+        """vs a float64 C-contiguous (k+2, 6 + na) array, 2 ≤ k+2 ≤ NMAX − 1."""
+        cdef cnp.ndarray a
+        if not (self.fast and cnp.PyArray_CheckExact(vs)):
+            return False
+        a = <cnp.ndarray> vs
+        return (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(a) == 2
+                and cnp.PyArray_DIM(a, 1) == self.naf and 2 <= cnp.PyArray_DIM(a, 0) < NMAX
+                and cnp.PyArray_IS_C_CONTIGUOUS(a))
 
     def expand(self, qs):
         """The full configuration (nf,) of actuated q (na,), or the full jet (K1, nf) of an

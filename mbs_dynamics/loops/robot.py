@@ -736,7 +736,14 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
 
     def torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
         """``qs`` = (q (7 + n,), vs (k+2, 6 + n) rows v, v′, …): returns (k+1, 6 + n) rows of
-        (base wrench, actuated τ) and their derivatives."""
+        (base wrench, actuated τ) and their derivatives (compiled for k ≤ 5 without f_ext)."""
+        if (method == "recursive" and f_ext is None and type(qs) is tuple and len(qs) == 2):
+            res = self._cw.torque_derivatives(qs[0], qs[1])
+            if res is not None:
+                return res if out is None else _out(out, res)
+        return self._torque_derivatives(qs, method, out, f_ext=f_ext)
+
+    def _torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
         if not (isinstance(qs, tuple) and len(qs) == 2):
             raise ValueError(f"qs of a floating-base robot must be a pair (q, vs): q ({self.nq},),"
                              f" vs (k+2, {self.nv})")
@@ -745,6 +752,10 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         vs = _arr(vs, "vs", f"(k+2, {self.nv})", (2,))
         if vs.shape[1] != self.nv or vs.shape[0] < 2:
             self._shape_err(vs, "vs", f"(k+2, {self.nv}) with k >= 0")
+        if method == "recursive" and f_ext is None:
+            res = self._cw.torque_derivatives(q, vs)
+            if res is not None:
+                return _out(out, res)
         qj = np.vstack([q[7:], vs[:, 6:]])
         K1 = qj.shape[0]
         Q, Kdp = self._jet(qj, self._last)
@@ -873,8 +884,8 @@ for _cls in (ClosedLoopRobot, FloatingClosedLoopRobot):
                   "_torque_derivatives", "mass_matrix", "coriolis_matrix",
                   "mass_matrix_derivative", "gravity_torques", "forward_dynamics",
                   "_forward_dynamics"):
-        if _name in ("inverse_dynamics", "forward_dynamics") or (
-                _cls is ClosedLoopRobot and _name in ("expand", "torque_derivatives")):
+        if _name in ("inverse_dynamics", "forward_dynamics", "torque_derivatives") or (
+                _cls is ClosedLoopRobot and _name == "expand"):
             continue  # the compiled path claims the workspace itself; its fallbacks are wrapped
         if _name in _cls.__dict__:
             setattr(_cls, _name, _one_thread(_cls.__dict__[_name]))

@@ -115,6 +115,12 @@ def test_compiled_path_equals_numpy_path(name):
             assert rel(cf[k], cf_np[k]) < 1e-9, k
         # both paths continue from the same assembly
         assert np.abs(r._last - np_r._last).max() < 1e-10
+        if name == "floating":
+            vs = np.vstack([qd, qdd, rng.standard_normal((2, r.nv))])
+            assert r._cw.torque_derivatives(q, vs) is not None
+            assert rel(r.torque_derivatives((q, vs)), np_r.torque_derivatives((q, vs))) < 1e-10
+            assert rel(r.torque_derivatives((q, vs[:2].tolist())),
+                       np_r.torque_derivatives((q, vs[:2]))) < 1e-10
     out = np.empty(r.nv)
     assert r.inverse_dynamics(q, qd, qdd, out=out) is out
     assert rel(out, tau) < 1e-14
