@@ -34,7 +34,7 @@ cimport numpy as cnp
 from libc.math cimport fabs, sqrt
 
 from mbs_dynamics.kernels._data cimport (REVOLUTE, Data, KModel, KWork, check_finite, claim,
-                                         unclaim)
+                                         finite_result, unclaim)
 from mbs_dynamics.kernels._spatial cimport compose, joint_pose, load_jet, load_rows, mbs_sincos
 from mbs_dynamics.kernels._rnea cimport rnea0, rnea_jet
 from mbs_dynamics.kernels._crba cimport coriolis, crba
@@ -1231,18 +1231,19 @@ cdef class LoopWork:
         return 0
 
     # ------------------------------------------------------------------ entries
-    cdef int inputs(self, q, x, y, str nx, str ny) except -1:
-        """1 when q (nqa,), x, y (naf,) (y may be None) are float64 C-contiguous 1-D arrays
-        (then checked: finite, a unit base quaternion), 0 when the caller must convert."""
+    cdef int inputs(self, int nargs, q, x, y, str nx, str ny) except -1:
+        """1 when the first ``nargs`` of q (nqa,), x, y (naf,) are float64 C-contiguous 1-D
+        arrays (then checked: finite, a unit base quaternion), 0 when the caller must convert
+        (None included: the caller's checks name it)."""
         cdef double* b
         cdef double r
-        if not (self.fast and _plain(q, self.nqa) and (x is None or _plain(x, self.naf))
-                and (y is None or _plain(y, self.naf))):
+        if not (self.fast and _plain(q, self.nqa) and (nargs < 2 or _plain(x, self.naf))
+                and (nargs < 3 or _plain(y, self.naf))):
             return 0
         check_finite(q, "q")
-        if x is not None:
+        if nargs >= 2:
             check_finite(x, nx)
-        if y is not None:
+        if nargs >= 3:
             check_finite(y, ny)
         if self.fb:
             b = _p(q)
@@ -1272,7 +1273,7 @@ cdef class LoopWork:
         """τ (naf,) = G_fᵀ RNEA for (base and) actuated q (nqa,), q̇, q̈ (naf,), or None when the
         inputs are not plain float64 arrays of these shapes (the caller converts) or this path
         cannot decide (the caller takes the NumPy path)."""
-        if not self.inputs(q, qd, qdd, "qd", "qdd"):
+        if not self.inputs(3, q, qd, qdd, "qd", "qdd"):
             return None
         cdef cnp.ndarray out
         claim(self.d)
@@ -1282,6 +1283,7 @@ cdef class LoopWork:
             self.tree_id()
             out = cnp.PyArray_EMPTY(1, [self.naf], cnp.NPY_DOUBLE, 0)
             self.project(self.t, _p(out))
+            finite_result(out, "inverse_dynamics")
             self.commit()
             return out
         finally:
@@ -1290,7 +1292,7 @@ cdef class LoopWork:
     def multipliers(self, q, qd, qdd):
         """λ (m,), the minimum-norm solution of K_dᵀλ = τ_tree,d, or None (inverse_dynamics)."""
         cdef int i
-        if not self.inputs(q, qd, qdd, "qd", "qdd"):
+        if not self.inputs(3, q, qd, qdd, "qd", "qdd"):
             return None
         cdef cnp.ndarray out
         claim(self.d)
@@ -1302,6 +1304,7 @@ cdef class LoopWork:
                 self.r[i] = self.t[self.o + self.dep[i]]
             out = cnp.PyArray_EMPTY(1, [self.m], cnp.NPY_DOUBLE, 0)
             self.min_norm(self.r, _p(out))
+            finite_result(out, "constraint_forces")
             self.commit()
             return out
         finally:
@@ -1309,7 +1312,7 @@ cdef class LoopWork:
 
     def gravity_torques(self, q):
         """g = G_fᵀ g_tree (naf,), or None."""
-        if not self.inputs(q, None, None, "", ""):
+        if not self.inputs(1, q, None, None, "", ""):
             return None
         cdef cnp.ndarray out
         claim(self.d)
@@ -1319,6 +1322,7 @@ cdef class LoopWork:
             self.tree_id()
             out = cnp.PyArray_EMPTY(1, [self.naf], cnp.NPY_DOUBLE, 0)
             self.project(self.t, _p(out))
+            finite_result(out, "gravity_torques")
             self.commit()
             return out
         finally:
@@ -1327,7 +1331,7 @@ cdef class LoopWork:
     def mass_matrix(self, q):
         """G_fᵀMG_f (naf, naf), or None."""
         cdef int i, n = self.naf
-        if not self.inputs(q, None, None, "", ""):
+        if not self.inputs(1, q, None, None, "", ""):
             return None
         cdef cnp.ndarray out
         claim(self.d)
@@ -1338,6 +1342,7 @@ cdef class LoopWork:
             out = cnp.PyArray_EMPTY(2, [n, n], cnp.NPY_DOUBLE, 0)
             for i in range(n * n):
                 (<double*> cnp.PyArray_DATA(out))[i] = self.Ma[i]
+            finite_result(out, "mass_matrix")
             self.commit()
             return out
         finally:
@@ -1352,7 +1357,7 @@ cdef class LoopWork:
         cdef double* x
         cdef double* L
         cdef double* tp
-        if not self.inputs(q, qd, tau, "qd", "tau"):
+        if not self.inputs(3, q, qd, tau, "qd", "tau"):
             return None
         tp = _p(tau)
         cdef cnp.ndarray out
@@ -1401,7 +1406,7 @@ cdef class LoopWork:
         cdef double* Mt = self.M
         cdef cnp.ndarray out
         cdef double* res
-        if not self.inputs(q, qd, None, "qd", ""):
+        if not self.inputs(2, q, qd, None, "qd", ""):
             return None
         claim(self.d)
         try:
@@ -1481,6 +1486,7 @@ cdef class LoopWork:
                 for i in range(naf):
                     for k in range(naf):
                         res[i * naf + k] = self.Ma[i * naf + k] if k >= i else self.Ma[k * naf + i]
+            finite_result(out, "coriolis_matrix")
             self.commit()
             return out
         finally:
@@ -1514,7 +1520,7 @@ cdef class LoopWork:
             if not (vs is not None and _plain(qs, self.nqa) and self.plain_vs(vs)):
                 return None
             K1 = <int> cnp.PyArray_DIM(<cnp.ndarray> vs, 0) + 1
-            if not self.inputs(qs, None, None, "", ""):
+            if not self.inputs(1, qs, None, None, "", ""):
                 return None
             check_finite(vs, "vs")
             qa = cnp.PyArray_EMPTY(2, [K1, na], cnp.NPY_DOUBLE, 0)
@@ -1574,6 +1580,7 @@ cdef class LoopWork:
                             acc += (self.GS[(j * nd + dd) * na + col]
                                     * self.TT[(r - j) * nv + o + self.dep[dd]] / fj[r - j])
                     ot[r * self.naf + o + col] = acc * fj[r]
+            finite_result(out, "torque_derivatives")
             self.commit()
             return out
         finally:
@@ -1623,6 +1630,7 @@ cdef class LoopWork:
                         o[r * nf + i] = self.QS[r * nf + i] * fr
                     for i in range(self.na):
                         o[r * nf + self.act[i]] = _p(qs)[r * self.na + i]
+            finite_result(out, "expand")
             self.commit()
             return out
         finally:

@@ -210,6 +210,16 @@ def test_compiled_inputs():
             fn(np.zeros(2), z, z)
         with pytest.raises(TypeError):
             fn(q, np.array([1j]), z)
+    # None anywhere: the Python path's error (the compiled entries once read it as an array)
+    for fn, nargs in ((r.inverse_dynamics, 3), (r.forward_dynamics, 3),
+                      (r.constraint_forces, 3), (r.coriolis_matrix, 2),
+                      (r.mass_matrix_derivative, 2), (r.mass_matrix, 1), (r.gravity_torques, 1),
+                      (r.torque_derivatives, 1), (r.expand, 1)):
+        for i in range(nargs):
+            args = [q, z, z][:nargs]
+            args[i] = None
+            with pytest.raises((ValueError, TypeError)):
+                fn(*args)
     for fn in (r.coriolis_matrix, r.mass_matrix_derivative):
         with pytest.raises(ValueError, match="qd contains NaN"):
             fn(q, np.array([np.nan]))
@@ -218,6 +228,10 @@ def test_compiled_inputs():
             fn(np.array([np.inf]))
         with pytest.raises(ValueError, match="shape"):
             fn(np.zeros((1, 1)))
+    with pytest.raises(ValueError, match="overflowed"):
+        r.inverse_dynamics(q, np.array([1e200]), z)
+    with pytest.raises(ValueError, match="overflowed"):
+        r.torque_derivatives(np.array([q, [1e200], [0.0]]))
     with pytest.raises(ValueError, match="too large"):
         r.forward_dynamics(q, np.array([1e200]), z)
     with pytest.raises(ValueError, match="too large"):
