@@ -16,7 +16,8 @@
   motion at 1 kHz (200 samples in turn: Newton from the previous assembly with its predictor,
   the control-loop case) against the peer on the same samples; the 3-leg delta (hinge closures:
   inverse dynamics only, Pinocchio 4.1 has no 5-D constraint) and the parallelogram arm on a
-  floating base (a free-flyer in Pinocchio);
+  floating base (a free-flyer in Pinocchio); ``torque_derivatives`` (τ, τ′, τ″ along the
+  trajectory) against the inverse-dynamics peer's τ alone (Pinocchio has no constrained jets);
 * HDCA vs the compiled ABA on a tree (arm7) — ``Robot.forward_dynamics(method="hdca")``;
 * HDCA vs the acceleration-level baseline: one right-hand side of seed 002's cases.
 """
@@ -188,6 +189,16 @@ def main(argv=None):
         rows.append((label, "inverse_dynamics along a trajectory (new q each call) / the same "
                      "peer", ratio(lambda: r.inverse_dynamics(*ns()), lambda: pin_id_of(nx()),
                                    a.reps), diff))
+        if not floating:
+            # τ, τ′, τ″ of the SEA feedforward against the peer's τ alone (Pinocchio has no
+            # constrained jets): what a 1 kHz controller calls
+            from test_loops_kinematics import trajectory
+            J5 = [np.ascontiguousarray(trajectory(r, k * 1e-3)[:5]) for k in range(200)]
+            nj = cycle(J5)
+            nx2 = cycle(Xs)
+            rows.append((label, "torque_derivatives (τ, τ′, τ″) along a trajectory / the peer's "
+                         "τ alone", ratio(lambda: r.torque_derivatives(nj()),
+                                          lambda: pin_id_of(nx2()), a.reps), float("nan")))
         if cms is None:
             continue
         nf = r.nv - r.n + r.n_full

@@ -61,7 +61,7 @@ cdef inline bint _plain(object x, Py_ssize_t n):
     if not cnp.PyArray_CheckExact(x):
         return False
     a = <cnp.ndarray> x
-    return (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(a) == 1
+    return (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_ISNOTSWAPPED(a) and cnp.PyArray_NDIM(a) == 1
             and cnp.PyArray_DIM(a, 0) == n and cnp.PyArray_IS_C_CONTIGUOUS(a))
 
 
@@ -1498,7 +1498,7 @@ cdef class LoopWork:
         if not (self.fast and cnp.PyArray_CheckExact(qs)):
             return False
         a = <cnp.ndarray> qs
-        return (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(a) == 2
+        return (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_ISNOTSWAPPED(a) and cnp.PyArray_NDIM(a) == 2
                 and cnp.PyArray_DIM(a, 1) == self.na and kmin <= cnp.PyArray_DIM(a, 0) <= NMAX
                 and cnp.PyArray_IS_C_CONTIGUOUS(a))
 
@@ -1592,7 +1592,7 @@ cdef class LoopWork:
         if not (self.fast and cnp.PyArray_CheckExact(vs)):
             return False
         a = <cnp.ndarray> vs
-        return (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(a) == 2
+        return (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_ISNOTSWAPPED(a) and cnp.PyArray_NDIM(a) == 2
                 and cnp.PyArray_DIM(a, 1) == self.naf and 2 <= cnp.PyArray_DIM(a, 0) < NMAX
                 and cnp.PyArray_IS_C_CONTIGUOUS(a))
 
