@@ -21,7 +21,14 @@ A :class:`LoopWork` is the workspace of one ``ClosedLoopRobot`` (the spanning tr
 5. inverse dynamics ``τ_a = Gᵀ RNEA(q, q̇, q̈)``, ``λ`` the minimum-norm solution of
    ``K_dᵀλ = τ_d`` (``λ = Q R⁻ᵀ Πᵀτ_d``); forward dynamics by the null-space form of the index-1
    equations: ``(GᵀMG) q̈_a = Gᵀ(τ − RNEA(q, q̇, γ))``, ``γ = (0, −K_d⁺K̇q̇)`` (RNEA at q̈ = γ
-   is ``c + Mγ``; M by the CRBA kernel, a Cholesky of the n_a × n_a matrix).
+   is ``c + Mγ``; M by the CRBA kernel, a Cholesky of the n_a × n_a matrix);
+6. jets (``expand``, ``torque_derivatives``, Ġ for ``coriolis_matrix``): every pose a truncated
+   Taylor series (normalized coefficients, sin/cos by their recurrences); the dependent rows
+   order by order, ``q_d,r = −K_d⁺ h_r`` with ``q_d,r = 0`` inside ``h_r``
+   (:meth:`~.kinematics.LoopKinematics.dependent_jets`); the series of K by the Jacobian
+   formula of item 2 with every quantity a series; ``G_d,r = −K_d⁺(K_a,r + Σ_{j≥1} K_d,j
+   G_d,r−j)`` and ``τ_a,r = Σ_j G_jᵀ τ_r−j`` with the tree's recursive τ jet
+   (:mod:`.dynamics`); C̄_a = Gᵀ(C̄G + MĠ), Ṁ_a = ĠᵀMG + GᵀṀG + GᵀMĠ with the tree's C̄/Ṁ kernel.
 
 Whatever this path cannot decide safely — Newton not converging (the NumPy path continues from
 the last configuration), a pivot of ``K_d`` below 1e-8 of the largest (near-singular), actuated

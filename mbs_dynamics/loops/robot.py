@@ -7,8 +7,10 @@ order); ``full_joint_names`` is the spanning tree's order, the coordinates of
 :mod:`.kinematics` (closure, Newton, jets) and :mod:`.dynamics` (projection, λ, jets).
 
 Single-sample ``inverse_dynamics``, ``forward_dynamics(method="lagrange")``,
-``constraint_forces``, ``mass_matrix`` and ``gravity_torques`` (without ``f_ext``) run compiled
-(``_closed.pyx``: the same formulas in C over the tree's RNEA/CRBA kernels, ~2–10 µs); they take
+``constraint_forces``, ``mass_matrix``, ``gravity_torques``, ``coriolis_matrix``,
+``mass_matrix_derivative``, ``expand`` (without ``q_guess``) and ``torque_derivatives`` (k ≤ 5),
+without ``f_ext``, run compiled (``_closed.pyx``: the same formulas in C over the tree's
+RNEA/CRBA kernels, ~1–25 µs); they take
 the NumPy path below whenever the compiled one cannot decide (Newton needing continuation, a
 near-singular K_d, too many actuated joints), so results and errors are those of the formulas
 here. Both paths share the last assembly (``_last``, held by the compiled workspace).
