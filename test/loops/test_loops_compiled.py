@@ -310,3 +310,29 @@ def test_compiled_path_thread_guard():
         th.join()
     assert err and "in use by another thread" in err[0]
     assert not r.data.in_use
+
+
+def test_compiled_mimic_rows():
+    """A four-bar plus a flap mimicking the crank (test_loops_dynamics): the mimic row is a
+    constraint row of the compiled h, K and their series too."""
+    u, loops, act = lm.planar_fourbar()
+    flap = ('<link name="flap"><inertial><origin xyz="0.1 0 0"/><mass value="0.4"/><inertia '
+            'ixx="0.001" iyy="0.002" izz="0.002" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+            '<joint name="j_flap" type="revolute"><parent link="base"/><child link="flap"/>'
+            '<origin xyz="-0.2 0 0.1"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" '
+            'effort="10" velocity="5"/><mimic joint="j_crank" multiplier="-0.5" offset="0.1"/>'
+            '</joint></robot>')
+    r = mbs.load_urdf(u.replace("</robot>", flap), loops=loops, actuated=act)
+    np_r = numpy_path(r)
+    qf = r.q_assembled + 0.03
+    h, K = r._cw.residual_jacobian(qf)
+    assert np.allclose(h, r.loop_residual(qf), atol=1e-15)
+    assert np.allclose(K, r.constraint_jacobian(qf), atol=1e-14)
+    for t in (0.0, 0.2):
+        Q = trajectory(r, t)
+        assert r._cw.inverse_dynamics(Q[0], Q[1], Q[2]) is not None
+        assert rel(r.inverse_dynamics(Q[0], Q[1], Q[2]),
+                   np_r.inverse_dynamics(Q[0], Q[1], Q[2])) < 1e-10
+        assert rel(r.torque_derivatives(Q[:5]), np_r.torque_derivatives(Q[:5])) < 1e-10
+        assert rel(r.expand(Q[:4]), np_r.expand(Q[:4])) < 1e-10
+        assert rel(r.coriolis_matrix(Q[0], Q[1]), np_r.coriolis_matrix(Q[0], Q[1])) < 1e-10
