@@ -9,11 +9,20 @@ Arguments:
   namespace               namespace of the node (its topics follow it).
   use_sim_time            true: follow ``/clock`` (Gazebo, bag replay).
   joint_states_topic      where to read sensor_msgs/JointState (default ``/joint_states``).
+  loops                   closed loops: a YAML file with a ``loops:`` list (relative paths are
+                          taken from the current directory); sets the ``loops`` parameter.
+                          Empty (default): the config's value (none in the bundled ones).
+  actuated                with ``loops``: the motor joints, comma-separated (``j1,j2``); sets
+                          the ``actuated`` parameter. Empty: the config's value, else chosen.
 
 Example::
 
   ros2 launch mbs_dynamics feedforward.launch.py robot_description_file:=/path/robot.urdf \
       config:=sea_arm.yaml
+
+  # a closed-loop mechanism: inputs and outputs name the actuated joints
+  ros2 launch mbs_dynamics feedforward.launch.py robot_description_file:=/path/fourbar.urdf \
+      loops:=/path/fourbar_loops.yaml actuated:=j_crank
 
 Feeding ros2_control's effort controller: remap ``~/torque`` onto the controller's command
 topic, e.g. add to the Node below ``remappings=[("~/torque",
@@ -32,32 +41,17 @@ JointGroupEffortController keeps applying its last command when no new one arriv
 publishes nothing when its inputs go stale, so add your own watchdog if that matters.
 """
 
-import os
-
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
-from launch_ros.substitutions import FindPackageShare
+
+from mbs_dynamics.ros.launch_args import common_arguments, node_parameters
 
 
 def _node(context):
-    urdf_file = LaunchConfiguration("robot_description_file").perform(context)
-    config = LaunchConfiguration("config").perform(context)
-    if config and not os.path.isabs(config):
-        share = FindPackageShare("mbs_dynamics").perform(context)
-        config = os.path.join(share, "config", config)
-    parameters = []
-    if config:
-        parameters.append(config)
     use_sim_time = LaunchConfiguration("use_sim_time").perform(context).lower() in (
         "true", "1", "yes")
-    parameters.append({"use_sim_time": use_sim_time})
-    if urdf_file:
-        with open(urdf_file, encoding="utf-8") as f:
-            # value_type=str: the URDF text must not be parsed as YAML by launch_ros
-            parameters.append({"robot_description": ParameterValue(f.read(), value_type=str)})
     return [Node(
         package="mbs_dynamics",
         executable="feedforward_node",
@@ -65,20 +59,13 @@ def _node(context):
         namespace=LaunchConfiguration("namespace"),
         output="screen",
         emulate_tty=True,
-        parameters=parameters,
+        parameters=node_parameters(context, [{"use_sim_time": use_sim_time}]),
         remappings=[("joint_states", LaunchConfiguration("joint_states_topic"))],
     )]
 
 
 def generate_launch_description():
-    return LaunchDescription([
-        DeclareLaunchArgument(
-            "robot_description_file", default_value="",
-            description="URDF file; empty: use the robot_description topic"),
-        DeclareLaunchArgument(
-            "config", default_value="rigid_arm.yaml",
-            description="parameters YAML (name under mbs_dynamics/config or absolute path)"),
-        DeclareLaunchArgument("namespace", default_value="", description="node namespace"),
+    return LaunchDescription(common_arguments("rigid_arm.yaml") + [
         DeclareLaunchArgument("use_sim_time", default_value="false",
                               description="use /clock (simulation or bag replay)"),
         DeclareLaunchArgument("joint_states_topic", default_value="/joint_states",

@@ -7,37 +7,31 @@ Arguments:
   config                  parameters YAML: a file name under this package's ``config/``
                           (``feedforward_proxy.yaml``) or an absolute path.
   namespace               namespace of the proxy (its action and topic follow it).
+  loops                   closed loops: a YAML file with a ``loops:`` list (relative paths are
+                          taken from the current directory); sets the ``loops`` parameter.
+                          Empty (default): the config's value (none in the bundled ones).
+  actuated                with ``loops``: the motor joints, comma-separated (``j1,j2``); sets
+                          the ``actuated`` parameter. Empty: the config's value, else chosen.
 
 Example::
 
   ros2 launch mbs_dynamics feedforward_proxy.launch.py config:=feedforward_proxy.yaml
+  ros2 launch mbs_dynamics feedforward_proxy.launch.py loops:=/path/loops.yaml actuated:=m1,m2
 
 The proxy serves ``<namespace>/feedforward_proxy/follow_joint_trajectory`` and forwards enriched
 goals to ``controller_action`` (default ``/joint_trajectory_controller/follow_joint_trajectory``);
 point MoveIt's controller at the proxy's action (see config/jtc_feedforward_example.yaml).
 """
 
-import os
-
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
-from launch_ros.substitutions import FindPackageShare
+
+from mbs_dynamics.ros.launch_args import common_arguments, node_parameters
 
 
 def _node(context):
-    urdf_file = LaunchConfiguration("robot_description_file").perform(context)
-    config = LaunchConfiguration("config").perform(context)
-    if config and not os.path.isabs(config):
-        share = FindPackageShare("mbs_dynamics").perform(context)
-        config = os.path.join(share, "config", config)
-    parameters = [config] if config else []
-    if urdf_file:
-        with open(urdf_file, encoding="utf-8") as f:
-            # value_type=str: the URDF text must not be parsed as YAML by launch_ros
-            parameters.append({"robot_description": ParameterValue(f.read(), value_type=str)})
     return [Node(
         package="mbs_dynamics",
         executable="feedforward_proxy",
@@ -45,18 +39,11 @@ def _node(context):
         namespace=LaunchConfiguration("namespace"),
         output="screen",
         emulate_tty=True,
-        parameters=parameters,
+        parameters=node_parameters(context),
     )]
 
 
 def generate_launch_description():
-    return LaunchDescription([
-        DeclareLaunchArgument(
-            "robot_description_file", default_value="",
-            description="URDF file; empty: use the robot_description topic"),
-        DeclareLaunchArgument(
-            "config", default_value="feedforward_proxy.yaml",
-            description="parameters YAML (name under mbs_dynamics/config or absolute path)"),
-        DeclareLaunchArgument("namespace", default_value="", description="proxy namespace"),
+    return LaunchDescription(common_arguments("feedforward_proxy.yaml", "proxy namespace") + [
         OpaqueFunction(function=_node),
     ])

@@ -176,7 +176,7 @@ class Robot:
             q, qd, tau: (nq,), (nv,), (nv,) or (N, ·). f_ext, out: as in :meth:`inverse_dynamics`.
             method: ``"aba"`` (default, compiled) or ``"hdca"`` — seed 002's divide-and-conquer
                 assembly (:mod:`mbs_dynamics.loops.hdca`, NumPy, plus one step of iterative
-                refinement with the RNEA residual; fixed base, no f_ext).
+                refinement with the RNEA residual; fixed or floating base, no f_ext).
         Returns:
             q̈, shape (nv,) or (N, nv).
         Raises:
@@ -520,20 +520,33 @@ class Robot:
         from .loops.hdca import tree_forward_dynamics
         if method != "hdca":
             raise ValueError(f"method must be 'aba' or 'hdca', got {method!r}")
-        if self._fb or f_ext is not None:
-            raise ValueError("method='hdca' covers fixed-base robots without f_ext")
+        if f_ext is not None:
+            raise ValueError("method='hdca' covers forward dynamics without f_ext")
         nd = 2 if np.ndim(q) == 2 else 1
-        shp = (-1, self._n) if nd == 2 else (self._n,)
-        q = _check_array(q, "q", nd, shp)
-        qd = _check_array(qd, "qd", nd, q.shape)
-        tau = _check_array(tau, "tau", nd, q.shape)
-        res = (np.array([tree_forward_dynamics(self, *x) for x in zip(q, qd, tau)]).reshape(q.shape)
+        nq, nv = self.nq, self.nv
+        q = _check_array(q, "q", nd, (-1, nq) if nd == 2 else (nq,))
+        shv = (q.shape[0], nv) if nd == 2 else (nv,)
+        qd = _check_array(qd, "qd", nd, shv)
+        tau = _check_array(tau, "tau", nd, shv)
+        if self._fb:  # the ABA path's unit-quaternion check
+            for x in q.reshape(-1, nq):
+                if not abs(x[3:7] @ x[3:7] - 1.0) <= 1e-6:
+                    raise ValueError(f"q: the base quaternion (qx, qy, qz, qw) = "
+                                     f"({x[3]:g}, {x[4]:g}, {x[5]:g}, {x[6]:g}) is not a unit "
+                                     "quaternion")
+        res = (np.array([tree_forward_dynamics(self, *x) for x in zip(q, qd, tau)]).reshape(shv)
                if nd == 2 else tree_forward_dynamics(self, q, qd, tau))
         if out is None:
             return res
-        _check_array(out, "out", nd, q.shape, out=True)
+        _check_array(out, "out", nd, shv, out=True)
         out[...] = res
         return out
+
+    def _hdca_mimic(self, mimic_robot, q, qd, tau):
+        """``MimicRobot.forward_dynamics(method="hdca")`` (a MimicRobot wrapping this robot; the
+        model layer imports no capability): the mimic rows closed in the assembly."""
+        from .loops.hdca import mimic_forward_dynamics
+        return mimic_forward_dynamics(mimic_robot, q, qd, tau)
 
 
 _RNEA_REPS = {"spatial": 1, "hybrid": 2}

@@ -155,8 +155,7 @@ def methods(r, rng):
     if not loop:
         add("inverse_dynamics", dict(q=q, qd=qd, qdd=qdd, representation="spatial"),
             dict(q=A, qd=A, qdd=A, out="out", representation="rep"))
-        add("forward_dynamics", dict(q=q, qd=qd, tau=qdd, method="hdca") if not r.floating_base
-            and not hasattr(r, "mimic_joints") else dict(q=q, qd=qd, tau=qdd),
+        add("forward_dynamics", dict(q=q, qd=qd, tau=qdd, method="hdca"),
             dict(q=A, qd=A, tau=A, out="out", method="method"))
         add("frame_placement", dict(q=q, frame=frame), dict(q=A, frame="frame", out="out"))
         add("frame_velocity", dict(q=q, qd=qd, frame=frame, representation="hybrid"),

@@ -33,7 +33,11 @@ joints that contains every controlled joint; model joints the trajectory does no
 at the held position (or the measured one when nothing is held), at rest. Mimic joints of the
 robot (``robot.mimic_joints``, when the model has them) are ignored in a trajectory: they follow
 their master. Any other name the model does not know is rejected (``unknown_joint``), as
-joint_trajectory_controller does. Trajectories are parsed by
+joint_trajectory_controller does. On a closed-loop robot
+(:class:`~mbs_dynamics.loops.robot.ClosedLoopRobot`) the model's joints are the actuated ones: a
+joint state may carry every joint of the mechanism (the dependent ones are ignored) or only the
+actuated ones, and a trajectory naming a dependent joint is rejected (``unknown_joint``, the
+message says it is dependent). Trajectories are parsed by
 :func:`mbs_dynamics.trajectory.parse_joint_trajectory`, the package's one parser.
 
 Time: every time is a float in seconds on one clock (the node's clock, so ``use_sim_time``
@@ -158,6 +162,8 @@ class _ModelState:
         self.finite = np.zeros((_NDERIV, n), dtype=bool)   # finiteness work array
         mimic = getattr(robot, "mimic_joints", None)
         self.mimic = dict(mimic) if isinstance(mimic, Mapping) else {}
+        # a ClosedLoopRobot: names are the actuated joints; the dependent ones follow them
+        self.dependent = frozenset(getattr(robot, "dependent_joint_names", ()))
         self.js_names = None                   # names tuple of the joint state the map is for
         self.js_map = None                     # (n,) message index of every model joint
 
@@ -497,6 +503,11 @@ class FeedforwardController:
         Raises _Rejected for an unknown joint or a missing controlled joint.
         """
         unknown = [j for j in names if j not in model.index and j not in model.mimic]
+        dependent = [j for j in unknown if j in model.dependent]
+        if dependent:
+            raise _Rejected("unknown_joint", f"trajectory names dependent joints {dependent} of "
+                                             "the closed loops: they follow the actuated joints "
+                                             f"{list(model.names)}; name only those")
         if unknown:
             raise _Rejected("unknown_joint", f"trajectory names unknown joints {unknown} "
                                              f"(the model has {list(model.names)})")

@@ -31,7 +31,9 @@ duplicate joints, ``INVALID_GOAL`` for anything else); a non-finite number is ne
 Joint names: the trajectory must name every joint of the model (use ``tip_link`` /
 ``locked_joints`` to model only the joints the controller drives), in any order, and may name the
 model's mimic joints (``robot.mimic_joints``, when the model has them): those columns are dropped,
-as JTC does not command them. The enriched trajectory keeps the input's joint order.
+as JTC does not command them. The enriched trajectory keeps the input's joint order. On a
+closed-loop robot (:class:`~mbs_dynamics.loops.robot.ClosedLoopRobot`) the model's joints are the
+actuated ones; a trajectory naming a dependent joint is refused (``INVALID_JOINTS``, naming it).
 """
 
 from __future__ import annotations
@@ -179,6 +181,8 @@ class TrajectoryEnricher:
         self._index = {name: i for i, name in enumerate(self._names)}
         mimic = getattr(robot, "mimic_joints", None)
         self._mimic = dict(mimic) if isinstance(mimic, Mapping) else {}
+        # a ClosedLoopRobot: joint_names are the actuated joints, the others follow them
+        self._dependent = frozenset(getattr(robot, "dependent_joint_names", ()))
 
     def enrich(self, trajectory):
         """Enrich one trajectory.
@@ -204,6 +208,12 @@ class TrajectoryEnricher:
             raise EnrichmentError("the trajectory has no points")
         names = data.joint_names
         unknown = [j for j in names if j not in self._index and j not in self._mimic]
+        dependent = [j for j in unknown if j in self._dependent]
+        if dependent:
+            raise EnrichmentError(
+                f"trajectory joints {dependent} are dependent joints of the closed loops: they "
+                f"follow the actuated joints {list(self._names)}; a trajectory names only "
+                "those", INVALID_JOINTS)
         if unknown:
             raise EnrichmentError(f"trajectory joints {unknown} are not joints of the robot "
                                   f"model (it has {list(self._names)})", INVALID_JOINTS)

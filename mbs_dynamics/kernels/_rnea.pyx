@@ -57,6 +57,21 @@ cdef extern from "_soa.h":
                             long sq, const double* v, long sv, double* out) noexcept nogil
 
 
+cdef inline Py_ssize_t block_samples(Py_ssize_t N) noexcept nogil:
+    """How many of N samples the block kernels take: all, or all but a last partial block of
+    fewer than SOA_MIN_N samples (those go one by one); 0 below SOA_MIN_N."""
+    cdef Py_ssize_t r = N % MBS_L
+    if N < SOA_MIN_N:
+        return 0
+    return N - r if r < SOA_MIN_N else N
+
+
+cdef inline double* aligned64(double* p) noexcept nogil:
+    """The first 64-byte boundary at or after p (p from an array of at least 8 more doubles): the
+    block kernels' rows are whole cache lines, so no AVX-512 load or store splits one."""
+    return <double*> ((<size_t> p + 63) & ~(<size_t> 63))
+
+
 cdef void soa_view(const KModel* m, mbs_soa_model* v) noexcept nogil:
     """The model as the block kernels of _soa.h see it (fixed base)."""
     v.nb = m.nb
@@ -71,9 +86,11 @@ cdef void soa_view(const KModel* m, mbs_soa_model* v) noexcept nogil:
 # that take milliseconds themselves are split.
 cdef enum:
     PARALLEL_WORK = 20000
-    # Fewer samples than this take the one-sample kernels: a block computes all MBS_L lanes, so
-    # below ~4 samples it costs more than the samples one by one (the numbers are the same).
-    SOA_MIN_N = 4
+    # Fewer samples than this take the one-sample kernels: a block computes all MBS_L = 32 lanes,
+    # so below ~10 samples it costs more than the samples one by one (Panda: a block 5.8 µs, one
+    # sample 0.5 µs; the numbers are the same bit for bit). The same holds for the last,
+    # partial block of a batch: fewer than SOA_MIN_N samples left go one by one.
+    SOA_MIN_N = 12
 
 
 # ---------------------------------------------------------------------------------------------
@@ -341,19 +358,23 @@ cdef object _inverse_dynamics_batch(Data d, q, qd, qdd, out):
     cdef mbs_soa_model sm
     cdef long wsize
     cdef double* pw
-    if not m.fb and N >= SOA_MIN_N:  # the block kernel of _soa.h
+    cdef Py_ssize_t Nb = block_samples(N)
+    if not m.fb and Nb > 0:  # the block kernel of _soa.h on [0, Nb), the rest one by one
         soa_view(m, &sm)
-        wsize = mbs_soa_rnea_batch_size(m.nb)
-        work = np.empty(T * wsize)
-        pw = <double*> cnp.PyArray_DATA(work)
+        wsize = (mbs_soa_rnea_batch_size(m.nb) + 7) // 8 * 8
+        work = np.empty(T * wsize + 8)
+        pw = aligned64(<double*> cnp.PyArray_DATA(work))
         if T == 1:
-            mbs_soa_rnea_batch(&sm, pw, N, pq, pv, pa, po)
+            mbs_soa_rnea_batch(&sm, pw, Nb, pq, pv, pa, po)
         else:
             for t in prange(T, nogil=True, schedule="static", chunksize=1, num_threads=T):
-                s0 = (t * (N // MBS_L) // T) * MBS_L
-                s1 = N if t == T - 1 else ((t + 1) * (N // MBS_L) // T) * MBS_L
+                s0 = (t * (Nb // MBS_L) // T) * MBS_L
+                s1 = Nb if t == T - 1 else ((t + 1) * (Nb // MBS_L) // T) * MBS_L
                 mbs_soa_rnea_batch(&sm, pw + t * wsize, s1 - s0, pq + s0 * nq, pv + s0 * nv,
                                    pa + s0 * nv, po + s0 * nv)
+        for s in range(Nb, N):
+            load_rows(m, &d.w, pq + s * nq, pv + s * nv, pa + s * nv)
+            rnea0(m, &d.w, False, po + s * nv)
     else:
         ws = &d.w if T == 1 else d.thread_works(T)
         if T == 1:
@@ -461,19 +482,23 @@ cdef object _torque_derivatives_batch(Data d, q, vs, out):
     cdef mbs_soa_model sm
     cdef long wsize
     cdef double* pw
-    if not m.fb and K == 2 and N >= SOA_MIN_N:  # the block kernel of _soa.h
+    cdef Py_ssize_t Nb = block_samples(N)
+    if not m.fb and K == 2 and Nb > 0:  # the block kernel of _soa.h on [0, Nb), the rest one by one
         soa_view(m, &sm)
-        wsize = mbs_soa_jet2_batch_size(m.nb)
-        work = np.empty(T * wsize)
-        pw = <double*> cnp.PyArray_DATA(work)
+        wsize = (mbs_soa_jet2_batch_size(m.nb) + 7) // 8 * 8
+        work = np.empty(T * wsize + 8)
+        pw = aligned64(<double*> cnp.PyArray_DATA(work))
         if T == 1:
-            mbs_soa_jet2_batch(&sm, pw, N, pq, sq, pv, sv, po)
+            mbs_soa_jet2_batch(&sm, pw, Nb, pq, sq, pv, sv, po)
         else:
             for t in prange(T, nogil=True, schedule="static", chunksize=1, num_threads=T):
-                s0 = (t * (N // MBS_L) // T) * MBS_L
-                s1 = N if t == T - 1 else ((t + 1) * (N // MBS_L) // T) * MBS_L
+                s0 = (t * (Nb // MBS_L) // T) * MBS_L
+                s1 = Nb if t == T - 1 else ((t + 1) * (Nb // MBS_L) // T) * MBS_L
                 mbs_soa_jet2_batch(&sm, pw + t * wsize, s1 - s0, pq + s0 * sq, sq, pv + s0 * sv,
                                    sv, po + s0 * so)
+        for s in range(Nb, N):
+            load_jet(m, &d.w, pq + s * sq, pv + s * sv, K + 2)
+            rnea_jet(m, &d.w, K, False, po + s * so)
     else:
         ws = &d.w if T == 1 else d.thread_works(T)
         if T == 1:

@@ -635,7 +635,7 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
     so G = blockdiag(I₆, G_joints) and the base rows pass through; ``expand`` maps a full
     configuration (7 + n,) → (7 + n_full,) or a joints-only jet (k+1, n) → (k+1, n_full);
     ``torque_derivatives`` takes the pair (q, vs) like :meth:`Robot.torque_derivatives`.
-    ``forward_dynamics`` is ``method="lagrange"`` only; ``q_assembled`` and ``actuated_index``
+    ``forward_dynamics`` takes ``method="lagrange" | "hdca"``; ``q_assembled`` and ``actuated_index``
     refer to the joints (n_full,)."""
 
     @property
@@ -820,8 +820,10 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
         """(base acceleration, q̈_a) for (base wrench, actuated τ) ``tau`` (6 + n,): the index-1
-        Lagrange equations with the loop rows (zero base columns), range-space solve; single
-        samples without ``f_ext``: the compiled path first (null-space form, :mod:`._closed`)."""
+        Lagrange equations with the loop rows (zero base columns), range-space solve; or
+        ``method="hdca"`` (:mod:`.hdca`, the base a 6-DOF joint of the assembly). Single
+        samples of ``"lagrange"`` without ``f_ext``: the compiled path first (null-space form,
+        :mod:`._closed`)."""
         if method == "lagrange" and f_ext is None:
             res = self._cw.forward_dynamics(q, qd, tau)
             if res is not None:
@@ -829,16 +831,16 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         return self._forward_dynamics(q, qd, tau, f_ext, out, method)
 
     def _forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
-        if method != "lagrange":
-            raise ValueError("a floating-base ClosedLoopRobot has method='lagrange' only")
+        if method not in ("lagrange", "hdca"):
+            raise ValueError(f"method must be 'lagrange' or 'hdca', got {method!r}")
         if np.ndim(q) == 2:
-            return self._batch(lambda a, b, c: self.forward_dynamics(a, b, c), (q, qd, tau),
-                               out, f_ext)
+            return self._batch(lambda a, b, c: self.forward_dynamics(a, b, c, method=method),
+                               (q, qd, tau), out, f_ext)
         from .lagrange import constraint_terms
         q = self._vin(q, "q", 7 + self._n)
         qd = self._vin(qd, "qd", 6 + self._n)
         tau = self._vin(tau, "tau", 6 + self._n)
-        if f_ext is None:
+        if f_ext is None and method == "lagrange":
             res = self._cw.forward_dynamics(q, qd, tau)
             if res is not None:
                 return _out(out, res)
@@ -849,6 +851,10 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         tf[:6] = tau[:6]
         tf[6 + self._act] = tau[6:]
         _in_range(vf, tf)
+        if method == "hdca":
+            from .hdca import acceleration
+            a = _finite(acceleration(self, qf, vf, tf, f_ext))
+            return _out(out, np.r_[a[:6], a[6 + self._act]])
         _, _, Kdv, K = constraint_terms(self._kin, Q[0], Q[1])
         K = np.hstack([np.zeros((K.shape[0], 6)), K])
         M = self._full.mass_matrix(qf)

@@ -323,15 +323,30 @@ class MimicRobot(SubsetDescription):
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="aba"):
         """q̈ solving (Gᵀ M_full G) q̈ = τ − Gᵀ h_full(q, q̇, f_ext); (n,) or (N, n).
-        ``method``: the signature of :meth:`Robot.forward_dynamics`; only ``"aba"`` (the
-        projected solve) — seed 002's ``"hdca"`` assembles a tree without mimic couplings."""
+        ``method``: ``"aba"`` (the projected solve) or ``"hdca"`` — seed 002's divide-and-conquer
+        assembly of the full tree with each mimic joint a constraint row
+        (:func:`mbs_dynamics.loops.hdca.mimic_forward_dynamics`; NumPy, no f_ext)."""
         if method != "aba":
             if method == "hdca":
-                raise ValueError("method='hdca' covers Robot trees without mimic joints: use "
-                                 "method='aba' (a MimicRobot solves the projected dynamics)")
+                return self._hdca(q, qd, tau, f_ext, out)
             raise ValueError(f"method must be 'aba' or 'hdca', got {method!r}")
         with self._d:  # one thread at a time (the kernels' owner flag)
             return self._forward_dynamics(q, qd, tau, f_ext, out)
+
+    def _hdca(self, q, qd, tau, f_ext, out):
+        # the model layer imports no capability: the full Robot's facade reaches loops/hdca.py
+        mimic_forward_dynamics = self._full._hdca_mimic
+        if f_ext is not None:
+            raise ValueError("method='hdca' covers forward dynamics without f_ext")
+        (q, qd, tau), N = self._vecs(("q", "qd", "tau"), (q, qd, tau))
+        o = _out(out, (self.nv,) if N is None else (N, self.nv))
+        with self._d:  # one thread at a time (the refinement's kernel calls)
+            if N is None:
+                o[:] = mimic_forward_dynamics(self, q, qd, tau)
+            else:
+                for i in range(N):
+                    o[i] = mimic_forward_dynamics(self, q[i], qd[i], tau[i])
+        return o
 
     def _forward_dynamics(self, q, qd, tau, f_ext=None, out=None):
         (q, qd, tau), N = self._vecs(("q", "qd", "tau"), (q, qd, tau))

@@ -19,6 +19,12 @@ Topics (inputs relative, so launch files remap them; outputs private):
 * pub ``/diagnostics`` — diagnostic_msgs/DiagnosticArray, once a second: achieved rate,
   compute-time percentiles, loop lateness, rejections by cause.
 
+Closed loops (parameters ``loops``, ``actuated``; :mod:`.parameters`): the robot is
+``load_urdf(robot_description, loops=..., actuated=...)``, a ClosedLoopRobot whose joints are the
+actuated ones: ``joints``, every output and the trajectories name actuated joints only (a
+trajectory naming a dependent joint is rejected, ``unknown_joint``); ``joint_states`` may carry
+every joint of the mechanism or the actuated ones only (selected by name).
+
 All control publishers are reliable, keep last 1. History, depth and reliability of the control
 topics can be overridden with the standard ``qos_overrides.<topic>.<publisher|subscription>.
 <policy>`` parameters.
@@ -74,7 +80,8 @@ from ..control.controller import FeedforwardController
 from ..control.trajectory import Trajectory
 from .conversions import derivatives_message, joint_trajectory_to_dict, stamp_to_sec
 from .parameters import (MAX_SUSTAINED_RATE, STRING_ARRAY_PARAMETERS, check_config,
-                         check_runtime, parameter_table)
+                         check_runtime, joint_name_problem, load_robot, parameter_table,
+                         rest_positions)
 from .runner import run
 
 try:  # rclpy >= 7.1.4 (Jazzy backport) and later distributions
@@ -298,14 +305,11 @@ class FeedforwardNode(Node):
 
     # -- robot model --------------------------------------------------------------------------
     def _build(self, urdf):
-        """URDF text → (robot, actuator); compiles/warms the kernels before it goes live."""
-        from ..loader import load_urdf
-
+        """URDF text (+ the ``loops``) → (robot, joints, actuator); compiles/warms the kernels
+        before it goes live."""
         cfg = self._config
         try:
-            robot = load_urdf(urdf, base_link=cfg["base_link"], tip_link=cfg["tip_link"],
-                              locked_joints=cfg["locked_joints"] or None,
-                              gravity=cfg["gravity"])
+            robot, note = load_robot(urdf, cfg)
         except ValueError as exc:
             text = str(exc)
             if "mimic" in text:
@@ -313,11 +317,12 @@ class FeedforwardNode(Node):
                          "node parameter locked_joints, e.g. ['<mimic joint name>'] or "
                          "['<name>:<position>']")
             raise ValueError(text) from exc
+        if note:
+            self.get_logger().warn(note)
         joints = cfg["joints"] or list(robot.joint_names)
-        unknown = [j for j in joints if j not in robot.joint_names]
-        if unknown:
-            raise ValueError(f"joints {unknown} are not movable joints of the model "
-                             f"(it has {list(robot.joint_names)})")
+        problem = joint_name_problem(robot, joints, "joints")
+        if problem:
+            raise ValueError(problem)
         actuator = _make_actuator(cfg["actuator"], len(joints))
         _warm_up(robot, joints, actuator)
         return robot, joints, actuator
@@ -332,8 +337,12 @@ class FeedforwardNode(Node):
         else:
             self._controller.swap_robot(robot)
         self._load_error = ""
+        loops = getattr(robot, "loop_names", ())
+        closed = (f" (closed loops {list(loops)}; {len(robot.full_joint_names)} joints in all, "
+                  f"the dependent ones {list(robot.dependent_joint_names)} follow)"
+                  if loops else "")
         self.get_logger().info(
-            f"robot model: {robot.n} joints, {robot.total_mass:.3f} kg; "
+            f"robot model: {robot.n} joints, {robot.total_mass:.3f} kg{closed}; "
             f"controlling {list(self._controller.joints)}")
 
     def _on_description(self, msg):
@@ -661,20 +670,24 @@ class FeedforwardNode(Node):
 
 def _warm_up(robot, joints, actuator):
     """Run every kernel a cycle uses once, off the control thread (loader thread or start-up):
-    the first trajectory must not stall the loop with a first-call compile or cache load."""
+    the first trajectory must not stall the loop with a first-call compile or cache load. At
+    rest at :func:`~.parameters.rest_positions` (for a closed-loop robot its assembly: the
+    actuated zero need not close the loops)."""
     n = robot.n
+    q0 = rest_positions(robot)
     qs = np.zeros((5, n))
+    qs[0] = q0
     robot.torque_derivatives(qs)
-    robot.gravity_torques(np.zeros(n))
+    robot.gravity_torques(q0)
     names = list(robot.joint_names)
-    traj = Trajectory(names, [0.0, 0.1], np.zeros((2, n)))
+    traj = Trajectory(names, [0.0, 0.1], np.stack([q0, q0]))
     traj.sample(0.05, out=qs)
     traj.sample_many(np.array([0.0, 0.05]))
     ctl = FeedforwardController(robot, joints=joints, actuator=actuator)
-    ctl.set_joint_state(names, np.zeros(n), stamp=0.0)
+    ctl.set_joint_state(names, q0, stamp=0.0)
     ctl.set_trajectory({"joint_names": names,
-                        "points": [{"time_from_start": 0.0, "positions": [0.0] * n},
-                                   {"time_from_start": 0.1, "positions": [0.0] * n}]}, now=0.0)
+                        "points": [{"time_from_start": 0.0, "positions": q0.tolist()},
+                                   {"time_from_start": 0.1, "positions": q0.tolist()}]}, now=0.0)
     ctl.update(0.05)
     ctl.update(0.2)
 

@@ -22,7 +22,10 @@ interface. MoveIt (or any FollowJointTrajectory client) talks to this node inste
   model yet, the controller's server absent) is answered ABORTED with error_code INVALID_JOINTS
   or INVALID_GOAL and an error_string naming the cause; nothing non-finite is ever forwarded;
 * the robot comes from the ``robot_description`` parameter or, when that is empty, from the
-  ``robot_description`` topic (reliable, transient local, as robot_state_publisher offers it).
+  ``robot_description`` topic (reliable, transient local, as robot_state_publisher offers it);
+  with the parameters ``loops``/``actuated`` it is a ClosedLoopRobot (``load_urdf(...,
+  loops=..., actuated=...)``): goals name its actuated joints (a dependent joint:
+  INVALID_JOINTS, naming it), ``joint_states`` may carry every joint (selected by name).
 
 * before each goal the controller's ``command_interfaces`` are read (rcl_interfaces
   GetParameters of ``controller_node``, default: ``controller_action`` without its last part;
@@ -70,7 +73,8 @@ from trajectory_msgs.msg import JointTrajectory
 
 from ..control.enrich import INVALID_GOAL, EnrichmentError, TrajectoryEnricher
 from .conversions import enriched_to_joint_trajectory, joint_trajectory_to_dict
-from .parameters import STRING_ARRAY_PARAMETERS, check_proxy_config, proxy_parameter_table
+from .parameters import (STRING_ARRAY_PARAMETERS, check_proxy_config, load_robot,
+                         proxy_parameter_table, rest_positions)
 from .runner import run
 
 from .conversions import point_to_joint_trajectory, without_effort  # noqa: E402,I100
@@ -268,22 +272,23 @@ class FeedforwardProxy(Node):
             return None
 
     def _build(self, urdf):
-        """URDF text → a warmed-up TrajectoryEnricher (raises ValueError on a bad model)."""
-        from ..loader import load_urdf
+        """URDF text (+ the ``loops``) → a warmed-up TrajectoryEnricher (raises ValueError on
+        a bad model)."""
         from ..control.actuators import actuator_from_params
 
         cfg = self._config
         try:
-            robot = load_urdf(urdf, base_link=cfg["base_link"], tip_link=cfg["tip_link"],
-                              locked_joints=cfg["locked_joints"] or None,
-                              gravity=cfg["gravity"])
+            robot, note = load_robot(urdf, cfg)
         except ValueError as exc:
             raise ValueError(_model_hint(exc)) from exc
+        if note:
+            self.get_logger().warn(note)
         actuator = actuator_from_params(dict(cfg["actuator"]), robot.n)
         enricher = TrajectoryEnricher(robot, output=cfg["output"], actuator=actuator,
                                       sample_period=cfg["sample_period"])
-        # warm up every kernel a goal uses, so the first goal is not slow
-        q = np.zeros(robot.n)
+        # warm up every kernel a goal uses, so the first goal is not slow (at rest where the
+        # loops of a closed-loop robot are assembled)
+        q = rest_positions(robot)
         enricher.enrich({"joint_names": list(robot.joint_names),
                          "points": [{"time_from_start": 0.0, "positions": q.tolist()},
                                     {"time_from_start": 0.1, "positions": q.tolist()}]})
@@ -291,7 +296,11 @@ class FeedforwardProxy(Node):
 
     def _log_model(self):
         robot = self._enricher.robot
-        self.get_logger().info(f"robot model: {robot.n} joints {list(robot.joint_names)}")
+        loops = getattr(robot, "loop_names", ())
+        closed = (f" (closed loops {list(loops)}: the actuated joints; the dependent ones "
+                  f"{list(robot.dependent_joint_names)} follow)" if loops else "")
+        self.get_logger().info(f"robot model: {robot.n} joints {list(robot.joint_names)}"
+                               f"{closed}")
 
     def _on_description(self, msg):
         try:

@@ -11,11 +11,12 @@ import math
 __all__ = ["NODE_PARAMETERS", "RUNTIME_PARAMETERS", "PROXY_PARAMETERS", "parameter_table",
            "proxy_parameter_table", "check_config", "check_proxy_config", "check_runtime",
            "parse_locked_joints", "STRING_ARRAY_PARAMETERS", "MAX_SUSTAINED_RATE",
-           "PROXY_BOOLEANS"]
+           "PROXY_BOOLEANS", "LOOP_PARAMETERS", "read_loops_parameter", "load_robot",
+           "joint_name_problem", "rest_positions"]
 
 #: Parameters declared as string arrays without a default (rclpy would type an empty list as a
 #: byte array).
-STRING_ARRAY_PARAMETERS = ("joints", "locked_joints")
+STRING_ARRAY_PARAMETERS = ("joints", "locked_joints", "actuated")
 
 #: Above this control_rate [Hz] a Python control loop is not expected to keep up on a typical
 #: PC (measured: ~1 kHz sustained on 2 cores with Cyclone DDS); the node warns at start and reports
@@ -27,6 +28,20 @@ _LOCKED_TEXT = (
     "Joints to model as rigid at a fixed position, each 'name' (at 0) or 'name:position' "
     "[rad or m]; e.g. gripper fingers or mimic joints the model cannot otherwise load.")
 
+#: The closed-loop parameters shared by feedforward_node, feedforward_proxy and sim_node
+#: (issue 19): the robot is built as ``load_urdf(robot_description, loops=..., actuated=...)``.
+LOOP_PARAMETERS = {
+    "loops": (
+        "", "Closed loops of the URDF tree (a ClosedLoopRobot): the path of a YAML file with a "
+            "'loops:' list (as load_urdf(loops=...) and the CLI's --loops), or that YAML text "
+            "itself (a value with a newline, or starting with 'loops:', '[' or '{'). Empty: no "
+            "loops. Read once at start-up.", True, None),
+    "actuated": (
+        [], "With loops: the actuated (motor) joints, the independent coordinates; the joint "
+            "order of every input and output is theirs. Unset or empty: chosen by the package "
+            "(logged).", True, None),
+}
+
 #: name → (default, description, read_only, (min, max) or None). ``joints`` has no default value
 #: (declared as an unset string array: empty means "every movable joint").
 NODE_PARAMETERS = {
@@ -35,8 +50,9 @@ NODE_PARAMETERS = {
             "(std_msgs/String, transient local), as robot_state_publisher publishes it; every "
             "new message there swaps the model.", True, None),
     "joints": (
-        [], "Controlled joints, in output order (a subset of the model's movable joints). "
-            "Unset or empty: every movable joint in URDF order.", True, None),
+        [], "Controlled joints, in output order (a subset of the model's movable joints; with "
+            "loops, of the actuated joints). Unset or empty: every movable (actuated) joint in "
+            "URDF order.", True, None),
     "base_link": (
         "", "Link fixed to the world; gravity is expressed in it. Empty: the URDF root.",
         True, None),
@@ -57,6 +73,7 @@ NODE_PARAMETERS = {
     "joint_state_timeout": (
         0.1, "Publish nothing while the latest joint state is older than this [s]; 0 "
              "disables the check.", False, (0.0, 3600.0)),
+    **LOOP_PARAMETERS,
 }
 
 #: Parameters that may change while the node runs (``ros2 param set``).
@@ -70,6 +87,7 @@ PROXY_PARAMETERS = {
     "tip_link": NODE_PARAMETERS["tip_link"],
     "locked_joints": NODE_PARAMETERS["locked_joints"],
     "gravity": NODE_PARAMETERS["gravity"],
+    **LOOP_PARAMETERS,
     "output": (
         "effort", "'effort': forward the spline's positions/velocities/accelerations and effort "
                   "= inverse dynamics tau; 'motor' (SEA/VSA drives whose joint interface "
@@ -180,6 +198,142 @@ def _common(cfg, get):
     if len(gravity) != 3 or not all(math.isfinite(g) for g in gravity):
         raise ValueError(f"gravity must be 3 finite numbers, got {get('gravity')}")
     cfg["gravity"] = tuple(gravity)
+    _loop_config(cfg, get)
+
+
+def _loop_config(cfg, get):
+    """``loops`` → list of loop dicts or None; ``actuated`` → list of names or None."""
+    cfg["loops"] = read_loops_parameter(get("loops"))
+    actuated = list(get("actuated") or [])
+    if not all(isinstance(j, str) for j in actuated):
+        raise ValueError(f"actuated must be joint names, got {actuated}")
+    actuated = [j.strip() for j in actuated if j.strip()]
+    if len(set(actuated)) != len(actuated):
+        raise ValueError(f"actuated names a joint twice: {actuated}")
+    if actuated and cfg["loops"] is None:
+        raise ValueError(f"actuated {actuated} needs loops (the parameter loops is empty)")
+    cfg["actuated"] = actuated or None
+
+
+def _looks_like_yaml(text):
+    return "\n" in text or text.lstrip().startswith(("loops:", "[", "{"))
+
+
+def read_loops_parameter(value):
+    """The ``loops`` parameter → list of loop dicts, or None when empty.
+
+    Args:
+        value: "" (no loops); the path of a YAML file with a ``loops:`` list (or a bare list);
+            or that YAML text itself: a value containing a newline or starting with
+            ``loops:``, ``[`` or ``{`` (what a ``--params-file`` multi-line string or a launch
+            argument holds). Files and text pass the package's YAML limits
+            (:mod:`mbs_dynamics.model.limits`).
+
+    Raises:
+        ValueError: naming the parameter: not a string, no such file, not YAML, no ``loops:``
+            list. The loops themselves are checked against the model by ``load_urdf``.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"loops must be a string (a YAML file path or YAML text), got "
+                         f"{type(value).__name__}")
+    text = value.strip()
+    if not text:
+        return None
+    from ..loops.spec import read_loops
+    from ..model.limits import parse_yaml
+
+    if _looks_like_yaml(text):
+        try:
+            doc = parse_yaml(value, "loops parameter (YAML text)")
+        except ValueError as exc:
+            raise ValueError(f"loops: {exc}") from None
+        if isinstance(doc, dict):
+            if "loops" not in doc:
+                raise ValueError("loops: the YAML text has no 'loops:' list")
+            doc = doc["loops"]
+        if not isinstance(doc, list):
+            raise ValueError("loops: the YAML text must hold a 'loops:' list of loop mappings")
+        loops = doc
+    else:
+        import os
+        if not os.path.isfile(text):
+            raise ValueError(f"loops: no such file '{text}' (give the path of a YAML file with a "
+                             "'loops:' list, or that YAML text)")
+        try:
+            loops = read_loops(text)
+        except ValueError as exc:
+            raise ValueError(str(exc) if str(exc).startswith("loops") else
+                             f"loops: {exc}") from None
+    if not loops:
+        raise ValueError("loops: the 'loops:' list is empty (leave the parameter empty for no "
+                         "loops)")
+    return loops
+
+
+def load_robot(urdf, cfg):
+    """The robot of a node: ``load_urdf`` of the URDF text with the checked parameters
+    (``base_link``, ``tip_link``, ``locked_joints``, ``gravity``, ``loops``, ``actuated``).
+
+    Returns:
+        (robot, note): ``note`` names the actuated joints the package chose when ``loops`` is
+        set without ``actuated`` ("" otherwise), for the node's log.
+
+    Raises:
+        ValueError: the URDF or the loops do not load (the loader's message).
+    """
+    import warnings
+
+    from ..loader import load_urdf
+    from ..loops.robot import LoopWarning
+
+    loops = cfg.get("loops")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        robot = load_urdf(urdf, base_link=cfg.get("base_link"), tip_link=cfg.get("tip_link"),
+                          locked_joints=cfg.get("locked_joints") or None,
+                          gravity=cfg.get("gravity", (0.0, 0.0, -9.81)),
+                          loops=loops, actuated=cfg.get("actuated") if loops else None)
+    note = ""
+    for w in caught:
+        if issubclass(w.category, LoopWarning):
+            note = (f"loops {list(robot.loop_names)}: {w.message}; set the parameter actuated "
+                    "to choose them")
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return robot, note
+
+
+def rest_positions(robot):
+    """(n,) actuated positions where a node warms its kernels up and sim_node starts by default:
+    zero, or for a closed-loop robot the actuated part of its assembly of the URDF's zero
+    (``q_assembled``; the zero of the actuated joints alone need not close the loops)."""
+    import numpy as np
+
+    if hasattr(robot, "q_assembled"):
+        return np.asarray(robot.q_assembled, dtype=float)[robot.actuated_index]
+    return np.zeros(robot.n)
+
+
+def joint_name_problem(robot, names, what):
+    """Why ``names`` are not all joints of ``robot.joint_names`` (None if they are): a dependent
+    joint of a closed-loop robot (it follows the actuated ones) is said to be one."""
+    known = set(robot.joint_names)
+    unknown = [j for j in names if j not in known]
+    if not unknown:
+        return None
+    dependent = set(getattr(robot, "dependent_joint_names", ()))
+    dep = [j for j in unknown if j in dependent]
+    other = [j for j in unknown if j not in dependent]
+    parts = []
+    if dep:
+        parts.append(f"{dep} are dependent joints of the closed loops (they follow the actuated "
+                     f"joints {list(robot.joint_names)}; name only those)")
+    if other:
+        parts.append(f"{other} are not movable joints of the model (it has "
+                     f"{list(robot.joint_names)})")
+    return f"{what}: " + "; ".join(parts)
 
 
 def _actuator_config(cfg, table, get):

@@ -32,6 +32,15 @@ topic                      type                                    QoS
 
 Best-effort subscriptions match reliable and best-effort publishers alike; reliable publishers
 serve both kinds of subscriber (rclpy's ``/clock`` subscription is best effort).
+
+Closed loops (parameters ``loops``, ``actuated``; :mod:`.parameters`): the robot is
+``load_urdf(robot_description, loops=..., actuated=...)``, a ClosedLoopRobot simulated in its
+actuated coordinates (RK4 on the constrained forward dynamics, the dependent joints assembled by
+Newton at every evaluation: no drift). ``commands``, ``reference``, ``initial_positions`` (default:
+the assembly of the URDF's zero), ``kp``/``kd`` and ``motor_states`` are about the actuated
+joints; ``joint_states`` carries every joint of the mechanism (``robot.expand`` of the actuated
+state: positions, velocities; effort τ on the actuated joints, 0 on the passive dependent ones),
+so robot_state_publisher shows it whole.
 """
 from __future__ import annotations
 
@@ -50,6 +59,8 @@ from std_msgs.msg import Float64MultiArray
 
 from ..control.actuators import ACTUATOR_PARAMETERS, actuator_from_params
 from ..sim.simulator import Plant
+from .parameters import (LOOP_PARAMETERS, _loop_config, joint_name_problem, load_robot,
+                         rest_positions)
 from .runner import run
 
 NODE_NAME = "sim_node"
@@ -98,17 +109,24 @@ class SimNode(Node):
         super().__init__(node_name, **kwargs)
         self._declare()
         cfg = self._config()
-        from ..loader import load_urdf
         try:
-            robot = load_urdf(cfg["urdf"], gravity=cfg["gravity"])
+            robot, note = load_robot(cfg["urdf"], cfg)
         except ValueError as exc:
             raise ConfigurationError(f"robot_description does not load: {exc}") from exc
+        if note:
+            self.get_logger().warn(note)
         n = robot.n
+        self._robot = robot
         self._names = list(robot.joint_names)
+        # a closed-loop robot is simulated in its actuated coordinates; joint_states carries
+        # every joint of the mechanism (robot.expand), so robot_state_publisher shows it whole
+        self._closed = bool(getattr(robot, "loop_names", ()))
         if cfg["joints"]:
             if sorted(cfg["joints"]) != sorted(self._names):
+                why = joint_name_problem(robot, cfg["joints"], "joints") or ""
                 raise ConfigurationError(f"joints must be a permutation of the model's joints "
-                                         f"{self._names}, got {cfg['joints']}")
+                                         f"{self._names}, got {cfg['joints']}"
+                                         + (f" ({why})" if why else ""))
             self._cmd_index = np.array([self._names.index(j) for j in cfg["joints"]])
         else:
             self._cmd_index = np.arange(n)
@@ -116,12 +134,17 @@ class SimNode(Node):
             actuator = actuator_from_params(cfg["actuator"], n)
         except ValueError as exc:
             raise ConfigurationError(str(exc)) from exc
-        q0 = None
+        q0 = rest_positions(robot) if self._closed else None
         if cfg["initial_positions"]:
             q0 = np.array([float(x) for x in cfg["initial_positions"]])
             if q0.shape != (n,) or not np.all(np.isfinite(q0)):
                 raise ConfigurationError(f"initial_positions must be {n} finite numbers "
                                          f"(model order {self._names})")
+        if self._closed:
+            try:
+                robot.expand(q0)
+            except ValueError as exc:
+                raise ConfigurationError(f"initial_positions {q0.tolist()}: {exc}") from exc
         dt = 1.0 / cfg["rate"]
         try:
             self._plant = Plant(robot, actuator, dt, cfg["substeps"], q0=q0)
@@ -146,7 +169,8 @@ class SimNode(Node):
 
         self._pub_js = self.create_publisher(JointState, "joint_states", QOS_OUT)
         self._js = JointState()
-        self._js.name = list(self._names)
+        self._js.name = list(robot.full_joint_names if self._closed else self._names)
+        self._effort_full = np.zeros(len(self._js.name))
         self._pub_motor = None
         if self._elastic:
             self._pub_motor = self.create_publisher(JointState, "motor_states", QOS_OUT)
@@ -160,8 +184,11 @@ class SimNode(Node):
         period = dt / cfg["real_time_factor"]
         self._timer = self.create_timer(period, self._tick,
                                         clock=Clock(clock_type=ClockType.STEADY_TIME))
+        closed = (f", closed loops {list(robot.loop_names)}: {n} actuated of "
+                  f"{len(robot.full_joint_names)} joints, all on joint_states"
+                  if self._closed else "")
         self.get_logger().info(
-            f"simulating '{robot.model.name}' ({n} joints, {self._plant.kind}) at "
+            f"simulating '{robot.model.name}' ({n} joints, {self._plant.kind}{closed}) at "
             f"{cfg['rate']:g} Hz x {cfg['real_time_factor']:g} real time"
             + (", publishing /clock" if cfg["publish_clock"] else ""))
 
@@ -204,6 +231,10 @@ class SimNode(Node):
         self.declare_parameter("command_timeout", 0.5, d(
             description="Brake when every input is older than this [s, simulated]; 0: never.",
             floating_point_range=_range(0.0, 3600.0)))
+        self.declare_parameter("loops", "", d(
+            description=LOOP_PARAMETERS["loops"][1], read_only=True))
+        self.declare_parameter("actuated", [""], d(
+            description=LOOP_PARAMETERS["actuated"][1], read_only=True))
         for name, (default, text) in ACTUATOR_PARAMETERS.items():
             if isinstance(default, str):
                 self.declare_parameter(name, default, d(description=text, read_only=True))
@@ -225,7 +256,13 @@ class SimNode(Node):
             act[name] = [float(x) for x in v] if isinstance(v, (list, tuple)) or hasattr(
                 v, "typecode") else v
         joints = [j for j in (p("joints").value or []) if j]
+        loops = {}
+        try:
+            _loop_config(loops, lambda name: p(name).value)
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from exc
         return {
+            **loops,
             "urdf": urdf, "gravity": tuple(gravity), "joints": joints,
             "rate": float(p("rate").value), "substeps": int(p("substeps").value),
             "real_time_factor": float(p("real_time_factor").value),
@@ -325,10 +362,28 @@ class SimNode(Node):
         tau_e = u if not self._elastic else plant.spring_torque()
         js = self._js
         js.header.stamp = stamp
-        js.position = plant.q.tolist()
-        js.velocity = plant.qd.tolist()
-        js.effort = np.asarray(tau_e, dtype=float).tolist()
-        self._pub_js.publish(js)
+        if self._closed:
+            # every joint of the mechanism: the full positions and velocities of the actuated
+            # state (Newton from the last assembly, then the differentiated closure); the
+            # dependent joints are passive: zero joint torque
+            try:
+                X = self._robot.expand(np.stack([plant.q, plant.qd]))
+            except ValueError as exc:
+                self.get_logger().error(f"joint_states not published: {exc}",
+                                        throttle_duration_sec=1.0)
+                X = None
+            if X is not None:
+                eff = self._effort_full
+                eff[self._robot.actuated_index] = tau_e
+                js.position = X[0].tolist()
+                js.velocity = X[1].tolist()
+                js.effort = eff.tolist()
+                self._pub_js.publish(js)
+        else:
+            js.position = plant.q.tolist()
+            js.velocity = plant.qd.tolist()
+            js.effort = np.asarray(tau_e, dtype=float).tolist()
+            self._pub_js.publish(js)
         if self._pub_motor is not None:
             ms = self._ms
             ms.header.stamp = stamp

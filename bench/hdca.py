@@ -1,0 +1,175 @@
+"""HDCA (seed 002, issue 19 item 4) vs ABA on trees: CPU-time ratios in one run, per call.
+
+    PYTHONPATH=$PWD python bench/hdca.py [--reps 7]
+
+* ``forward_dynamics(method="hdca")`` (NumPy divide-and-conquer assembly + one refinement step
+  with the compiled RNEA residual) / ``forward_dynamics()`` (the compiled ABA) on the same robot
+  and state, and / ``pin.aba`` where the model is the same (no mimic joints);
+* the assembly alone (``HDCA.acceleration``, no refinement) / the compiled ABA;
+* robots: Panda (fingers locked, fixed base), a 30-joint serial chain (bench/robots.py), Talos
+  (talos_reduced, floating base: the base a 6-DOF joint of the assembly), Panda with its finger
+  mimic joint (a MimicRobot: the mimic row closed in the assembly; peer the MimicRobot's
+  projected ABA solve);
+* parallel assembly: the root's two subtrees (``HDCA.halves``) assembled in two threads vs one
+  after the other (the same NumPy work), on the chain and Talos — does it pay on this machine?
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import threading
+import time
+import warnings
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [ROOT, HERE]
+warnings.simplefilter("ignore")
+
+import mbs_dynamics as mbs  # noqa: E402
+from mbs_dynamics.loops import hdca  # noqa: E402
+from robots import chain_urdf, erd_root, locked_urdf_text  # noqa: E402
+from settings import PANDA_LOCKED  # noqa: E402
+
+
+def timeit(f, target=0.05, clock=time.process_time):
+    n = 1
+    while True:
+        t0 = clock()
+        for _ in range(n):
+            f()
+        dt = clock() - t0
+        if dt > target:
+            return dt / n
+        n *= 2
+
+
+def ratio(ours, peer, reps, clock=time.process_time):
+    """Median [min–max] of ours/peer over ``reps`` back-to-back pairs (order alternating)."""
+    rs, to, tp = [], [], []
+    for i in range(reps):
+        if i % 2 == 0:
+            a, b = timeit(ours, clock=clock), timeit(peer, clock=clock)
+        else:
+            b, a = timeit(peer, clock=clock), timeit(ours, clock=clock)
+        rs.append(a / b)
+        to.append(a)
+        tp.append(b)
+    return np.median(rs), min(rs), max(rs), np.median(to), np.median(tp)
+
+
+def robots():
+    import pinocchio as pin
+    panda = (erd_root() / "panda_description/urdf/panda.urdf").read_text()
+    locked = locked_urdf_text(panda, PANDA_LOCKED)
+    talos = str(erd_root() / "talos_data/robots/talos_reduced.urdf")
+    out = []
+    for label, src, fb in (("Panda (fingers locked)", locked, False),
+                           ("chain30", chain_urdf(30), False),
+                           ("Talos (talos_reduced, floating base)", talos, True),
+                           ("Panda (finger mimic: MimicRobot)", panda, False)):
+        r = mbs.load_urdf(src, floating_base=fb)
+        pm = None
+        if not isinstance(r, mbs.MimicRobot):
+            root = pin.JointModelFreeFlyer()
+            pm = (pin.buildModelFromXML(src, root) if "<" in src
+                  else pin.buildModelFromUrdf(src, root)) if fb else (
+                pin.buildModelFromXML(src) if "<" in src else pin.buildModelFromUrdf(src))
+            assert list(pm.names[2 if fb else 1:]) == list(r.joint_names)
+            assert pm.nq == r.nq  # revolute joints only: one coordinate each
+        out.append((label, r, pm))
+    return out
+
+
+def state(r, rng):
+    if r.floating_base:
+        quat = rng.normal(size=4)
+        q = np.r_[rng.normal(size=3), quat / np.linalg.norm(quat), rng.uniform(-1, 1, r.n)]
+    else:
+        q = rng.uniform(-1, 1, r.nq)
+    v, tau = rng.normal(size=(2, r.nv))
+    return q, v, tau
+
+
+def parallel(r, q, v, tau, reps):
+    """Wall-clock of the root's two subtrees assembled one after the other vs in two threads
+    (the same work: Alg. 1 on the halves; the root and the disassembly are not timed)."""
+    h = hdca._tree(r.model)
+    st = h.state(q, v)
+    A, B, _ = h.halves()
+    f = np.einsum("nij,j->ni", st["M"], np.r_[0.0, 0.0, 0.0, r.model.gravity])
+    beta = [np.zeros(d) for d in h.dim]
+
+    def ctx():
+        return h.context(st, f, tau, beta)
+
+    def seq():
+        c = ctx()
+        h._assemble(A, c)
+        h._assemble(B, c)
+
+    def par():
+        c = ctx()
+        t = threading.Thread(target=h._assemble, args=(B, c))
+        t.start()
+        h._assemble(A, c)
+        t.join()
+
+    return ratio(par, seq, reps, clock=time.perf_counter), len(A), len(B)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reps", type=int, default=7)
+    a = ap.parse_args(argv)
+    import pinocchio as pin
+    rng = np.random.default_rng(0)
+    rows, prow = [], []
+    for label, r, pm in robots():
+        q, v, tau = state(r, rng)
+        aba = r.forward_dynamics(q, v, tau)
+        ours = r.forward_dynamics(q, v, tau, method="hdca")
+        rows.append((label, r.nv, "forward_dynamics(method='hdca') / compiled ABA",
+                     ratio(lambda: r.forward_dynamics(q, v, tau, method="hdca"),
+                           lambda: r.forward_dynamics(q, v, tau), a.reps),
+                     np.abs(ours - aba).max() / max(1.0, np.abs(aba).max())))
+        if pm is not None:
+            pd = pm.createData()
+            ref = pin.aba(pm, pd, q, v, tau)
+            rows.append((label, r.nv, "forward_dynamics(method='hdca') / pin.aba",
+                         ratio(lambda: r.forward_dynamics(q, v, tau, method="hdca"),
+                               lambda: pin.aba(pm, pd, q, v, tau), a.reps),
+                         np.abs(ours - ref).max() / max(1.0, np.abs(ref).max())))
+            h = hdca._tree(r.model)
+            raw = h.acceleration(q, v, tau)
+            rows.append((label, r.nv, "HDCA assembly alone (no refinement) / compiled ABA",
+                         ratio(lambda: h.acceleration(q, v, tau),
+                               lambda: r.forward_dynamics(q, v, tau), a.reps),
+                         np.abs(raw - aba).max() / max(1.0, np.abs(aba).max())))
+            if label.startswith(("chain", "Talos")):
+                prow.append((label, *parallel(r, q, v, tau, a.reps)))
+    print(f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, numpy {np.__version__}, pinocchio "
+          f"{pin.__version__}, load {tuple(round(x, 2) for x in os.getloadavg())}")
+    print()
+    print("| robot | nv | call / peer | ratio median [min–max] | ours [µs] | peer [µs] | "
+          "max rel diff |")
+    print("|---|---|---|---|---|---|---|")
+    for label, nv, what, (med, lo, hi, to, tp), diff in rows:
+        print(f"| {label} | {nv} | {what} | {med:.3g} [{lo:.3g}–{hi:.3g}] | {to * 1e6:.0f} | "
+              f"{tp * 1e6:.1f} | {diff:.1e} |")
+    print()
+    print("| robot | nodes (halves) | two threads / sequential (wall) median [min–max] | "
+          "two threads [µs] | sequential [µs] |")
+    print("|---|---|---|---|---|")
+    for label, (med, lo, hi, to, tp), na, nb in prow:
+        print(f"| {label} | {na} + {nb} | {med:.3g} [{lo:.3g}–{hi:.3g}] | {to * 1e6:.0f} | "
+              f"{tp * 1e6:.0f} |")
+
+
+if __name__ == "__main__":
+    main()
