@@ -596,7 +596,29 @@ class ClosedLoopRobot(SubsetDescription):
             res = self._cw.forward_dynamics(q, qd, tau)
             if res is not None:
                 return res if out is None else _out(out, res)
+        if method == "hdca" and f_ext is None and np.ndim(q) == 1:
+            res = self._hdca1(q, qd, tau)
+            if res is not None:
+                return res if out is None else _out(out, res)
         return self._forward_dynamics(q, qd, tau, f_ext, out, method)
+
+    def _hdca1(self, q, qd, tau):
+        """One sample of ``method="hdca"`` by compiled steps only: the entry checks of the
+        kernels, the full (q, q̇) by the compiled expand, the compiled assembly
+        (:func:`.hdca.acceleration`); None where the compiled expand cannot decide (the NumPy
+        path then does, with its errors)."""
+        from ..kernels._data import _check_array
+        from .hdca import acceleration
+        sh = (self._n,)
+        q, qd, tau = (_check_array(x, nm, 1, sh) for x, nm in ((q, "q"), (qd, "qd"),
+                                                               (tau, "tau")))
+        Q = self._cw.expand(np.stack([q, qd]))
+        if Q is None:
+            return None
+        tf = np.zeros(self._nf)
+        tf[self._act] = tau
+        _in_range(Q[1], tf)
+        return _finite(acceleration(self, Q[0], Q[1], tf)[self._act])
 
     def _forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
         q, qd, tau = self._vec3(q, qd, tau, ("q", "qd", "tau"))
