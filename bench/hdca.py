@@ -176,7 +176,9 @@ def main(argv=None):
         q, v, tau = state(r, rng)
         aba = r.forward_dynamics(q, v, tau)
         ours = r.forward_dynamics(q, v, tau, method="hdca")
-        rows.append((label, r.nv, "forward_dynamics(method='hdca') / compiled ABA",
+        peer = ("MimicRobot's ABA (projected solve)" if isinstance(r, mbs.MimicRobot)
+                else "compiled ABA")
+        rows.append((label, r.nv, f"forward_dynamics(method='hdca') / {peer}",
                      ratio(lambda: r.forward_dynamics(q, v, tau, method="hdca"),
                            lambda: r.forward_dynamics(q, v, tau), a.reps),
                      np.abs(ours - aba).max() / max(1.0, np.abs(aba).max())))
