@@ -77,6 +77,16 @@ def _vec(x, n, name):
     return a
 
 
+def _baumgarte(b):
+    try:
+        alpha, beta = (float(x) for x in b)
+    except (TypeError, ValueError):
+        raise ValueError("baumgarte must be a pair (alpha, beta) of numbers") from None
+    if not (np.isfinite(alpha) and np.isfinite(beta) and alpha >= 0 and beta >= 0):
+        raise ValueError(f"baumgarte (alpha, beta) must be finite and >= 0, got {b!r}")
+    return alpha, beta
+
+
 def _mc(I):
     """m·c from body inertias [[Θ, m c̃], [−m c̃, m I]]: c̃ block (0,1,2 × 3,4,5)."""
     S = I[:, :3, 3:]
@@ -115,11 +125,16 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
         raise ImportError("simulating closed loops needs scipy (pip install scipy)") from None
     if method not in ("hdca", "lagrange"):
         raise ValueError(f"method must be 'hdca' or 'lagrange', got {method!r}")
-    if robot.floating_base:
-        raise ValueError("simulating closed loops covers fixed-base robots")
     duration, dt = float(duration), float(dt)
     if not (np.isfinite(duration) and duration >= 0 and np.isfinite(dt) and dt > 0):
         raise ValueError("duration must be >= 0 and dt > 0 (finite)")
+    alpha, beta = _baumgarte(baumgarte)
+    if robot.floating_base:
+        from .floating_sim import simulate_floating
+        return simulate_floating(robot, duration, method=method, q0=q0, qd0=qd0, tau=tau, dt=dt,
+                                 rtol=rtol, atol=atol, integrator=integrator,
+                                 projection=projection, baumgarte=(alpha, beta),
+                                 result_type=LoopSimResult)
     n, nf = robot.n, robot.n_full
     act = robot.actuated_index
     qa0 = robot.q_assembled[act] if q0 is None else _vec(q0, n, "q0")
@@ -128,7 +143,6 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
     q, v = X0[0].copy(), X0[1].copy()
     kin = robot._kin
     h = _hdca(robot)
-    alpha, beta = baumgarte
 
     def torque(t, qf, vf):
         tf = np.zeros(nf)
@@ -147,8 +161,8 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
         def f(t, x):
             nfev[0] += 1
             qq, P = x[:nf], x[nf:]
-            qd, Pd, _ = h.rhs(qq, P, torque(t, qq, None))
-            return np.r_[qd, Pd]
+            qd, sig, st = h.velocity(qq, P)
+            return np.r_[qd, h.momentum_rate(st, qd, sig, torque(t, qq, qd))]
         x = np.r_[q, h.momentum(q, v)]
     else:
         def f(t, x):
