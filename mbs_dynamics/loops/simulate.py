@@ -11,6 +11,11 @@ is projected back onto the constraint manifold at every output instant (Newton o
 minimum-norm steps; q̇ ← q̇ − K⁺Kq̇ for Lagrange — HDCA's velocities satisfy the constraints by
 construction), which holds the position drift at the Newton tolerance. The result reports the
 loop residual at position and velocity level and the total energy at every output instant.
+
+A floating base (:class:`~.robot.FloatingClosedLoopRobot`) is simulated by
+:mod:`.floating_sim`: the same two formulations in the free-flyer layout, the base pose on SE(3)
+in a re-centred exponential chart (RKMK, seed 003), a projection that also keeps the total
+momentum, and the world momentum over time in ``meta["momentum"]``.
 """
 from __future__ import annotations
 
@@ -31,10 +36,14 @@ class LoopSimResult:
         t: (N+1,) output instants [s]; q, qd: (N+1, n_full) positions and velocities.
         residual: (N+1,) max |h(q)| (position-level closure violation) [m or rad].
         velocity_residual: (N+1,) max |E_ℓᵀ(V_b − V_a)|, the relative twist of the loop frames
-            in the constrained directions (velocity level; = K q̇ on the manifold).
+            in the constrained directions (velocity level; = K q̇ on the manifold — on a floating
+            base max |K q̇_joints|, the exact ḣ).
         energy: (N+1,) kinetic + potential energy [J] (conservative when tau is None).
         nfev: right-hand-side evaluations; wall_time: integration wall-clock time [s].
-        full_joint_names, actuated: the column names and the actuated joints' indices.
+        full_joint_names, actuated: the column names and the actuated joints' indices (of the
+            joints; a floating base's q, qd have its 7 / 6 columns in front).
+        meta: a floating base's ``momentum`` (N+1, 6) (world, linear and angular about the
+            origin) and ``charts`` (re-centrings of the base's exponential chart).
     """
 
     t: np.ndarray
@@ -110,14 +119,18 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
         duration: simulated time [s]; dt: output (and projection) interval [s].
         method: ``"hdca"`` or ``"lagrange"``.
         q0, qd0: actuated initial positions / velocities (default: the assembled configuration,
-            rest); expanded to full coordinates on the assembly branch of ``q_assembled``.
+            rest); expanded to full coordinates on the assembly branch of ``q_assembled``. On a
+            floating base (7 + n,) = (x, y, z, qx, qy, qz, qw, actuated joints) with a unit
+            quaternion and (6 + n,) = (base linear, angular velocity in the base frame, actuated
+            rates) (default: the base at the origin, at rest).
         tau: None (no actuation: a conservative mechanism), an (n,) constant actuated torque or
-            ``tau(t, q_full, qd_full) -> (n,)``.
+            ``tau(t, q_full, qd_full) -> (n,)`` (a floating base is unactuated).
         rtol, atol, integrator: scipy ``solve_ivp`` settings.
         projection: project onto the constraint manifold at every output instant.
         baumgarte: (α, β) for ``method="lagrange"``.
     Returns:
-        :class:`LoopSimResult`.
+        :class:`LoopSimResult` (a floating base: q (N+1, 7 + n_full), qd (N+1, 6 + n_full),
+        ``meta["momentum"]`` the total (linear, angular) momentum in the world frame).
     """
     try:
         from scipy.integrate import solve_ivp
