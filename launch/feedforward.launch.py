@@ -41,48 +41,17 @@ JointGroupEffortController keeps applying its last command when no new one arriv
 publishes nothing when its inputs go stale, so add your own watchdog if that matters.
 """
 
-import os
-
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
-from launch_ros.parameter_descriptions import ParameterValue
-from launch_ros.substitutions import FindPackageShare
 
-
-def _loop_parameters(context):
-    """The ``loops`` / ``actuated`` launch arguments as node parameters (none when empty)."""
-    out = []
-    loops = LaunchConfiguration("loops").perform(context).strip()
-    if loops:
-        if not os.path.isfile(loops):
-            raise RuntimeError(f"loops:={loops}: no such file (a YAML file with a 'loops:' list)")
-        out.append({"loops": ParameterValue(os.path.abspath(loops), value_type=str)})
-    actuated = [j.strip() for j in LaunchConfiguration("actuated").perform(context).split(",")
-                if j.strip()]
-    if actuated:
-        out.append({"actuated": actuated})
-    return out
+from mbs_dynamics.ros.launch_args import common_arguments, node_parameters
 
 
 def _node(context):
-    urdf_file = LaunchConfiguration("robot_description_file").perform(context)
-    config = LaunchConfiguration("config").perform(context)
-    if config and not os.path.isabs(config):
-        share = FindPackageShare("mbs_dynamics").perform(context)
-        config = os.path.join(share, "config", config)
-    parameters = []
-    if config:
-        parameters.append(config)
     use_sim_time = LaunchConfiguration("use_sim_time").perform(context).lower() in (
         "true", "1", "yes")
-    parameters.append({"use_sim_time": use_sim_time})
-    if urdf_file:
-        with open(urdf_file, encoding="utf-8") as f:
-            # value_type=str: the URDF text must not be parsed as YAML by launch_ros
-            parameters.append({"robot_description": ParameterValue(f.read(), value_type=str)})
-    parameters.extend(_loop_parameters(context))
     return [Node(
         package="mbs_dynamics",
         executable="feedforward_node",
@@ -90,29 +59,16 @@ def _node(context):
         namespace=LaunchConfiguration("namespace"),
         output="screen",
         emulate_tty=True,
-        parameters=parameters,
+        parameters=node_parameters(context, [{"use_sim_time": use_sim_time}]),
         remappings=[("joint_states", LaunchConfiguration("joint_states_topic"))],
     )]
 
 
 def generate_launch_description():
-    return LaunchDescription([
-        DeclareLaunchArgument(
-            "robot_description_file", default_value="",
-            description="URDF file; empty: use the robot_description topic"),
-        DeclareLaunchArgument(
-            "config", default_value="rigid_arm.yaml",
-            description="parameters YAML (name under mbs_dynamics/config or absolute path)"),
-        DeclareLaunchArgument("namespace", default_value="", description="node namespace"),
+    return LaunchDescription(common_arguments("rigid_arm.yaml") + [
         DeclareLaunchArgument("use_sim_time", default_value="false",
                               description="use /clock (simulation or bag replay)"),
         DeclareLaunchArgument("joint_states_topic", default_value="/joint_states",
                               description="sensor_msgs/JointState input"),
-        DeclareLaunchArgument(
-            "loops", default_value="",
-            description="closed loops: YAML file with a 'loops:' list (empty: none/config's)"),
-        DeclareLaunchArgument(
-            "actuated", default_value="",
-            description="with loops: motor joints, comma-separated (empty: config's/chosen)"),
         OpaqueFunction(function=_node),
     ])

@@ -173,6 +173,19 @@ def parallelogram_arm():
     return _urdf("pgram_arm", links, joints), loops, ["yaw", "pitch", "drive", "wrist"]
 
 
+
+def planar_fourbar_with_flap():
+    """The planar four-bar plus a flap on the base whose joint mimics the crank
+    (q_flap = −0.5 q_crank + 0.1): a loop and a mimic joint in one mechanism."""
+    u, loops, act = planar_fourbar()
+    flap = ('<link name="flap"><inertial><origin xyz="0.1 0 0"/><mass value="0.4"/><inertia '
+            'ixx="0.001" iyy="0.002" izz="0.002" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+            '<joint name="j_flap" type="revolute"><parent link="base"/><child link="flap"/>'
+            '<origin xyz="-0.2 0 0.1"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" '
+            'effort="10" velocity="5"/><mimic joint="j_crank" multiplier="-0.5" offset="0.1"/>'
+            '</joint></robot>')
+    return u.replace("</robot>", flap), loops, act
+
 ALL = {"planar_fourbar": planar_fourbar, "spatial_fourbar": spatial_fourbar,
        "spatial_fourbar_weld": spatial_fourbar_weld, "slider_crank": slider_crank, "delta": delta,
        "two_loop_planar": two_loop_planar, "parallelogram_arm": parallelogram_arm}

@@ -218,14 +218,7 @@ def test_mimic_joints_with_loops():
     """A four-bar plus a flap whose joint mimics the crank (q_flap = −0.5 q_crank + 0.1): the
     mimic is one more dependent coordinate; oracle: Pinocchio's model with the mimic as an
     ordinary joint, the loop rows from its frame Jacobians and the mimic row written here."""
-    u, loops, act = lm.planar_fourbar()
-    flap = ('<link name="flap"><inertial><origin xyz="0.1 0 0"/><mass value="0.4"/><inertia '
-            'ixx="0.001" iyy="0.002" izz="0.002" ixy="0" ixz="0" iyz="0"/></inertial></link>'
-            '<joint name="j_flap" type="revolute"><parent link="base"/><child link="flap"/>'
-            '<origin xyz="-0.2 0 0.1"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" '
-            'effort="10" velocity="5"/><mimic joint="j_crank" multiplier="-0.5" offset="0.1"/>'
-            '</joint></robot>')
-    u = u.replace("</robot>", flap)
+    u, loops, act = lm.planar_fourbar_with_flap()
     r = mbs.load_urdf(u, loops=loops, actuated=act)
     assert r.n == 1 and r.mimic_joints == {"j_flap": ("j_crank", -0.5, 0.1)}
     P = PinLoops(u, loops)

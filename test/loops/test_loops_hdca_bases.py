@@ -236,14 +236,7 @@ def test_hdca_on_floating_closed_loops(name):
 def test_hdca_with_mimic_joints_and_loops():
     """The four-bar with a flap mimicking the crank (test_loops_dynamics): HDCA closes the loop
     and the mimic row in one assembly; oracle the KKT with the mimic row written here."""
-    u, loops, act = lm.planar_fourbar()
-    flap = ('<link name="flap"><inertial><origin xyz="0.1 0 0"/><mass value="0.4"/><inertia '
-            'ixx="0.001" iyy="0.002" izz="0.002" ixy="0" ixz="0" iyz="0"/></inertial></link>'
-            '<joint name="j_flap" type="revolute"><parent link="base"/><child link="flap"/>'
-            '<origin xyz="-0.2 0 0.1"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" '
-            'effort="10" velocity="5"/><mimic joint="j_crank" multiplier="-0.5" offset="0.1"/>'
-            '</joint></robot>')
-    u = u.replace("</robot>", flap)
+    u, loops, act = lm.planar_fourbar_with_flap()
     for fb in (False, True):
         src = u.replace('<link name="base"/>', BASE_INERTIA) if fb else u
         r = _load(src, loops=loops, actuated=act, floating_base=fb)

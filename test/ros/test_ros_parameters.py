@@ -112,10 +112,21 @@ def test_locked_joints_let_a_mimic_urdf_load():
         assert "arm7_joint7" not in mbs.load_urdf(urdf).joint_names
 
 
+def _declared(path):
+    """Names of the DeclareLaunchArgument calls in a file, and of common_arguments() when the
+    file calls it (mbs_dynamics/ros/launch_args.py: what the launch files share)."""
+    tree = ast.parse(path.read_text())
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+    names = {node.args[0].value for node in calls
+             if getattr(node.func, "id", "") == "DeclareLaunchArgument"}
+    if any(getattr(node.func, "id", "") == "common_arguments" for node in calls):
+        names |= _declared(REPO / "mbs_dynamics" / "ros" / "launch_args.py")
+    return names
+
+
 def test_proxy_launch_file_declares_its_arguments():
-    tree = ast.parse((REPO / "launch" / "feedforward_proxy.launch.py").read_text())
-    declared = {node.args[0].value for node in ast.walk(tree)
-                if isinstance(node, ast.Call) and getattr(node.func, "id", "") ==
-                "DeclareLaunchArgument"}
+    declared = _declared(REPO / "launch" / "feedforward_proxy.launch.py")
     assert declared == {"robot_description_file", "config", "namespace", "loops", "actuated"}
+    assert _declared(REPO / "launch" / "feedforward.launch.py") == declared | {
+        "use_sim_time", "joint_states_topic"}
     assert "feedforward_proxy" in (REPO / "launch" / "feedforward_proxy.launch.py").read_text()
