@@ -280,11 +280,11 @@ def simulate_floating(robot, duration, *, method, q0, qd0, tau, dt, rtol, atol, 
             C0 = C0 @ lie.se3_exp(x[:6])  # re-centre the chart
             x[:6] = 0.0
             charts += 1
+            qref[0] = matrix_to_quat(C0[:3, :3], qref[0])  # the quaternion's sign: continuous
             if sol.status == 1 and sol.t[-1] < ts[k + 1]:
                 t = float(sol.t[-1])
                 continue
             break
-        qref[0] = matrix_to_quat(C0[:3, :3], qref[0])
         if projection:
             qj = x[6:6 + nf]
             if method == "lagrange":

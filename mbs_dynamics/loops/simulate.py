@@ -142,6 +142,12 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
     if not (np.isfinite(duration) and duration >= 0 and np.isfinite(dt) and dt > 0):
         raise ValueError("duration must be >= 0 and dt > 0 (finite)")
     alpha, beta = _baumgarte(baumgarte)
+    if method == "hdca":
+        try:
+            _hdca(robot)
+        except ValueError as e:  # a body without a positive definite inertia
+            raise ValueError(str(e).replace("use method='aba'", "simulate with "
+                                            "method='lagrange'")) from None
     if robot.floating_base:
         from .floating_sim import simulate_floating
         return simulate_floating(robot, duration, method=method, q0=q0, qd0=qd0, tau=tau, dt=dt,
