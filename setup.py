@@ -39,7 +39,7 @@ def extensions():
         for name in ("kernels._data", "kernels._rnea", "kernels._crba", "kernels._aba",
                      "control._spline", "control._actuators",
                      "kernels._rnea_repr", "kinematics._jets", "kinematics._closed",
-                     "kinematics._frames", "identification._regressor",
+                     "kinematics._frames", "identification._regressor", "loops._closed",
                      "identification._derivatives")
     ]
     return cythonize(exts, compiler_directives={"language_level": 3}, quiet=True)

@@ -5,6 +5,15 @@ Inputs and outputs of the dynamics follow ``joint_names`` (the actuated joints, 
 order); ``full_joint_names`` is the spanning tree's order, the coordinates of
 ``expand``, ``loop_residual``, ``constraint_jacobian`` and of ``full_robot``. Formulas:
 :mod:`.kinematics` (closure, Newton, jets) and :mod:`.dynamics` (projection, λ, jets).
+
+Single-sample ``inverse_dynamics``, ``forward_dynamics(method="lagrange")``,
+``constraint_forces``, ``mass_matrix``, ``gravity_torques``, ``coriolis_matrix``,
+``mass_matrix_derivative``, ``expand`` (without ``q_guess``) and ``torque_derivatives`` (k ≤ 5),
+without ``f_ext``, run compiled (``_closed.pyx``: the same formulas in C over the tree's
+RNEA/CRBA kernels, ~1–25 µs); they take
+the NumPy path below whenever the compiled one cannot decide (Newton needing continuation, a
+near-singular K_d, too many actuated joints), so results and errors are those of the formulas
+here. Both paths share the last assembly (``_last``, held by the compiled workspace).
 """
 from __future__ import annotations
 
@@ -12,6 +21,7 @@ import warnings
 
 import numpy as np
 
+from . import _closed
 from .dynamics import G_jets, fact, project_jet
 from .kinematics import LoopKinematics, _rank, pivoted_columns
 from .spec import parse_loops
@@ -117,8 +127,20 @@ class ClosedLoopRobot(SubsetDescription):
     def _setup(self):
         self._nf = self._full.model.n
         self._n = len(self._act)
-        self._last = self._q0.copy()
         self._tol = getattr(self, "_tol", 1e-12)
+        # the compiled per-call paths (_closed.pyx) and the assembly state both paths share
+        self._cw = _closed.LoopWork(self._full.data, self._kin, self._act, self._dep, self._tol)
+        self._last = self._q0.copy()
+
+    @property
+    def _last(self):
+        """The last assembled configuration (the next Newton's start), held by the compiled
+        workspace so both paths continue on one branch."""
+        return self._cw.last
+
+    @_last.setter
+    def _last(self, q):
+        self._cw.set_last(q, None)
 
     # ------------------------------------------------------------------ determinacy
     def _check(self, q, K=None, where="the assembled configuration"):
@@ -300,9 +322,9 @@ class ClosedLoopRobot(SubsetDescription):
         kin, act, dep = self._kin, self._act, self._dep
         q = guess.copy()
         q[act] = qa
-        pred = getattr(self, "_pred", None)
-        if pred is not None and pred[0] is guess:  # first-order predictor along the branch
-            q[dep] -= pred[1] @ (qa - guess[act])
+        cw = self._cw
+        if guess is cw.last and cw.has_pred:  # first-order predictor along the branch
+            q[dep] -= cw.dqd @ (qa - guess[act])
         qn, err, ok, K = kin.newton(q, dep, self._tol, jacobian=True)
         if ok:
             return qn, K
@@ -333,7 +355,18 @@ class ClosedLoopRobot(SubsetDescription):
             q_guess: (n_full,) start of Newton (default: the last assembled configuration, so a
                 trajectory stays on one assembly branch; initially ``q_assembled``).
         """
+        if q_guess is None:
+            res = self._cw.expand(qs)  # compiled (k + 1 ≤ 8 rows)
+            if res is not None:
+                return res
+        return self._expand(qs, q_guess)
+
+    def _expand(self, qs, q_guess=None):
         qs = _arr(qs, "qs", f"({self._n},) or (k+1, {self._n})", (1, 2))
+        if q_guess is None and qs.shape[-1] == self._n:
+            res = self._cw.expand(qs)
+            if res is not None:
+                return res
         if qs.shape[-1] != self._n:
             self._shape_err(qs, "qs", f"({self._n},) or (k+1, {self._n})")
         guess = self._last if q_guess is None else _arr(q_guess, "q_guess",
@@ -365,8 +398,7 @@ class ClosedLoopRobot(SubsetDescription):
 
     def _set_last(self, q):
         """Remember the assembly (the next Newton starts there, with a first-order predictor)."""
-        self._last = q.copy()
-        self._pred = (self._last, self._dqd)
+        self._cw.set_last(q, self._dqd)
 
     def _G0(self, q, Kdp):
         """G at the configuration of the last ``_jet`` (its K reused)."""
@@ -397,8 +429,20 @@ class ClosedLoopRobot(SubsetDescription):
         """Actuated torques τ_a = Gᵀ τ_tree(q, q̇, q̈) for a motion of the actuated coordinates
         (virtual work on the constraint manifold, :mod:`.dynamics`). (n,) or (N, n) batches.
         ``f_ext``: link name → wrench (f, m) in the link frame (single samples), as
-        :meth:`Robot.inverse_dynamics`."""
+        :meth:`Robot.inverse_dynamics`. Single samples without ``f_ext`` take the compiled path
+        (:mod:`._closed`), the NumPy one where that cannot decide."""
+        if f_ext is None:
+            res = self._cw.inverse_dynamics(q, qd, qdd)
+            if res is not None:
+                return res if out is None else _out(out, res)
+        return self._inverse_dynamics(q, qd, qdd, f_ext, out)
+
+    def _inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
         q, qd, qdd = self._vec3(q, qd, qdd)
+        if q.ndim == 1 and f_ext is None:
+            res = self._cw.inverse_dynamics(q, qd, qdd)
+            if res is not None:
+                return _out(out, res)
         if q.ndim == 2:
             if f_ext is not None:
                 raise ValueError("f_ext is not supported with batch inputs")
@@ -416,6 +460,10 @@ class ClosedLoopRobot(SubsetDescription):
         q, qd, qdd = self._vec3(q, qd, qdd)
         if q.ndim != 1:
             raise ValueError(f"constraint_forces takes one sample: q ({self._n},)")
+        if f_ext is None:
+            lam = self._cw.multipliers(q, qd, qdd)
+            if lam is not None:
+                return self._wrenches(lam)
         X, _ = self._state3(q, qd, qdd)
         lam = self.multipliers(X[0], X[1], X[2], f_ext)
         return self._wrenches(lam)
@@ -438,7 +486,15 @@ class ClosedLoopRobot(SubsetDescription):
     def torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
         """τ_a, τ_a′, …, τ_a^(k) along an actuated jet ``qs`` (k+3, n) rows q, q′, …, q^(k+2)
         (or a batch (N, k+3, n)): ``τ_a^(r) = Σ_j binom(r, j) G^(j)ᵀ τ_tree^(r−j)``
-        (:mod:`.dynamics`). Returns (k+1, n) (or (N, k+1, n))."""
+        (:mod:`.dynamics`). Returns (k+1, n) (or (N, k+1, n)). Single jets with k ≤ 5 (and the
+        tree's kmax) take the compiled path (:mod:`._closed`)."""
+        if method == "recursive" and f_ext is None:
+            res = self._cw.torque_derivatives(qs)
+            if res is not None:
+                return res if out is None else _out(out, res)
+        return self._torque_derivatives(qs, method, out, f_ext=f_ext)
+
+    def _torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
         if method not in ("recursive", "closed_form"):
             raise ValueError(f"method must be 'recursive' or 'closed_form', got {method!r}")
         if isinstance(qs, tuple):
@@ -452,6 +508,10 @@ class ClosedLoopRobot(SubsetDescription):
                 raise ValueError("f_ext is not supported with batch inputs")
             res = np.array([self.torque_derivatives(x, method) for x in qs])
             return _out(out, res.reshape(qs.shape[:1] + (qs.shape[1] - 2, self._n)))
+        if method == "recursive" and f_ext is None:
+            res = self._cw.torque_derivatives(qs)
+            if res is not None:
+                return _out(out, res)
         K1 = qs.shape[0]
         Q, Kdp = self._jet(qs, self._last)
         self._set_last(Q[0])
@@ -472,23 +532,40 @@ class ClosedLoopRobot(SubsetDescription):
 
     def mass_matrix(self, q, out=None):
         """M_a = Gᵀ M_tree G, (n, n) symmetric positive definite."""
-        q = _arr(q, "q", f"({self._n},)", (1,))
-        if q.shape != (self._n,):
-            self._shape_err(q, "q", f"({self._n},)")
-        qf, _, G, _ = self._GdG(q, np.zeros(self._n))
-        return _out(out, G.T @ self._full.mass_matrix(qf) @ G)
+        res = self._cw.mass_matrix(q)
+        if res is None:
+            q = _arr(q, "q", f"({self._n},)", (1,))
+            if q.shape != (self._n,):
+                self._shape_err(q, "q", f"({self._n},)")
+            res = self._cw.mass_matrix(q)
+            if res is None:
+                qf, _, G, _ = self._GdG(q, np.zeros(self._n))
+                res = G.T @ self._full.mass_matrix(qf) @ G
+        return _out(out, res)
 
     def coriolis_matrix(self, q, qd, out=None):
         """C̄_a = Gᵀ (C̄_tree G + M_tree Ġ): C̄_a q̇ is the velocity-product torque and
         Ṁ_a − 2C̄_a is skew-symmetric. (n, n)."""
+        res = self._cw.coriolis_matrix(q, qd, 0)
+        if res is not None:
+            return _out(out, res)
         q, qd, _ = self._vec3(q, qd, qd, ("q", "qd", "qd"))
+        res = self._cw.coriolis_matrix(q, qd, 0)
+        if res is not None:
+            return _out(out, res)
         qf, vf, G, Gd = self._GdG(q, qd)
         return _out(out, G.T @ (self._full.coriolis_matrix(qf, vf) @ G
                                 + self._full.mass_matrix(qf) @ Gd))
 
     def mass_matrix_derivative(self, q, qd, out=None):
         """Ṁ_a = ĠᵀMG + GᵀṀG + GᵀMĠ. (n, n), symmetric."""
+        res = self._cw.coriolis_matrix(q, qd, 1)
+        if res is not None:
+            return _out(out, res)
         q, qd, _ = self._vec3(q, qd, qd, ("q", "qd", "qd"))
+        res = self._cw.coriolis_matrix(q, qd, 1)
+        if res is not None:
+            return _out(out, res)
         qf, vf, G, Gd = self._GdG(q, qd)
         M = self._full.mass_matrix(qf)
         A = Gd.T @ M @ G
@@ -496,21 +573,39 @@ class ClosedLoopRobot(SubsetDescription):
 
     def gravity_torques(self, q, out=None):
         """g_a = Gᵀ g_tree. (n,)."""
-        q = _arr(q, "q", f"({self._n},)", (1,))
-        if q.shape != (self._n,):
-            self._shape_err(q, "q", f"({self._n},)")
-        qf, _, G, _ = self._GdG(q, np.zeros(self._n))
-        return _out(out, self._full.gravity_torques(qf) @ G)
+        res = self._cw.gravity_torques(q)
+        if res is None:
+            q = _arr(q, "q", f"({self._n},)", (1,))
+            if q.shape != (self._n,):
+                self._shape_err(q, "q", f"({self._n},)")
+            res = self._cw.gravity_torques(q)
+            if res is None:
+                qf, _, G, _ = self._GdG(q, np.zeros(self._n))
+                res = self._full.gravity_torques(qf) @ G
+        return _out(out, res)
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
         """Actuated accelerations q̈_a for actuated torques ``tau`` (the dependent joints
         unactuated): ``method="lagrange"`` — the index-1 (acceleration-level) Lagrange equations
         of the spanning tree with the loop constraints, solved by the range-space method with a
         minimum-norm multiplier (redundant closures); ``"hdca"`` — seed 002's momentum-level
-        formulation (:mod:`.hdca`). (n,) or (N, n) batches."""
+        formulation (:mod:`.hdca`). (n,) or (N, n) batches. ``"lagrange"`` on single samples
+        without ``f_ext`` takes the compiled path (:mod:`._closed`: the same equations in the
+        null-space form (GᵀMG) q̈_a = Gᵀ(τ − c − Mγ)), the NumPy one where that cannot decide."""
+        if method == "lagrange" and f_ext is None:
+            res = self._cw.forward_dynamics(q, qd, tau)
+            if res is not None:
+                return res if out is None else _out(out, res)
+        return self._forward_dynamics(q, qd, tau, f_ext, out, method)
+
+    def _forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
         q, qd, tau = self._vec3(q, qd, tau, ("q", "qd", "tau"))
         if method not in ("lagrange", "hdca"):
             raise ValueError(f"method must be 'lagrange' or 'hdca', got {method!r}")
+        if q.ndim == 1 and method == "lagrange" and f_ext is None:
+            res = self._cw.forward_dynamics(q, qd, tau)
+            if res is not None:
+                return _out(out, res)
         if q.ndim == 2:
             if f_ext is not None:
                 raise ValueError("f_ext is not supported with batch inputs")
@@ -605,14 +700,34 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         return _out(out, res)
 
     def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
-        """(base wrench, actuated τ) = G_fᵀ τ_tree, G_f = blockdiag(I₆, G); (6 + n,)."""
+        """(base wrench, actuated τ) = G_fᵀ τ_tree, G_f = blockdiag(I₆, G); (6 + n,). Single
+        samples without ``f_ext``: the compiled path first (:mod:`._closed`)."""
+        if f_ext is None:
+            res = self._cw.inverse_dynamics(q, qd, qdd)
+            if res is not None:
+                return res if out is None else _out(out, res)
+        return self._inverse_dynamics(q, qd, qdd, f_ext, out)
+
+    def _inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
         if np.ndim(q) == 2:
             return self._batch(self.inverse_dynamics, (q, qd, qdd), out, f_ext)
+        if f_ext is None:
+            res = self._cw.inverse_dynamics(self._vin(q, "q", 7 + self._n),
+                                            self._vin(qd, "qd", 6 + self._n),
+                                            self._vin(qdd, "qdd", 6 + self._n))
+            if res is not None:
+                return _out(out, res)
         qf, vf, af, G = self._motion(q, qd, qdd)
         t = self._full.inverse_dynamics(qf, vf, af, f_ext)
         return _out(out, np.r_[t[:6], t[6:] @ G])
 
     def constraint_forces(self, q, qd, qdd, f_ext=None):
+        if f_ext is None:
+            lam = self._cw.multipliers(self._vin(q, "q", 7 + self._n),
+                                       self._vin(qd, "qd", 6 + self._n),
+                                       self._vin(qdd, "qdd", 6 + self._n))
+            if lam is not None:
+                return self._wrenches(lam)
         qf, vf, af, _ = self._motion(q, qd, qdd)
         return self._wrenches(self.multipliers(qf, vf, af, f_ext))
 
@@ -623,7 +738,14 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
 
     def torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
         """``qs`` = (q (7 + n,), vs (k+2, 6 + n) rows v, v′, …): returns (k+1, 6 + n) rows of
-        (base wrench, actuated τ) and their derivatives."""
+        (base wrench, actuated τ) and their derivatives (compiled for k ≤ 5 without f_ext)."""
+        if (method == "recursive" and f_ext is None and type(qs) is tuple and len(qs) == 2):
+            res = self._cw.torque_derivatives(qs[0], qs[1])
+            if res is not None:
+                return res if out is None else _out(out, res)
+        return self._torque_derivatives(qs, method, out, f_ext=f_ext)
+
+    def _torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
         if not (isinstance(qs, tuple) and len(qs) == 2):
             raise ValueError(f"qs of a floating-base robot must be a pair (q, vs): q ({self.nq},),"
                              f" vs (k+2, {self.nv})")
@@ -632,6 +754,10 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         vs = _arr(vs, "vs", f"(k+2, {self.nv})", (2,))
         if vs.shape[1] != self.nv or vs.shape[0] < 2:
             self._shape_err(vs, "vs", f"(k+2, {self.nv}) with k >= 0")
+        if method == "recursive" and f_ext is None:
+            res = self._cw.torque_derivatives(q, vs)
+            if res is not None:
+                return _out(out, res)
         qj = np.vstack([q[7:], vs[:, 6:]])
         K1 = qj.shape[0]
         Q, Kdp = self._jet(qj, self._last)
@@ -652,19 +778,41 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         return np.r_[q[:7], qf], np.r_[qd[:6], vf], self._Gf(G), self._Gf(Gd, zero=True)
 
     def mass_matrix(self, q, out=None):
-        qf, _, G, _ = self._GdGf(q, np.zeros(self.nv))
-        return _out(out, G.T @ self._full.mass_matrix(qf) @ G)
+        res = self._cw.mass_matrix(q)
+        if res is None:
+            res = self._cw.mass_matrix(self._vin(q, "q", 7 + self._n))
+        if res is None:
+            qf, _, G, _ = self._GdGf(q, np.zeros(self.nv))
+            res = G.T @ self._full.mass_matrix(qf) @ G
+        return _out(out, res)
 
     def gravity_torques(self, q, out=None):
-        qf, _, G, _ = self._GdGf(q, np.zeros(self.nv))
-        return _out(out, self._full.gravity_torques(qf) @ G)
+        res = self._cw.gravity_torques(q)
+        if res is None:
+            res = self._cw.gravity_torques(self._vin(q, "q", 7 + self._n))
+        if res is None:
+            qf, _, G, _ = self._GdGf(q, np.zeros(self.nv))
+            res = self._full.gravity_torques(qf) @ G
+        return _out(out, res)
 
     def coriolis_matrix(self, q, qd, out=None):
+        res = self._cw.coriolis_matrix(q, qd, 0)
+        if res is None:
+            res = self._cw.coriolis_matrix(self._vin(q, "q", 7 + self._n),
+                                           self._vin(qd, "qd", 6 + self._n), 0)
+        if res is not None:
+            return _out(out, res)
         qf, vf, G, Gd = self._GdGf(q, qd)
         return _out(out, G.T @ (self._full.coriolis_matrix(qf, vf) @ G
                                 + self._full.mass_matrix(qf) @ Gd))
 
     def mass_matrix_derivative(self, q, qd, out=None):
+        res = self._cw.coriolis_matrix(q, qd, 1)
+        if res is None:
+            res = self._cw.coriolis_matrix(self._vin(q, "q", 7 + self._n),
+                                           self._vin(qd, "qd", 6 + self._n), 1)
+        if res is not None:
+            return _out(out, res)
         qf, vf, G, Gd = self._GdGf(q, qd)
         M = self._full.mass_matrix(qf)
         A = Gd.T @ M @ G
@@ -673,7 +821,16 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
         """(base acceleration, q̈_a) for (base wrench, actuated τ) ``tau`` (6 + n,): the index-1
         Lagrange equations with the loop rows (zero base columns), range-space solve; or
-        ``method="hdca"`` (:mod:`.hdca`, the base a 6-DOF joint of the assembly)."""
+        ``method="hdca"`` (:mod:`.hdca`, the base a 6-DOF joint of the assembly). Single
+        samples of ``"lagrange"`` without ``f_ext``: the compiled path first (null-space form,
+        :mod:`._closed`)."""
+        if method == "lagrange" and f_ext is None:
+            res = self._cw.forward_dynamics(q, qd, tau)
+            if res is not None:
+                return res if out is None else _out(out, res)
+        return self._forward_dynamics(q, qd, tau, f_ext, out, method)
+
+    def _forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
         if method not in ("lagrange", "hdca"):
             raise ValueError(f"method must be 'lagrange' or 'hdca', got {method!r}")
         if np.ndim(q) == 2:
@@ -683,6 +840,10 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         q = self._vin(q, "q", 7 + self._n)
         qd = self._vin(qd, "qd", 6 + self._n)
         tau = self._vin(tau, "tau", 6 + self._n)
+        if f_ext is None and method == "lagrange":
+            res = self._cw.forward_dynamics(q, qd, tau)
+            if res is not None:
+                return _out(out, res)
         Q, _ = self._jet(np.stack([q[7:], qd[6:]]), self._last)
         self._set_last(Q[0])
         qf, vf = np.r_[q[:7], Q[0]], np.r_[qd[:6], Q[1]]
@@ -726,10 +887,14 @@ def _one_thread(fn):
 
 
 for _cls in (ClosedLoopRobot, FloatingClosedLoopRobot):
-    for _name in ("expand", "loop_residual", "constraint_jacobian", "inverse_dynamics",
-                  "constraint_forces", "multipliers", "torque_derivatives", "mass_matrix",
-                  "coriolis_matrix", "mass_matrix_derivative", "gravity_torques",
-                  "forward_dynamics"):
+    for _name in ("expand", "_expand", "loop_residual", "constraint_jacobian", "inverse_dynamics",
+                  "_inverse_dynamics", "constraint_forces", "multipliers", "torque_derivatives",
+                  "_torque_derivatives", "mass_matrix", "coriolis_matrix",
+                  "mass_matrix_derivative", "gravity_torques", "forward_dynamics",
+                  "_forward_dynamics"):
+        if _name in ("inverse_dynamics", "forward_dynamics", "torque_derivatives") or (
+                _cls is ClosedLoopRobot and _name == "expand"):
+            continue  # the compiled path claims the workspace itself; its fallbacks are wrapped
         if _name in _cls.__dict__:
             setattr(_cls, _name, _one_thread(_cls.__dict__[_name]))
 del _cls, _name

@@ -862,17 +862,6 @@ def test_check_config_defaults_and_runtime_checks():
         assert read_only == (name not in ("control_rate", "joint_state_timeout")), name
 
 
-def test_launch_file_declares_its_arguments():
-    import ast
-    tree = ast.parse((REPO / "launch" / "feedforward.launch.py").read_text())
-    declared = {node.args[0].value for node in ast.walk(tree)
-                if isinstance(node, ast.Call) and getattr(node.func, "id", "") ==
-                "DeclareLaunchArgument"}
-    assert {"robot_description_file", "config", "namespace", "use_sim_time"} <= declared
-    assert any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description"
-               for n in tree.body)
-
-
 def test_effort_controller_example():
     import yaml
     doc = yaml.safe_load((REPO / "config" / "effort_controller_example.yaml").read_text())

@@ -129,4 +129,8 @@ def test_proxy_launch_file_declares_its_arguments():
     assert declared == {"robot_description_file", "config", "namespace", "loops", "actuated"}
     assert _declared(REPO / "launch" / "feedforward.launch.py") == declared | {
         "use_sim_time", "joint_states_topic"}
+    for name in ("feedforward.launch.py", "feedforward_proxy.launch.py"):
+        tree = ast.parse((REPO / "launch" / name).read_text())
+        assert any(isinstance(n, ast.FunctionDef) and n.name == "generate_launch_description"
+                   for n in tree.body), name
     assert "feedforward_proxy" in (REPO / "launch" / "feedforward_proxy.launch.py").read_text()
