@@ -191,8 +191,9 @@ def initial_state(robot, q0, qd0):
 
 
 def simulate_floating(robot, duration, *, method, q0, qd0, tau, dt, rtol, atol, integrator,
-                      projection, baumgarte, result_type):
-    """:func:`.simulate.simulate_loops` for a FloatingClosedLoopRobot (module docstring)."""
+                      projection, baumgarte, result_type, hdca=None):
+    """:func:`.simulate.simulate_loops` for a FloatingClosedLoopRobot (module docstring);
+    ``hdca``: the robot's :class:`~.hdca.HDCA` solver (method "hdca")."""
     from scipy.integrate import solve_ivp
     n, nf = robot.n, robot.n_full
     act = robot.actuated_index
@@ -201,10 +202,7 @@ def simulate_floating(robot, duration, *, method, q0, qd0, tau, dt, rtol, atol, 
     alpha, beta = baumgarte
     q, v = initial_state(robot, q0, qd0)
     nv = 6 + nf
-    hd = None
-    if method == "hdca":
-        from .simulate import _hdca
-        hd = _hdca(robot)
+    hd = hdca if method == "hdca" else None
 
     def torque(t, qf, vf):
         tf = np.zeros(nv)

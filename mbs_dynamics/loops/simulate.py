@@ -153,7 +153,8 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
         return simulate_floating(robot, duration, method=method, q0=q0, qd0=qd0, tau=tau, dt=dt,
                                  rtol=rtol, atol=atol, integrator=integrator,
                                  projection=projection, baumgarte=(alpha, beta),
-                                 result_type=LoopSimResult)
+                                 result_type=LoopSimResult,
+                                 hdca=_hdca(robot) if method == "hdca" else None)
     n, nf = robot.n, robot.n_full
     act = robot.actuated_index
     qa0 = robot.q_assembled[act] if q0 is None else _vec(q0, n, "q0")
