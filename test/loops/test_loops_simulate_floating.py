@@ -275,7 +275,8 @@ def mjcf(urdf, loops, solref="0.0005 1"):
             f'{base}</worldbody><equality>{eq}</equality></mujoco>')
 
 
-@pytest.mark.parametrize("name", ["planar_fourbar", "spatial_fourbar"])
+@pytest.mark.parametrize("name", ["planar_fourbar", "spatial_fourbar", "slider_crank",
+                                  "two_loop_planar"])
 def test_simulated_motion_matches_mujoco(name):
     """MuJoCo: the free-flying mechanism as a tree with a free joint, the loop an equality
     ``connect`` (stiff solref, RK4 at 0.1 ms), from the same state (base spinning, joints
