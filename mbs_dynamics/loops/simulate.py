@@ -86,6 +86,9 @@ def _vec(x, n, name):
     return a
 
 
+_SCIPY_METHODS = ("RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA")
+
+
 def _baumgarte(b):
     try:
         alpha, beta = (float(x) for x in b)
@@ -138,6 +141,11 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
         raise ImportError("simulating closed loops needs scipy (pip install scipy)") from None
     if method not in ("hdca", "lagrange"):
         raise ValueError(f"method must be 'hdca' or 'lagrange', got {method!r}")
+    if isinstance(integrator, str) and integrator not in _SCIPY_METHODS:
+        raise ValueError(f"integrator must be one of scipy's solve_ivp methods {_SCIPY_METHODS} "
+                         f"(a closed-loop robot's full coordinates; a floating base's pose is "
+                         f"integrated on SE(3) by the same method in an exponential chart), got "
+                         f"{integrator!r}")
     duration, dt = float(duration), float(dt)
     if not (np.isfinite(duration) and duration >= 0 and np.isfinite(dt) and dt > 0):
         raise ValueError("duration must be >= 0 and dt > 0 (finite)")

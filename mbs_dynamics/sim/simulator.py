@@ -498,6 +498,8 @@ def simulate(robot, controller, duration, dt, actuator=None, q0=None, qd0=None, 
     energy over time; a floating base's world momentum in ``meta["momentum"]``).
     """
     if hasattr(robot, "loop_residual"):
+        if integrator is not None:  # scipy's solve_ivp method of the closed-loop integration
+            loop_options["integrator"] = integrator
         return _simulate_loops(robot, controller, duration, dt, actuator, q0, qd0, loop_options)
     if loop_options:
         raise TypeError(f"simulate() got unexpected keyword arguments {sorted(loop_options)}")

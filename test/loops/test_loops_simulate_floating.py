@@ -478,3 +478,15 @@ def test_every_mechanism_with_gravity(name):
         rank = rank or rk
         assert rk == rank and s[rk - 1] > 0.02 * s[0]
     assert np.abs(out["hdca"].q - out["lagrange"].q).max() < 1e-7
+
+
+def test_integrator_option():
+    """``integrator`` reaches scipy through mbs.simulate; a Lie-group scheme's name of the tree
+    simulator (or any unknown name) is a clear error."""
+    r, _, _ = load("planar_fourbar")
+    zero = lambda t, s: np.zeros(r.n)  # noqa: E731
+    a = mbs.simulate(r, zero, 0.2, 0.1, method="lagrange", integrator="DOP853")
+    b = mbs.simulate(r, zero, 0.2, 0.1, method="lagrange")
+    assert a.nfev != b.nfev and np.abs(a.q - b.q).max() < 1e-7
+    with pytest.raises(ValueError, match="solve_ivp methods"):
+        mbs.simulate(r, zero, 0.2, 0.1, integrator="rkmk4-se3")
