@@ -490,7 +490,8 @@ def simulate(robot, controller, duration, dt, actuator=None, q0=None, qd0=None, 
 
     A :class:`~mbs_dynamics.ClosedLoopRobot` is integrated in the full coordinates of its
     spanning tree by :func:`mbs_dynamics.loops.simulate.simulate_loops` (``method="hdca"`` or
-    ``"lagrange"``, ``rtol``, ``atol``, ``projection``, ... as keywords; ``controller(t, state)``
+    ``"lagrange"``, ``rtol``, ``atol``, ``projection``, ... as keywords, ``integrator`` one of
+    scipy's ``solve_ivp`` methods, default ``"RK45"``; ``controller(t, state)``
     returns the actuated torques, ``state.q``/``state.qd`` actuated — on a floating base
     (:class:`~mbs_dynamics.loops.robot.FloatingClosedLoopRobot`) the base pose and velocity in
     front, (7 + n,) / (6 + n,), the base unactuated, its pose integrated on SE(3),
