@@ -141,7 +141,7 @@ def test_hdca_momentum_rate_with_floating_base(name):
     Md = sum(c * M(x) for c, x in zip(D[1], pts)) / e
     Kd = sum(c * _kkt(r, loops, pm, x, vf, tf)[1] for c, x in zip(D[1], pts)) / e
     nle = pin.nonLinearEffects(pm, pd, qf, vf)
-    assert rel(Pd, tf - nle + Md @ vf - Kd.T @ sig) < 1e-8
+    assert rel(Pd, tf - nle + Md @ vf - Kd.T @ sig) < 1e-9  # measured ≤ 3e-11
 
 
 # ---------------------------------------------------------------- physics over time
