@@ -658,17 +658,25 @@ class HDCA:
         return qd, sigma[self.n:], st
 
     def momentum_rate(self, st, qd, sig_loops, tau):
-        """Ṗ = τ + S_kᵀΓ_k + Ṡ_kᵀ Π_k − (K̇_vᵀσ)_k (eq. 69/77 in the spatial form; fixed base,
-        the mimic rows have K̇ = 0)."""
-        if self.fb:
-            raise ValueError("Hamilton's equations (HDCA momenta) cover fixed-base mechanisms")
-        n, m = self.n, self.model
+        """Ṗ = τ + S_kᵀΓ_k + Ṡ_kᵀ(Π_k − W_k) + S_kᵀW₂_k (eq. 69/77 in the spatial form:
+        Ṡ_kᵀΠ_k is ∂T/∂q_k, W_k, W₂_k the loop wrenches Eσ and ad_{V_b}ᵀEσ in the subtree of
+        joint k give −(K̇_vᵀσ)_k; the mimic rows have K̇ = 0).
+
+        A floating base (free-flyer layout, its rows first): P_b = S_bᵀΠ is the total spatial
+        momentum in the base frame (K_v's base columns vanish: a loop's two bodies share the
+        base's motion), S_b = Ad_{C_b}·[[0, I], [I, 0]] turns with the base itself,
+        Ṡ_b = ad_{V_b} S_b, and Π̇ is the external wrench (gravity Γ and the base's active wrench
+        H_b τ_b; joint torques and loop impulses are internal), so
+        ``Ṗ_b = τ_b + S_bᵀ(Γ + ad_{V_b}ᵀ Π)`` — the Euler–Poincaré (quasi-velocity) form of
+        Hamilton's equation for the base; the joints' Ṡ_k = ad_{V_λ(k)} S_k then use the base's
+        twist V_b for the joints on the base."""
+        n, m, nb, o = self.n, self.model, self.nb, self.nv0
         V, S, Mi = st["V"], st["S"], st["M"]
         g6 = np.r_[0.0, 0.0, 0.0, m.gravity]
         Pi = np.einsum("nij,nj->ni", Mi, V)
         Ga = np.einsum("nij,j->ni", Mi, g6)
-        W = np.zeros((n, 6))
-        W2 = np.zeros((n, 6))
+        W = np.zeros((nb, 6))
+        W2 = np.zeros((nb, 6))
         for (a, b), E, s in zip(self.lb, st["E"], sig_loops):
             w = E @ s
             if b >= 0:
@@ -680,18 +688,22 @@ class HDCA:
             if a >= 0:
                 W[a] -= w
                 W2[a] -= w2
-        for k in range(n - 1, -1, -1):  # accumulate over the subtrees
-            p = int(m.parent[k])
+        for k in range(n - 1, -1, -1):  # accumulate over the subtrees (into the base: totals)
+            p = self.par[k]
             if p >= 0:
                 Pi[p] += Pi[k]
                 Ga[p] += Ga[k]
                 W[p] += W[k]
                 W2[p] += W2[k]
-        Pd = np.empty(n)
+        tau = np.asarray(tau, float)
+        Pd = np.empty(o + n)
         for k in range(n):
-            p = int(m.parent[k])
+            p = self.par[k]
             Sd = _ad(V[p]) @ S[k] if p >= 0 else np.zeros(6)
-            Pd[k] = tau[k] + S[k] @ Ga[k] + Sd @ (Pi[k] - W[k]) + S[k] @ W2[k]
+            Pd[o + k] = tau[o + k] + S[k] @ Ga[k] + Sd @ (Pi[k] - W[k]) + S[k] @ W2[k]
+        if self.fb:
+            b = self.base
+            Pd[:6] = tau[:6] + st["Sb"].T @ (Ga[b] + _ad(V[b]).T @ Pi[b])
         return Pd
 
     def momentum(self, q, v):

@@ -11,6 +11,11 @@ is projected back onto the constraint manifold at every output instant (Newton o
 minimum-norm steps; q̇ ← q̇ − K⁺Kq̇ for Lagrange — HDCA's velocities satisfy the constraints by
 construction), which holds the position drift at the Newton tolerance. The result reports the
 loop residual at position and velocity level and the total energy at every output instant.
+
+A floating base (:class:`~.robot.FloatingClosedLoopRobot`) is simulated by
+:mod:`.floating_sim`: the same two formulations in the free-flyer layout, the base pose on SE(3)
+in a re-centred exponential chart (RKMK, seed 003), a projection that also keeps the total
+momentum, and the world momentum over time in ``meta["momentum"]``.
 """
 from __future__ import annotations
 
@@ -31,10 +36,14 @@ class LoopSimResult:
         t: (N+1,) output instants [s]; q, qd: (N+1, n_full) positions and velocities.
         residual: (N+1,) max |h(q)| (position-level closure violation) [m or rad].
         velocity_residual: (N+1,) max |E_ℓᵀ(V_b − V_a)|, the relative twist of the loop frames
-            in the constrained directions (velocity level; = K q̇ on the manifold).
+            in the constrained directions (velocity level; = K q̇ on the manifold — on a floating
+            base max |K q̇_joints|, the exact ḣ).
         energy: (N+1,) kinetic + potential energy [J] (conservative when tau is None).
         nfev: right-hand-side evaluations; wall_time: integration wall-clock time [s].
-        full_joint_names, actuated: the column names and the actuated joints' indices.
+        full_joint_names, actuated: the column names and the actuated joints' indices (of the
+            joints; a floating base's q, qd have its 7 / 6 columns in front).
+        meta: a floating base's ``momentum`` (N+1, 6) (world, linear and angular about the
+            origin) and ``charts`` (re-centrings of the base's exponential chart).
     """
 
     t: np.ndarray
@@ -77,6 +86,19 @@ def _vec(x, n, name):
     return a
 
 
+_SCIPY_METHODS = ("RK45", "RK23", "DOP853", "Radau", "BDF", "LSODA")
+
+
+def _baumgarte(b):
+    try:
+        alpha, beta = (float(x) for x in b)
+    except (TypeError, ValueError):
+        raise ValueError("baumgarte must be a pair (alpha, beta) of numbers") from None
+    if not (np.isfinite(alpha) and np.isfinite(beta) and alpha >= 0 and beta >= 0):
+        raise ValueError(f"baumgarte (alpha, beta) must be finite and >= 0, got {b!r}")
+    return alpha, beta
+
+
 def _mc(I):
     """m·c from body inertias [[Θ, m c̃], [−m c̃, m I]]: c̃ block (0,1,2 × 3,4,5)."""
     S = I[:, :3, 3:]
@@ -100,14 +122,18 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
         duration: simulated time [s]; dt: output (and projection) interval [s].
         method: ``"hdca"`` or ``"lagrange"``.
         q0, qd0: actuated initial positions / velocities (default: the assembled configuration,
-            rest); expanded to full coordinates on the assembly branch of ``q_assembled``.
+            rest); expanded to full coordinates on the assembly branch of ``q_assembled``. On a
+            floating base (7 + n,) = (x, y, z, qx, qy, qz, qw, actuated joints) with a unit
+            quaternion and (6 + n,) = (base linear, angular velocity in the base frame, actuated
+            rates) (default: the base at the origin, at rest).
         tau: None (no actuation: a conservative mechanism), an (n,) constant actuated torque or
-            ``tau(t, q_full, qd_full) -> (n,)``.
+            ``tau(t, q_full, qd_full) -> (n,)`` (a floating base is unactuated).
         rtol, atol, integrator: scipy ``solve_ivp`` settings.
         projection: project onto the constraint manifold at every output instant.
         baumgarte: (α, β) for ``method="lagrange"``.
     Returns:
-        :class:`LoopSimResult`.
+        :class:`LoopSimResult` (a floating base: q (N+1, 7 + n_full), qd (N+1, 6 + n_full),
+        ``meta["momentum"]`` the total (linear, angular) momentum in the world frame).
     """
     try:
         from scipy.integrate import solve_ivp
@@ -115,11 +141,28 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
         raise ImportError("simulating closed loops needs scipy (pip install scipy)") from None
     if method not in ("hdca", "lagrange"):
         raise ValueError(f"method must be 'hdca' or 'lagrange', got {method!r}")
-    if robot.floating_base:
-        raise ValueError("simulating closed loops covers fixed-base robots")
+    if isinstance(integrator, str) and integrator not in _SCIPY_METHODS:
+        raise ValueError(f"integrator must be one of scipy's solve_ivp methods {_SCIPY_METHODS} "
+                         f"(a closed-loop robot's full coordinates; a floating base's pose is "
+                         f"integrated on SE(3) by the same method in an exponential chart), got "
+                         f"{integrator!r}")
     duration, dt = float(duration), float(dt)
     if not (np.isfinite(duration) and duration >= 0 and np.isfinite(dt) and dt > 0):
         raise ValueError("duration must be >= 0 and dt > 0 (finite)")
+    alpha, beta = _baumgarte(baumgarte)
+    if method == "hdca":
+        try:
+            _hdca(robot)
+        except ValueError as e:  # a body without a positive definite inertia
+            raise ValueError(str(e).replace("use method='aba'", "simulate with "
+                                            "method='lagrange'")) from None
+    if robot.floating_base:
+        from .floating_sim import simulate_floating
+        return simulate_floating(robot, duration, method=method, q0=q0, qd0=qd0, tau=tau, dt=dt,
+                                 rtol=rtol, atol=atol, integrator=integrator,
+                                 projection=projection, baumgarte=(alpha, beta),
+                                 result_type=LoopSimResult,
+                                 hdca=_hdca(robot) if method == "hdca" else None)
     n, nf = robot.n, robot.n_full
     act = robot.actuated_index
     qa0 = robot.q_assembled[act] if q0 is None else _vec(q0, n, "q0")
@@ -128,7 +171,6 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
     q, v = X0[0].copy(), X0[1].copy()
     kin = robot._kin
     h = _hdca(robot)
-    alpha, beta = baumgarte
 
     def torque(t, qf, vf):
         tf = np.zeros(nf)
@@ -147,8 +189,8 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
         def f(t, x):
             nfev[0] += 1
             qq, P = x[:nf], x[nf:]
-            qd, Pd, _ = h.rhs(qq, P, torque(t, qq, None))
-            return np.r_[qd, Pd]
+            qd, sig, st = h.velocity(qq, P)
+            return np.r_[qd, h.momentum_rate(st, qd, sig, torque(t, qq, qd))]
         x = np.r_[q, h.momentum(q, v)]
     else:
         def f(t, x):

@@ -490,11 +490,17 @@ def simulate(robot, controller, duration, dt, actuator=None, q0=None, qd0=None, 
 
     A :class:`~mbs_dynamics.ClosedLoopRobot` is integrated in the full coordinates of its
     spanning tree by :func:`mbs_dynamics.loops.simulate.simulate_loops` (``method="hdca"`` or
-    ``"lagrange"``, ``rtol``, ``atol``, ``projection``, ... as keywords; ``controller(t, state)``
-    returns the actuated torques, ``state.q``/``state.qd`` actuated); it returns a
-    ``LoopSimResult`` (loop residual and energy over time).
+    ``"lagrange"``, ``rtol``, ``atol``, ``projection``, ... as keywords, ``integrator`` one of
+    scipy's ``solve_ivp`` methods, default ``"RK45"``; ``controller(t, state)``
+    returns the actuated torques, ``state.q``/``state.qd`` actuated — on a floating base
+    (:class:`~mbs_dynamics.loops.robot.FloatingClosedLoopRobot`) the base pose and velocity in
+    front, (7 + n,) / (6 + n,), the base unactuated, its pose integrated on SE(3),
+    :mod:`mbs_dynamics.loops.floating_sim`); it returns a ``LoopSimResult`` (loop residual and
+    energy over time; a floating base's world momentum in ``meta["momentum"]``).
     """
     if hasattr(robot, "loop_residual"):
+        if integrator is not None:  # scipy's solve_ivp method of the closed-loop integration
+            loop_options["integrator"] = integrator
         return _simulate_loops(robot, controller, duration, dt, actuator, q0, qd0, loop_options)
     if loop_options:
         raise TypeError(f"simulate() got unexpected keyword arguments {sorted(loop_options)}")
@@ -554,10 +560,14 @@ def _simulate_loops(robot, controller, duration, dt, actuator, q0, qd0, options)
     if actuator not in (None, "rigid"):
         raise ValueError("a ClosedLoopRobot is simulated with rigid joints (actuator None)")
     act = robot.actuated_index
+    if robot.floating_base:  # the controller sees (base, actuated joints): (7 + n,), (6 + n,)
+        iq, iv = np.r_[np.arange(7), 7 + act], np.r_[np.arange(6), 6 + act]
+    else:
+        iq = iv = act
 
     def tau(t, qf, vf):
-        v = vf[act] if vf is not None else np.zeros(len(act))
-        return controller(t, SimState(t, qf[act], v))
+        v = vf[iv] if vf is not None else np.zeros(len(iv))
+        return controller(t, SimState(t, qf[iq], v))
 
     return simulate_loops(robot, duration, q0=q0, qd0=qd0, tau=tau, dt=dt, **options)
 
