@@ -413,6 +413,13 @@ class ClosedLoopRobot(SubsetDescription):
         self._set_last(Q[0])
         return Q * fact(3)[:, None], Kdp
 
+    def _vec1(self, q):
+        """q as a float64 (n,) array, or the shape error."""
+        q = _arr(q, "q", f"({self._n},)", (1,))
+        if q.shape != (self._n,):
+            self._shape_err(q, "q", f"({self._n},)")
+        return q
+
     def _vec3(self, q, qd, qdd, names=("q", "qd", "qdd")):
         out = []
         for x, nm in zip((q, qd, qdd), names):
@@ -534,9 +541,7 @@ class ClosedLoopRobot(SubsetDescription):
         """M_a = Gᵀ M_tree G, (n, n) symmetric positive definite."""
         res = self._cw.mass_matrix(q)
         if res is None:
-            q = _arr(q, "q", f"({self._n},)", (1,))
-            if q.shape != (self._n,):
-                self._shape_err(q, "q", f"({self._n},)")
+            q = self._vec1(q)
             res = self._cw.mass_matrix(q)
             if res is None:
                 qf, _, G, _ = self._GdG(q, np.zeros(self._n))
@@ -575,9 +580,7 @@ class ClosedLoopRobot(SubsetDescription):
         """g_a = Gᵀ g_tree. (n,)."""
         res = self._cw.gravity_torques(q)
         if res is None:
-            q = _arr(q, "q", f"({self._n},)", (1,))
-            if q.shape != (self._n,):
-                self._shape_err(q, "q", f"({self._n},)")
+            q = self._vec1(q)
             res = self._cw.gravity_torques(q)
             if res is None:
                 qf, _, G, _ = self._GdG(q, np.zeros(self._n))
