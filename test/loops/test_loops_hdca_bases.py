@@ -48,6 +48,25 @@ def _base_q(rng, n):
     return np.r_[rng.normal(size=3), quat / np.linalg.norm(quat), rng.uniform(-1, 1, n)]
 
 
+def constraint_dynamics(pm, loops, qf, vf, tf):
+    """Pinocchio's constraintDynamics of the spanning tree with the loops as 3-D/6-D rigid
+    constraints (connect/weld; Pinocchio has no 5-D hinge)."""
+    cms = []
+    for lp in loops:
+        fa, fb = (pm.frames[pm.getFrameId(lp[f"frame_{s}"], pin.BODY)] for s in "ab")
+        ct = (pin.ContactType.CONTACT_3D if lp["type"] == "connect"
+              else pin.ContactType.CONTACT_6D)
+        cms.append(pin.RigidConstraintModel(
+            ct, pm, fa.parentJoint, fa.placement * rpy_pose(lp.get("origin_a")),
+            fb.parentJoint, fb.placement * rpy_pose(lp.get("origin_b")),
+            pin.ReferenceFrame.LOCAL))
+    pd = pm.createData()
+    cds = [c.createData() for c in cms]
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    return pin.constraintDynamics(pm, pd, qf, vf, tf, cms, cds,
+                                  pin.ProximalSettings(1e-14, 1e-12, 200))
+
+
 @pytest.mark.parametrize("name", list(FREE))
 def test_floating_base_tree_equals_pinocchio_aba(name):
     from test_mimic import OracleFB
@@ -198,20 +217,7 @@ def test_hdca_on_floating_closed_loops(name):
     assert rel(acceleration(r, qf, vf, tf), af) < 1e-10  # every joint's q̈, not only actuated
     # Pinocchio's constraintDynamics where its constraint types apply (no 5-D hinge)
     if all(lp["type"] != "revolute" for lp in loops):
-        cms = []
-        for lp in loops:
-            fa, fb = (pm.frames[pm.getFrameId(lp[f"frame_{s}"], pin.BODY)] for s in "ab")
-            ct = (pin.ContactType.CONTACT_3D if lp["type"] == "connect"
-                  else pin.ContactType.CONTACT_6D)
-            cms.append(pin.RigidConstraintModel(
-                ct, pm, fa.parentJoint, fa.placement * rpy_pose(lp.get("origin_a")),
-                fb.parentJoint, fb.placement * rpy_pose(lp.get("origin_b")),
-                pin.ReferenceFrame.LOCAL))
-        pd = pm.createData()
-        cds = [c.createData() for c in cms]
-        pin.initConstraintDynamics(pm, pd, cms, cds)
-        ddq = pin.constraintDynamics(pm, pd, qf, vf, tf, cms, cds,
-                                     pin.ProximalSettings(1e-14, 1e-12, 200))
+        ddq = constraint_dynamics(pm, loops, qf, vf, tf)
         assert rel(acceleration(r, qf, vf, tf), ddq) < 1e-10  # measured ≤ 4e-14
     # a payload (a new model: a new assembly), checked by the round trip through its RNEA
     r2 = r.with_payload(r.full_robot.link_names[-1], 0.8, com=(0.02, 0.0, 0.01))

@@ -22,7 +22,7 @@ import mbs_dynamics as mbs
 import loops_mechanisms as lm
 from mbs_dynamics.loops import floating_sim
 from mbs_dynamics.loops.simulate import simulate_loops
-from test_loops_hdca_bases import BASE_INERTIA, _kkt
+from test_loops_hdca_bases import BASE_INERTIA, _kkt, constraint_dynamics
 from test_loops_kinematics import D, NAMES, rpy_pose
 
 try:
@@ -65,23 +65,6 @@ def start(r, seed=0, spin=1.0):
 def full_state(r, q, qd):
     X = r.copy().expand(np.stack([q[7:], qd[6:]]))
     return np.r_[q[:7], X[0]], np.r_[qd[:6], X[1]]
-
-
-def constraint_dynamics(pm, loops, qf, vf, tf):
-    cms = []
-    for lp in loops:
-        fa, fb = (pm.frames[pm.getFrameId(lp[f"frame_{s}"], pin.BODY)] for s in "ab")
-        ct = (pin.ContactType.CONTACT_3D if lp["type"] == "connect"
-              else pin.ContactType.CONTACT_6D)
-        cms.append(pin.RigidConstraintModel(
-            ct, pm, fa.parentJoint, fa.placement * rpy_pose(lp.get("origin_a")),
-            fb.parentJoint, fb.placement * rpy_pose(lp.get("origin_b")),
-            pin.ReferenceFrame.LOCAL))
-    pd = pm.createData()
-    cds = [c.createData() for c in cms]
-    pin.initConstraintDynamics(pm, pd, cms, cds)
-    return pin.constraintDynamics(pm, pd, qf, vf, tf, cms, cds,
-                                  pin.ProximalSettings(1e-14, 1e-12, 200))
 
 
 # ---------------------------------------------------------------- the right-hand sides
