@@ -716,6 +716,19 @@ def main(argv=None) -> int:
     """Entry point of ``mbs-dynamics``; returns the exit code (0 ok, 1 the computation failed,
     2 bad input). Every error is one line on stderr: ``mbs-dynamics: error: ...``."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.showwarning = _show_warning
+        return _main(argv)
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """The package's warnings (e.g. the chosen actuated joints of a closed loop) as one line
+    ``mbs-dynamics: warning: ...`` on stderr, like its errors, not Python's source excerpt."""
+    print(f"{PROG}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+
+def _main(argv):
     try:
         if argv and argv[0] in LAZY:  # their options belong to their own parser
             return cmd_lazy(argv[0], argv[1:])

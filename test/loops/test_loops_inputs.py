@@ -102,3 +102,18 @@ def test_hostile_loops_yaml_is_one_line_exit_2(tmp_path, capsys, text):
         assert rc == 2 and err.count("\n") == 1 and "loops" in err and "Traceback" not in err
     with pytest.raises(ValueError, match="loops"):
         mbs.load_urdf(data.robot("arm7"), loops=str(f))
+
+
+def test_cli_says_which_actuated_joints_it_chose_in_one_line(tmp_path, capsys):
+    """Without --actuated the package chooses the independent joints and warns; the CLI shows
+    that as one ``mbs-dynamics: warning:`` line, not Python's warning with a source excerpt."""
+    import yaml
+    from mbs_dynamics import cli
+    u, loops, _ = lm.parallelogram_arm()
+    urdf, lf = tmp_path / "arm.urdf", tmp_path / "loops.yaml"
+    urdf.write_text(u)
+    lf.write_text(yaml.safe_dump({"loops": [dict(lp) for lp in loops]}))
+    assert cli.main(["info", str(urdf), "--loops", str(lf)]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("mbs-dynamics: warning: no actuated joints given")
+    assert err.count("\n") == 1 and ".py" not in err
