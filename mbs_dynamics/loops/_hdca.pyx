@@ -22,6 +22,12 @@ workspace (no allocation per call). Per call (:meth:`HDCAKernel.solve`):
 * disassembly (Alg. 2): P σ_J = [R⁻ᵀ(g₀ − G σ_b); 0] top-down, X_i = Ad_C L_b(u + U σ),
   q̈_k = H_kᵀ(X_k − X_λ(k) − Ṡ_k q̇_k).
 
+The momentum level (seed 002 Alg. 1–3, ``HDCA.velocity`` / ``momentum_rate``, what
+``simulate(method="hdca")`` integrates): :meth:`HDCAKernel.velocity` runs the same assembly with
+the right-hand side H_k P_k (β = 0, no body terms) and returns q̇, the twists and the impulses;
+:meth:`HDCAKernel.momentum_rate` computes Ṗ_k = τ_k + S_kᵀΓ_k + (ad_{V_λ(k)}S_k)ᵀ(Π_k − W_k) +
+S_kᵀW₂_k (eq. 77 in the spatial form; a floating base's Euler–Poincaré row) from them.
+
 :meth:`HDCAKernel.refine_core` is the iterative-refinement step of ``HDCA._correction`` (the
 residual of the spanning tree's RNEA, computed here in the world frame, mapped back through the
 stored factorisation). Thread safety: one workspace per HDCA plan, taken under the GIL for a

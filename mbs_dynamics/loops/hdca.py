@@ -62,8 +62,11 @@ lost up to 6 digits with light links: 1e-15…1e-13 before the refinement), Schu
 closure get no impulse (a basic solution; the motion is the same for every solution), never a
 singular solve — and the refinement's RNEA residual computed in the kernel (world-frame
 spatial RNEA at the solved q̈). Its binary tree splits each depth-first range where the fewest
-constraint rows stay open (:meth:`HDCA._split_open`); the NumPy plan (:meth:`solve`, used by the
-momentum level and as the fallback) keeps the plain halving. Fallback to the NumPy path:
+constraint rows stay open (:meth:`HDCA._split_open`); the NumPy plan (:meth:`solve`, the
+fallback) keeps the plain halving. The momentum level is compiled the same way
+(:meth:`HDCA.velocity`: the kernel's assembled system with the right-hand side H_k P_k, β = 0
+and no body terms; :meth:`HDCA.momentum_rate`: Ṗ from the compiled twists and loop impulses,
+``HDCAKernel.momentum_rate``); ``compiled=False`` takes the NumPy path. Fallback to the NumPy path:
 the extension not built, a model without movable joints, or a joint screw with |ω| ∉ {0, 1}
 (not produced by URDF joints).
 
