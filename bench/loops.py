@@ -19,7 +19,8 @@
   floating base (a free-flyer in Pinocchio); ``torque_derivatives`` (τ, τ′, τ″ along the
   trajectory) against the inverse-dynamics peer's τ alone (Pinocchio has no constrained jets);
 * HDCA vs the compiled ABA on a tree (arm7) — ``Robot.forward_dynamics(method="hdca")``;
-* HDCA vs the acceleration-level baseline: one right-hand side of seed 002's cases.
+* HDCA vs the acceleration-level baseline: one right-hand side of seed 002's cases (``--seed002``:
+  only these rows), the compiled momentum level and the NumPy one (the fallback) in the same run.
 """
 from __future__ import annotations
 
@@ -145,10 +146,14 @@ def cycle(items):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--seed002", action="store_true",
+                    help="only the rows of seed 002's cases (HDCA rhs vs the baseline)")
     a = ap.parse_args(argv)
     rows = []
     cases = [("planar_fourbar", False), ("spatial_fourbar", False), ("two_loop_planar", False),
              ("parallelogram_arm", False), ("delta", False), ("parallelogram_arm", True)]
+    if a.seed002:
+        cases = []
     for name, floating in cases:
         pin, r, pm, pd, cms, cds = pin_setup(name, floating)
         label = name + (" (floating base)" if floating else "")
@@ -232,11 +237,12 @@ def main(argv=None):
                      diff))
     arm = mbs.load_urdf(os.path.join(ROOT, "mbs_dynamics", "data", "robots", "arm7.urdf"))
     q, qd, t = np.random.default_rng(1).standard_normal((3, arm.n))
-    rows.append(("arm7 (tree)", "forward_dynamics(method='hdca') / ABA (compiled)",
-                 ratio(lambda: arm.forward_dynamics(q, qd, t, method="hdca"),
-                       lambda: arm.forward_dynamics(q, qd, t), a.reps),
-                 np.abs(arm.forward_dynamics(q, qd, t, method="hdca")
-                        - arm.forward_dynamics(q, qd, t)).max()))
+    if not a.seed002:
+        rows.append(("arm7 (tree)", "forward_dynamics(method='hdca') / ABA (compiled)",
+                     ratio(lambda: arm.forward_dynamics(q, qd, t, method="hdca"),
+                           lambda: arm.forward_dynamics(q, qd, t), a.reps),
+                     np.abs(arm.forward_dynamics(q, qd, t, method="hdca")
+                            - arm.forward_dynamics(q, qd, t)).max()))
     import mechanisms as me
     from mbs_dynamics.loops.lagrange import acceleration
     from mbs_dynamics.loops.simulate import _hdca
@@ -244,9 +250,23 @@ def main(argv=None):
         r = me.load(k)
         h = _hdca(r)
         z = np.zeros(r.n_full)
-        rows.append((f"seed 002 case {k}", "HDCA rhs (q̇, Ṗ) / acceleration-level rhs (q̈)",
-                     ratio(lambda: h.rhs(r.q_assembled, z, z),
-                           lambda: acceleration(r, r.q_assembled, z, z), a.reps), float("nan")))
+        # the compiled momentum level (HDCAKernel.velocity + momentum_rate) and, in the same
+        # run, the NumPy one it replaced (the fallback); diff: max |compiled − NumPy| of (q̇, Ṗ)
+        # at P = M v of a random full velocity
+        vz = r.expand(np.stack([r.q_assembled[r.actuated_index],
+                                np.random.default_rng(k).standard_normal(r.n)]))[1]
+        Pz = h.momentum(r.q_assembled, vz)
+        diff = max(np.abs(x - y).max() for x, y in
+                   zip(h.rhs(r.q_assembled, Pz, z)[:2],
+                       h.rhs(r.q_assembled, Pz, z, compiled=False)[:2]))
+        rows.append((f"seed 002 case {k}", "HDCA rhs (q̇, Ṗ), compiled / acceleration-level "
+                     "rhs (q̈)",
+                     ratio(lambda: h.rhs(r.q_assembled, Pz, z),
+                           lambda: acceleration(r, r.q_assembled, vz, z), a.reps), diff))
+        rows.append((f"seed 002 case {k}", "HDCA rhs (q̇, Ṗ), NumPy (before; the fallback) / "
+                     "acceleration-level rhs (q̈)",
+                     ratio(lambda: h.rhs(r.q_assembled, Pz, z, compiled=False),
+                           lambda: acceleration(r, r.q_assembled, vz, z), a.reps), diff))
     import pinocchio
     print(f"Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, numpy {np.__version__}, pinocchio "

@@ -22,6 +22,12 @@ workspace (no allocation per call). Per call (:meth:`HDCAKernel.solve`):
 * disassembly (Alg. 2): P σ_J = [R⁻ᵀ(g₀ − G σ_b); 0] top-down, X_i = Ad_C L_b(u + U σ),
   q̈_k = H_kᵀ(X_k − X_λ(k) − Ṡ_k q̇_k).
 
+The momentum level (seed 002 Alg. 1–3, ``HDCA.velocity`` / ``momentum_rate``, what
+``simulate(method="hdca")`` integrates): :meth:`HDCAKernel.velocity` runs the same assembly with
+the right-hand side H_k P_k (β = 0, no body terms) and returns q̇, the twists and the impulses;
+:meth:`HDCAKernel.momentum_rate` computes Ṗ_k = τ_k + S_kᵀΓ_k + (ad_{V_λ(k)}S_k)ᵀ(Π_k − W_k) +
+S_kᵀW₂_k (eq. 77 in the spatial form; a floating base's Euler–Poincaré row) from them.
+
 :meth:`HDCAKernel.refine_core` is the iterative-refinement step of ``HDCA._correction`` (the
 residual of the spanning tree's RNEA, computed here in the world frame, mapped back through the
 stored factorisation). Thread safety: one workspace per HDCA plan, taken under the GIL for a
@@ -341,6 +347,10 @@ cdef class HDCAKernel:
     cdef double* Acc     # (nb, 6)
     cdef double* Wr      # (nb, 6)
     cdef double* gen     # (nv,)
+    cdef double* Pim     # (nb, 6) subtree momenta Π (momentum level)
+    cdef double* Gam     # (nb, 6) subtree gravity wrenches Γ
+    cdef double* W2m     # (nb, 6) subtree ad_{V_b}ᵀ E σ
+    cdef double* zv      # (nv,) zeros: the velocity of the momentum level's kinematics
 
     def __init__(self, dict spec):
         self.spec = spec
@@ -405,6 +415,8 @@ cdef class HDCAKernel:
         self.rhsJ = dp(Z(self.maxJ * (self.maxb + 1)))
         self.fx = dp(Z(nb * 6)); self.Acc = dp(Z(nb * 6)); self.Wr = dp(Z(nb * 6))
         self.gen = dp(Z(n + 6))
+        self.Pim = dp(Z(nb * 6)); self.Gam = dp(Z(nb * 6)); self.W2m = dp(Z(nb * 6))
+        self.zv = dp(Z(n + 6))
         self.ur = dp(Z(nb * 6)); self.fbody = dp(Z(nb * 6))
 
     # ------------------------------------------------------------ per-call stages
@@ -514,6 +526,28 @@ cdef class HDCAKernel:
         cdef double pf[3]
         cdef const double* R
         cdef const double* p
+        self.loop_sources()
+        o = self.src + 6 * (5 * n + self.ldim_total())
+        memcpy(o, self.H, 6 * n * sizeof(double))
+        for col in range(self.nhcol):
+            if self.ukind[col] != 0:
+                continue
+            o = self.Bst + 6 * col
+            for c in range(6):
+                o[c] = 0.0
+            for t in range(self.tptr[col], self.tptr[col + 1]):
+                R = self.src + 6 * self.tsrc[t]
+                for c in range(6):
+                    o[c] += self.tcoef[t] * R[c]
+
+    cdef void loop_sources(self) noexcept nogil:
+        """The loop wrench bases E_ℓ (world frame, columns of frame_b's selected axes)."""
+        cdef int j, t, b, s, c
+        cdef double e[6]
+        cdef double Rf[9]
+        cdef double pf[3]
+        cdef const double* R
+        cdef const double* p
         for t in range(self.nl):
             b = self.lb[t]
             if b >= 0:
@@ -530,18 +564,6 @@ cdef class HDCAKernel:
                     e[c] = 0.0
                 e[s] = 1.0
                 wrenchT(R, p, e, self.src + 6 * (self.lsrc[t] + j))
-        o = self.src + 6 * (5 * n + self.ldim_total())
-        memcpy(o, self.H, 6 * n * sizeof(double))
-        for col in range(self.nhcol):
-            if self.ukind[col] != 0:
-                continue
-            o = self.Bst + 6 * col
-            for c in range(6):
-                o[c] = 0.0
-            for t in range(self.tptr[col], self.tptr[col + 1]):
-                R = self.src + 6 * self.tsrc[t]
-                for c in range(6):
-                    o[c] += self.tcoef[t] * R[c]
 
     cdef inline int ldim_total(self) noexcept nogil:
         cdef int t, s = 0
@@ -948,6 +970,148 @@ cdef class HDCAKernel:
         self.rates(gen, False)
         for k in range(nv0 + n):
             a[k] += gen[k]
+
+    cdef int velocity_core(self, const double* q, const double* P, double* qd) noexcept nogil:
+        """Alg. 1–2 at velocity level (seed 002 eq. 8): the body balances M_i V_i = Σ H_k P_k
+        (± at the parent) + Σ B σ with the constraints Bᵀ V = 0 (β = 0, no body terms): the
+        twists V in X, the impulses σ in sig, q̇ = H_kᵀ(V_k − V_λ(k)) into ``qd``."""
+        memset(self.zv, 0, (self.n + 6) * sizeof(double))
+        self.kinematics(q, self.zv)
+        self.joint_terms(P, False)
+        self.handles()
+        memset(self.beta, 0, self.ns * sizeof(double))
+        memset(self.sig, 0, self.ns * sizeof(double))
+        if self.assemble() != 0:
+            return -1
+        self.disassemble()
+        self.rates(qd, False)
+        return 0
+
+    cdef void momentum_rate_core(self, const double* q, const double* V, const double* sl,
+                                 const double* tau, double* out) noexcept nogil:
+        """Ṗ (seed 002 eq. 69/77, spatial form, ``HDCA.momentum_rate``) at the configuration q,
+        body twists V (nb, 6) and loop impulses ``sl`` (Σ loop rows, the loops' order):
+        Ṗ_k = τ_k + S_kᵀΓ_k + (ad_{V_λ(k)} S_k)ᵀ(Π_k − W_k) + S_kᵀW₂_k with the subtree sums of
+        Π = M_i V_i, Γ = M_i a_g, W = Eσ, W₂ = ad_{V_b}ᵀEσ; a floating base's
+        Ṗ_b = τ_b + S_bᵀ(Γ + ad_{V_b}ᵀΠ) of the whole robot."""
+        cdef int n = self.n, nb = self.nb, nv0 = 6 if self.fb else 0, i, k, p, j, t, a, b, c, o
+        cdef double* Ci
+        cdef double vb[6]
+        cdef double gb[6]
+        cdef double h[6]
+        cdef double w[6]
+        cdef double w2[6]
+        cdef double d[6]
+        cdef double sg
+        cdef double* Pi = self.Pim
+        cdef double* Ga = self.Gam
+        cdef double* W = self.Wr
+        cdef double* W2 = self.W2m
+        memset(self.zv, 0, (n + 6) * sizeof(double))
+        self.kinematics(q, self.zv)
+        self.loop_sources()
+        for i in range(nb):
+            Ci = self.C + 12 * i
+            twistAd_inv(Ci, Ci + 9, V + 6 * i, vb)
+            gb[0] = 0.0; gb[1] = 0.0; gb[2] = 0.0
+            for k in range(3):
+                gb[3 + k] = Ci[k] * self.g[0] + Ci[3 + k] * self.g[1] + Ci[6 + k] * self.g[2]
+            mat6_vec(self.Ib + 36 * i, vb, h)
+            wrenchT(Ci, Ci + 9, h, Pi + 6 * i)
+            mat6_vec(self.Ib + 36 * i, gb, h)
+            wrenchT(Ci, Ci + 9, h, Ga + 6 * i)
+        memset(W, 0, 6 * nb * sizeof(double))
+        memset(W2, 0, 6 * nb * sizeof(double))
+        for t in range(self.nl):
+            a = self.la[t]
+            b = self.lb[t]
+            o = self.lsrc[t] - 5 * n
+            for c in range(6):
+                w[c] = 0.0
+                w2[c] = 0.0
+            for j in range(self.ldim[t]):
+                sg = sl[o + j]
+                for c in range(6):
+                    w[c] += self.src[6 * (self.lsrc[t] + j) + c] * sg
+            if b >= 0:
+                adT_mul_add(V + 6 * b, w, w2)
+                for c in range(6):
+                    W[6 * b + c] += w[c]
+                    W2[6 * b + c] += w2[c]
+            if a >= 0:
+                for c in range(6):
+                    W[6 * a + c] -= w[c]
+                    W2[6 * a + c] -= w2[c]
+        for k in range(n - 1, -1, -1):
+            p = self.par[k]
+            if p >= 0:
+                for c in range(6):
+                    Pi[6 * p + c] += Pi[6 * k + c]
+                    Ga[6 * p + c] += Ga[6 * k + c]
+                    W[6 * p + c] += W[6 * k + c]
+                    W2[6 * p + c] += W2[6 * k + c]
+        for k in range(n):
+            p = self.par[k]
+            sg = tau[nv0 + k] + dot6(self.S + 6 * k, Ga + 6 * k) + dot6(self.S + 6 * k, W2 + 6 * k)
+            if p >= 0:
+                ad_mul(V + 6 * p, self.S + 6 * k, d)
+                for c in range(6):
+                    w[c] = Pi[6 * k + c] - W[6 * k + c]
+                sg += dot6(d, w)
+            out[nv0 + k] = sg
+        if self.fb:
+            memcpy(w, Ga + 6 * n, 6 * sizeof(double))
+            adT_mul_add(V + 6 * n, Pi + 6 * n, w)
+            Ci = self.C + 12 * n
+            wrenchT_inv(Ci, Ci + 9, w, h)
+            out[0] = tau[0] + h[3]; out[1] = tau[1] + h[4]; out[2] = tau[2] + h[5]
+            out[3] = tau[3] + h[0]; out[4] = tau[4] + h[1]; out[5] = tau[5] + h[2]
+
+    def velocity(self, const double[::1] q, const double[::1] P, double[::1] qd,
+                 double[:, ::1] V, double[::1] sig):
+        """Momentum level (seed 002 Alg. 1–2, eq. 8): q̇ into ``qd`` (nv), the body twists
+        (world, angular first) into ``V`` (nb, 6), every connection's impulse into ``sig``
+        (ns: joints, loops, mimic rows) at the state (q, P) (sizes checked by the caller)."""
+        cdef HDCAKernel k = self
+        cdef int i, rc
+        cdef unsigned long me = PyThread_get_thread_ident()
+        if self.busy and self.owner != me:
+            k = HDCAKernel(self.spec)
+        k.busy += 1
+        k.owner = me
+        try:
+            with nogil:
+                rc = k.velocity_core(&q[0], &P[0], &qd[0])
+                if rc == 0:
+                    memcpy(&V[0, 0], k.X, 6 * k.nb * sizeof(double))
+                    memcpy(&sig[0], k.sig, k.ns * sizeof(double))
+        finally:
+            k.busy -= 1
+        if rc != 0:
+            raise ValueError("method='hdca': a joint's constraint block is not positive "
+                             "definite (singular assembly)")
+        for i in range(qd.shape[0]):
+            if not isfinite(qd[i]):
+                raise ValueError("simulate(method='hdca'): the joint velocities overflowed to "
+                                 "inf or NaN — the momenta are too large for float64")
+        return qd
+
+    def momentum_rate(self, const double[::1] q, const double[:, ::1] V,
+                      const double[::1] sig_loops, const double[::1] tau, double[::1] out):
+        """Ṗ into ``out`` (nv) at (q, the body twists V (nb, 6) of :meth:`velocity`, the loop
+        impulses (Σ loop rows), τ (nv)); sizes checked by the caller."""
+        cdef HDCAKernel k = self
+        cdef unsigned long me = PyThread_get_thread_ident()
+        if self.busy and self.owner != me:
+            k = HDCAKernel(self.spec)
+        k.busy += 1
+        k.owner = me
+        try:
+            with nogil:
+                k.momentum_rate_core(&q[0], &V[0, 0], &sig_loops[0], &tau[0], &out[0])
+        finally:
+            k.busy -= 1
+        return out
 
     def acceleration(self, const double[::1] q, const double[::1] v, const double[::1] tau,
                      fx, double[::1] out, bint refine=True):

@@ -62,8 +62,11 @@ lost up to 6 digits with light links: 1e-15…1e-13 before the refinement), Schu
 closure get no impulse (a basic solution; the motion is the same for every solution), never a
 singular solve — and the refinement's RNEA residual computed in the kernel (world-frame
 spatial RNEA at the solved q̈). Its binary tree splits each depth-first range where the fewest
-constraint rows stay open (:meth:`HDCA._split_open`); the NumPy plan (:meth:`solve`, used by the
-momentum level and as the fallback) keeps the plain halving. Fallback to the NumPy path:
+constraint rows stay open (:meth:`HDCA._split_open`); the NumPy plan (:meth:`solve`, the
+fallback) keeps the plain halving. The momentum level is compiled the same way
+(:meth:`HDCA.velocity`: the kernel's assembled system with the right-hand side H_k P_k, β = 0
+and no body terms; :meth:`HDCA.momentum_rate`: Ṗ from the compiled twists and loop impulses,
+``HDCAKernel.momentum_rate``); ``compiled=False`` takes the NumPy path. Fallback to the NumPy path:
 the extension not built, a model without movable joints, or a joint screw with |ω| ∉ {0, 1}
 (not produced by URDF joints).
 
@@ -649,8 +652,27 @@ class HDCA:
     def _zero_beta(self):
         return [np.zeros(d) for d in self.dim]
 
-    def velocity(self, q, P):
-        """(q̇, σ of the loops and mimic rows, state) from the augmented momenta P (Alg. 1–2)."""
+    def velocity(self, q, P, compiled=True):
+        """(q̇, σ of the loops and mimic rows, state) from the augmented momenta P (Alg. 1–2).
+
+        Compiled (``HDCAKernel.velocity``: the acceleration level's body-frame assembly with
+        the right-hand side H_k P_k and β = 0) where :meth:`compiled` applies and ``compiled``;
+        the NumPy plan otherwise. The state then carries q and the body twists V only, which
+        :meth:`momentum_rate` hands to the compiled Ṗ."""
+        K = self.compiled() if compiled else None
+        if K is not None:
+            nv = self.nv0 + self.n
+            q = np.ascontiguousarray(q, dtype=float)
+            P = np.ascontiguousarray(P, dtype=float)
+            if q.shape != (nv + self.fb,) or P.shape != (nv,):
+                raise ValueError(f"HDCA.velocity: q must be ({nv + self.fb},) and P ({nv},), "
+                                 f"got {q.shape} and {P.shape}")
+            qd, V = np.empty(nv), np.empty((self.nb, 6))
+            sg = np.empty(sum(self.dim))
+            K.velocity(q, P, qd, V, sg)
+            off = np.r_[0, np.cumsum(self.dim)]
+            sig = [sg[off[c]:off[c + 1]] for c in range(self.n, self.nc)]
+            return qd, sig, {"q": q, "V": V, "kernel": K}
         st = self.state(q)
         X, sigma = self.solve(st, np.zeros((self.nb, 6)), P, self._zero_beta())
         qd = self.rates(st, X)
@@ -670,6 +692,18 @@ class HDCA:
         ``Ṗ_b = τ_b + S_bᵀ(Γ + ad_{V_b}ᵀ Π)`` — the Euler–Poincaré (quasi-velocity) form of
         Hamilton's equation for the base; the joints' Ṡ_k = ad_{V_λ(k)} S_k then use the base's
         twist V_b for the joints on the base."""
+        K = st.get("kernel")
+        if K is not None:  # compiled (HDCAKernel.momentum_rate), from a compiled velocity pass
+            nl = len(self.loops)
+            sl = (np.concatenate([np.ravel(np.asarray(x, float)) for x in sig_loops[:nl]])
+                  if nl else np.zeros(1))
+            tau = np.ascontiguousarray(tau, dtype=float)
+            nv = self.nv0 + self.n
+            if tau.shape != (nv,) or sl.shape[0] < sum(self.dim[self.n:self.n + nl]):
+                raise ValueError(f"HDCA.momentum_rate: tau must be ({nv},) and the loop "
+                                 f"impulses {sum(self.dim[self.n:self.n + nl])} rows")
+            return K.momentum_rate(st["q"], st["V"], np.ascontiguousarray(sl), tau,
+                                   np.empty(nv))
         n, m, nb, o = self.n, self.model, self.nb, self.nv0
         V, S, Mi = st["V"], st["S"], st["M"]
         g6 = np.r_[0.0, 0.0, 0.0, m.gravity]
@@ -717,9 +751,10 @@ class HDCA:
         Pj = np.einsum("ni,ni->n", st["S"], Pi[:self.n])
         return np.r_[st["Sb"].T @ Pi[self.n], Pj] if self.fb else Pj
 
-    def rhs(self, q, P, tau):
-        """Hamilton's equations (Alg. 3): (q̇, Ṗ) at the state (q, P)."""
-        qd, sig, st = self.velocity(q, P)
+    def rhs(self, q, P, tau, compiled=True):
+        """Hamilton's equations (Alg. 3): (q̇, Ṗ) at the state (q, P) (compiled where
+        :meth:`compiled` applies and ``compiled``, else NumPy)."""
+        qd, sig, st = self.velocity(q, P, compiled)
         return qd, self.momentum_rate(st, qd, sig, tau), sig
 
     def velocity_violation(self, q, v):
