@@ -39,6 +39,7 @@ import time
 import numpy as np
 
 from ..kernels import lie
+from .lagrange import loop_terms
 
 CHART_ANGLE = 1.0  # [rad] re-centre the base's exponential chart beyond this rotation
 
@@ -75,17 +76,6 @@ def matrix_to_quat(R, ref=None):
     return q
 
 
-def constraint_terms(robot, qj, vj):
-    """(h, ḣ = K v_j, K̇v_j, K) of the loops at the joints' state — the compiled kernels of the
-    closed-loop workspace when the robot has them, else :func:`.lagrange.constraint_terms`."""
-    cw = getattr(robot, "_cw", None)
-    if cw is not None and hasattr(cw, "drift_terms") and hasattr(cw, "residual_jacobian"):
-        h, K = cw.residual_jacobian(qj)
-        return h, K @ vj, cw.drift_terms(qj, vj), K
-    from .lagrange import constraint_terms as ct
-    return ct(robot._kin, qj, vj)
-
-
 def acceleration(robot, q, v, tau, alpha=0.0, beta=0.0, return_lambda=False):
     """v̇ (6 + n_full,) of a FloatingClosedLoopRobot at a full state (q (7 + n_full,), v) under
     the full generalized forces ``tau`` (base wrench rows first, zero at dependent joints):
@@ -93,7 +83,7 @@ def acceleration(robot, q, v, tau, alpha=0.0, beta=0.0, return_lambda=False):
     solve with the minimum-norm λ (redundant closures make K M⁻¹ Kᵀ singular, never
     inverted)."""
     full = robot.full_robot
-    h, hd, Kdv, Kj = constraint_terms(robot, q[7:], v[6:])
+    h, hd, Kdv, Kj = loop_terms(robot, q[7:], v[6:])
     K = np.hstack([np.zeros((Kj.shape[0], 6)), Kj])
     M = full.mass_matrix(q)
     c = full.inverse_dynamics(q, v, np.zeros_like(v))

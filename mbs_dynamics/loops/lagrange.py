@@ -21,11 +21,22 @@ def constraint_terms(kin, q, v):
     return H[0, 0], H[1, 0], 2.0 * H[2, 0], np.ascontiguousarray(H[0, 1:].T)
 
 
+def loop_terms(robot, q, v):
+    """(h, ḣ = K q̇, K̇q̇, K) of a closed-loop robot's loops at the joints' state (q, v) (its
+    spanning-tree joints, no base) — the compiled kernels of the robot's closed-loop workspace
+    (``loops/_closed.pyx``) when it has them, else :func:`constraint_terms`."""
+    cw = getattr(robot, "_cw", None)
+    if cw is not None and hasattr(cw, "drift_terms") and hasattr(cw, "residual_jacobian"):
+        h, K = cw.residual_jacobian(q)
+        return h, K @ v, cw.drift_terms(q, v), K
+    return constraint_terms(robot._kin, q, v)
+
+
 def acceleration(robot, q, v, tau, f_ext=None, alpha=0.0, beta=0.0, return_lambda=False):
     """Full q̈ (n_full,) of the ClosedLoopRobot ``robot`` at the full state (q, v) under the
     full joint torques ``tau`` (zero at the dependent joints)."""
     full = robot.full_robot
-    h, hd, Kdv, K = constraint_terms(robot._kin, q, v)
+    h, hd, Kdv, K = loop_terms(robot, q, v)
     M = full.mass_matrix(q)
     c = full.inverse_dynamics(q, v, np.zeros_like(v), f_ext)
     L = np.linalg.cholesky(M)
