@@ -52,10 +52,13 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--plot", action="store_true", help="only redraw the plots from results.json")
+    ap.add_argument("--tables", action="store_true",
+                    help="only print the README's tables from results.json")
     a = ap.parse_args(argv)
-    if a.plot:
+    if a.plot or a.tables:
         with open(os.path.join(HERE, "results.json")) as f:
-            return plot(json.load(f))
+            out = json.load(f)
+        return plot(out) if a.plot else tables(out)
     T = 1.0 if a.quick else 10.0
     dt = 0.01
     out = {"T": T, "cases": {}}
@@ -100,6 +103,33 @@ def main(argv=None):
     with open(os.path.join(HERE, name), "w") as f:
         json.dump(out, f)
     plot(out, a.quick)
+    tables(out)
+
+
+def tables(out):
+    """The README's tables (Markdown) from the results."""
+    print("| case | HDCA max \\|ΔE\\| [J] | acc.-level max \\|ΔE\\| [J] | HDCA max velocity violation "
+          "| acc.-level | HDCA max \\|h\\| [m] | acc.-level |")
+    print("|---|---|---|---|---|---|---|")
+    for k, c in out["cases"].items():
+        h, a = c["history"]["hdca"], c["history"]["lagrange"]
+        cells = [np.abs(h["dE"]).max(), np.abs(a["dE"]).max(), np.max(h["hv"]), np.max(a["hv"]),
+                 np.max(h["h"]), np.max(a["h"])]
+        print(f"| {k} | " + " | ".join(f"{x:.2g}" for x in cells) + " |")
+    print("\n| case | HDCA rhs (q̇, Ṗ) [ms] | acceleration-level rhs (q̈) [ms] |\n|---|---|---|")
+    for k, c in out["cases"].items():
+        print(f"| {k} | {c['rhs_ms']['hdca']:.3f} | {c['rhs_ms']['lagrange']:.3f} |")
+    print("\n| case | integrator | δ | HDCA wall [s] | HDCA RHS evals | HDCA max \\|ΔE\\| [J] "
+          "| HDCA max \\|h\\| [m] | acc. wall [s] | acc. RHS evals | acc. max \\|ΔE\\| [J] "
+          "| acc. max \\|h\\| [m] |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for k, c in out["cases"].items():
+        for row in c["table"]:
+            cells = []
+            for m in METHODS:
+                x = row[m]
+                cells += [f"{x['wall']:.2f}", str(x["nfev"]), f"{x['dE']:.2g}", f"{x['h']:.2g}"]
+            print(f"| {k} | {row['integrator']} | {row['tol']:.0e} | " + " | ".join(cells) + " |")
 
 
 def plot(out, quick=False):
