@@ -141,3 +141,27 @@ def test_the_graph_sees_imports():
     assert "mbs_dynamics.kernels._data" in edges["mbs_dynamics.kernels._rnea"]
     assert "mbs_dynamics.model.model" in edges["mbs_dynamics.loader"]
     assert _cycles({"a": {"b"}, "b": {"a"}}) == [["a", "b"]]
+
+
+def _module_level_importorskips(text):
+    """Line numbers of ``pytest.importorskip`` calls outside functions and classes."""
+    lines = []
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        lines += [call.lineno for call in ast.walk(node) if isinstance(call, ast.Call)
+                  and isinstance(call.func, ast.Attribute) and call.func.attr == "importorskip"]
+    return lines
+
+
+def test_no_test_module_skips_itself_whole():
+    """A module-level ``pytest.importorskip`` skips the whole module at collection — under ROS's
+    launch_testing pytest plugin that becomes a skip of the whole collection; tests skip one by
+    one instead (``pytestmark = pytest.mark.skipif(...)`` or importorskip inside the test)."""
+    assert _module_level_importorskips(
+        'import pytest\npin = pytest.importorskip("pinocchio")\n'
+        'def test_a():\n    pytest.importorskip("x")\n') == [2]   # the check sees one
+    offenders = [f"{path.relative_to(ROOT.parent)}:{line}"
+                 for path in sorted((ROOT.parent / "test").rglob("*.py"))
+                 for line in _module_level_importorskips(path.read_text())]
+    assert offenders == []
