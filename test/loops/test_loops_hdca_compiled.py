@@ -8,7 +8,6 @@ same algorithm agree, and that the workspace is safe to share."""
 from __future__ import annotations
 
 import threading
-import warnings
 
 import numpy as np
 import pytest
@@ -18,16 +17,7 @@ import loops_mechanisms as lm
 from conftest import erd_path
 from test_loops_kinematics import NAMES
 from mbs_dynamics.loops import hdca
-
-
-def rel(a, b):
-    return np.abs(np.asarray(a) - b).max() / max(1.0, np.abs(b).max())
-
-
-def _load(src, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", mbs.URDFWarning)
-        return mbs.load_urdf(src, **kw)
+from test_loops_hdca_bases import _load, rel
 
 
 def _state(r, rng, fb):

@@ -11,7 +11,6 @@ default, i.e. the compiled, path; this file checks that the compiled and the Num
 the same algorithm agree, that the simulation takes the compiled one, and the bad input."""
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ import loops_mechanisms as lm
 from conftest import erd_path
 from test_loops_kinematics import NAMES
 from mbs_dynamics.loops import hdca
+from test_loops_hdca_bases import _load, rel
 from mbs_dynamics.loops.simulate import _hdca, simulate_loops
 
 try:
@@ -31,16 +31,6 @@ pytestmark = pytest.mark.skipif(pin is None, reason="pinocchio is not installed"
 
 BASE = ('<link name="base"><inertial><mass value="3"/><inertia ixx="0.05" iyy="0.06" '
         'izz="0.07" ixy="0" ixz="0" iyz="0"/></inertial></link>')
-
-
-def rel(a, b):
-    return np.abs(np.asarray(a) - b).max() / max(1.0, np.abs(b).max())
-
-
-def _load(src, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", mbs.URDFWarning)
-        return mbs.load_urdf(src, **kw)
 
 
 def _closed(name, fb):
