@@ -13,7 +13,6 @@ calls return views into its Data; ours return new arrays (the fair comparison fo
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 import sys
 import time

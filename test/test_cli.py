@@ -455,7 +455,6 @@ def test_data_paths_from_another_directory(tmp_path, monkeypatch):
                                     "readme_simulate.py"])
 def test_readme_examples_run_from_any_directory(tmp_path, script):
     """The README's Python examples (examples/*.py hold them verbatim) run from another cwd."""
-    import os
     import subprocess
     path = Path(__file__).resolve().parents[1] / "examples" / script  # this checkout's examples
     if not path.exists():

@@ -9,7 +9,6 @@ is the product), per-thread copies of the same Robot (item 13), and resource mea
 from __future__ import annotations
 
 import json
-import math
 import threading
 import tracemalloc
 

@@ -198,7 +198,7 @@ def excite(robot, *, period=10.0, harmonics=5, max_acceleration=None, margin=0.9
     if base is None:
         from .base import base_parameters
         base = base_parameters(robot)
-    from .estimate import base_map, friction_columns
+    from .estimate import base_map
 
     n, L = robot.n, int(harmonics)
     lims = _limits(robot, max_acceleration, margin)

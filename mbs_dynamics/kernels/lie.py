@@ -280,7 +280,6 @@ def _se3_q(X):
     W, Vt = hat(w), hat(v)
     WV, VW = W @ Vt, Vt @ W
     WVW = WV @ W
-    WW = W @ W
     e = (..., None, None)
     return (0.5 * Vt + c1[e] * (WV + VW + WVW) + c2[e] * (W @ WV + VW @ W - 3.0 * WVW)
             + c3[e] * (WVW @ W + W @ WVW))

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import math
 import os
-import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
-from ..kernels import lie
 from .limits import FileLimitError, check_text_size, read_bytes
 
 MOVABLE = ("revolute", "continuous", "prismatic")

@@ -7,7 +7,6 @@ differences of that τ′ along analytic trajectories, for random physical π (P
 given the same π)."""
 from __future__ import annotations
 
-import math
 import warnings
 
 import numpy as np

@@ -6,7 +6,6 @@ control_msgs), so it runs the same with and without ROS installed.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import tempfile
 import sys
