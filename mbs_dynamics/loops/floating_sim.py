@@ -6,7 +6,7 @@ in the base frame, joint rates), Pinocchio's layout.
 * ``method="lagrange"``: the index-1 acceleration-level equations with the loop rows
   (zero base columns: a closure constrains relative poses only, h = h(q_joints)),
   ``M v̇ + c = τ + Kᵀλ``, ``K v̇ = −K̇v − 2α ḣ − β² h`` (Baumgarte), range-space solve with the
-  minimum-norm λ (:func:`acceleration`); state (base pose, joints, v).
+  minimum-norm λ (:func:`.lagrange.acceleration`); state (base pose, joints, v).
 * ``method="hdca"``: Hamilton's equations of seed 002 with the base momentum in the free-flyer
   layout (:meth:`~.hdca.HDCA.momentum_rate`): state (base pose, joints, augmented momenta
   P = M v − K_vᵀσ); P's base rows are the total spatial momentum in the base frame (K_v has
@@ -39,7 +39,7 @@ import time
 import numpy as np
 
 from ..kernels import lie
-from .lagrange import loop_terms
+from .lagrange import acceleration
 
 CHART_ANGLE = 1.0  # [rad] re-centre the base's exponential chart beyond this rotation
 
@@ -74,30 +74,6 @@ def matrix_to_quat(R, ref=None):
     if ref is not None and q @ ref < 0:
         q = -q
     return q
-
-
-def acceleration(robot, q, v, tau, alpha=0.0, beta=0.0, return_lambda=False):
-    """v̇ (6 + n_full,) of a FloatingClosedLoopRobot at a full state (q (7 + n_full,), v) under
-    the full generalized forces ``tau`` (base wrench rows first, zero at dependent joints):
-    ``M v̇ + c = τ + Kᵀλ``, ``K v̇ = −K̇v − 2α ḣ − β² h`` with K = [0 | K_joints], range-space
-    solve with the minimum-norm λ (redundant closures make K M⁻¹ Kᵀ singular, never
-    inverted)."""
-    full = robot.full_robot
-    h, hd, Kdv, Kj = loop_terms(robot, q[7:], v[6:])
-    K = np.hstack([np.zeros((Kj.shape[0], 6)), Kj])
-    M = full.mass_matrix(q)
-    c = full.inverse_dynamics(q, v, np.zeros_like(v))
-    L = np.linalg.cholesky(M)
-
-    def Minv(b):
-        return np.linalg.solve(L.T, np.linalg.solve(L, b))
-
-    a0 = Minv(tau - c)
-    MK = Minv(K.T)
-    gamma = -Kdv - 2.0 * alpha * hd - beta * beta * h
-    lam = np.linalg.lstsq(K @ MK, gamma - K @ a0, rcond=None)[0]
-    a = a0 + MK @ lam
-    return (a, lam) if return_lambda else a
 
 
 def _mc(I):
@@ -220,7 +196,7 @@ def simulate_floating(robot, duration, *, method, q0, qd0, tau, dt, rtol, atol, 
         qq = full_q(C0 @ lie.se3_exp(psi), qj)
         if method == "lagrange":
             vv = w
-            wd = acceleration(robot, qq, vv, torque(t, qq, vv), alpha, beta)
+            wd = acceleration(robot, qq, vv, torque(t, qq, vv), alpha=alpha, beta=beta)
         else:
             vv, sig, st = hd.velocity(_at_origin(qq), w)
             wd = hd.momentum_rate(st, vv, sig, torque(t, qq, vv))

@@ -34,9 +34,15 @@ def loop_terms(robot, q, v):
 
 def acceleration(robot, q, v, tau, f_ext=None, alpha=0.0, beta=0.0, return_lambda=False):
     """Full q̈ (n_full,) of the ClosedLoopRobot ``robot`` at the full state (q, v) under the
-    full joint torques ``tau`` (zero at the dependent joints)."""
+    full joint torques ``tau`` (zero at the dependent joints). On a floating base
+    (FloatingClosedLoopRobot) the full state has the base first — q (7 + n_full,) with the
+    pose (x y z qx qy qz qw), v and ``tau`` (6 + n_full,) — the loop rows have zero base columns
+    (K = [0 | K_joints]) and the result is v̇ (6 + n_full,)."""
     full = robot.full_robot
-    h, hd, Kdv, K = loop_terms(robot, q, v)
+    fb = robot.floating_base
+    h, hd, Kdv, K = loop_terms(robot, q[7:] if fb else q, v[6:] if fb else v)
+    if fb:
+        K = np.hstack([np.zeros((K.shape[0], 6)), K])
     M = full.mass_matrix(q)
     c = full.inverse_dynamics(q, v, np.zeros_like(v), f_ext)
     L = np.linalg.cholesky(M)

@@ -686,6 +686,14 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
             self._shape_err(a, name, f"({m},)")
         return a
 
+    def _q(self, q):
+        """q (7 + n,): base pose (x y z qx qy qz qw) and actuated joints, or the shape error."""
+        return self._vin(q, "q", 7 + self._n)
+
+    def _v(self, x, name):
+        """A (6 + n,) vector (base twist or wrench, actuated joints) named ``name``."""
+        return self._vin(x, name, 6 + self._n)
+
     def _Gf(self, G, zero=False):
         nf, n = G.shape
         out = np.zeros((6 + nf, 6 + n))
@@ -697,7 +705,7 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
     def expand(self, qs, q_guess=None):
         x = np.asarray(qs, dtype=float) if not np.iscomplexobj(qs) else qs
         if np.ndim(x) == 1 and np.shape(x) == (7 + self._n,):
-            x = self._vin(x, "q", 7 + self._n)
+            x = self._q(x)
             g = None if q_guess is None else np.asarray(q_guess, float)[7:]
             return np.r_[x[:7], super().expand(x[7:], g)]
         return super().expand(qs, q_guess)
@@ -713,9 +721,9 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         return np.hstack([np.zeros((K.shape[0], 6)), K])
 
     def _motion(self, q, qd, qdd):
-        q = self._vin(q, "q", 7 + self._n)
-        qd = self._vin(qd, "qd", 6 + self._n)
-        qdd = self._vin(qdd, "qdd", 6 + self._n)
+        q = self._q(q)
+        qd = self._v(qd, "qd")
+        qdd = self._v(qdd, "qdd")
         X, Kdp = self._state3(q[7:], qd[6:], qdd[6:])
         return (np.r_[q[:7], X[0]], np.r_[qd[:6], X[1]], np.r_[qdd[:6], X[2]],
                 self._G0(X[0], Kdp))
@@ -739,9 +747,7 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         if np.ndim(q) == 2:
             return self._batch(self.inverse_dynamics, (q, qd, qdd), out, f_ext)
         if f_ext is None:
-            res = self._cw.inverse_dynamics(self._vin(q, "q", 7 + self._n),
-                                            self._vin(qd, "qd", 6 + self._n),
-                                            self._vin(qdd, "qdd", 6 + self._n))
+            res = self._cw.inverse_dynamics(self._q(q), self._v(qd, "qd"), self._v(qdd, "qdd"))
             if res is not None:
                 return _out(out, res)
         qf, vf, af, G = self._motion(q, qd, qdd)
@@ -750,9 +756,7 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
 
     def constraint_forces(self, q, qd, qdd, f_ext=None):
         if f_ext is None:
-            lam = self._cw.multipliers(self._vin(q, "q", 7 + self._n),
-                                       self._vin(qd, "qd", 6 + self._n),
-                                       self._vin(qdd, "qdd", 6 + self._n))
+            lam = self._cw.multipliers(self._q(q), self._v(qd, "qd"), self._v(qdd, "qdd"))
             if lam is not None:
                 return self._wrenches(lam)
         qf, vf, af, _ = self._motion(q, qd, qdd)
@@ -777,7 +781,7 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
             raise ValueError(f"qs of a floating-base robot must be a pair (q, vs): q ({self.nq},),"
                              f" vs (k+2, {self.nv})")
         q, vs = qs
-        q = self._vin(q, "q", 7 + self._n)
+        q = self._q(q)
         vs = _arr(vs, "vs", f"(k+2, {self.nv})", (2,))
         if vs.shape[1] != self.nv or vs.shape[0] < 2:
             self._shape_err(vs, "vs", f"(k+2, {self.nv}) with k >= 0")
@@ -799,15 +803,15 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         return _out(out, np.hstack([T[:, :6], project_jet(G, Tn) * f[:K1 - 2, None]]))
 
     def _GdGf(self, q, qd):
-        q = self._vin(q, "q", 7 + self._n)
-        qd = self._vin(qd, "qd", 6 + self._n)
+        q = self._q(q)
+        qd = self._v(qd, "qd")
         qf, vf, G, Gd = self._GdG(q[7:], qd[6:])
         return np.r_[q[:7], qf], np.r_[qd[:6], vf], self._Gf(G), self._Gf(Gd, zero=True)
 
     def mass_matrix(self, q, out=None):
         res = self._cw.mass_matrix(q)
         if res is None:
-            res = self._cw.mass_matrix(self._vin(q, "q", 7 + self._n))
+            res = self._cw.mass_matrix(self._q(q))
         if res is None:
             qf, _, G, _ = self._GdGf(q, np.zeros(self.nv))
             res = G.T @ self._full.mass_matrix(qf) @ G
@@ -816,7 +820,7 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
     def gravity_torques(self, q, out=None):
         res = self._cw.gravity_torques(q)
         if res is None:
-            res = self._cw.gravity_torques(self._vin(q, "q", 7 + self._n))
+            res = self._cw.gravity_torques(self._q(q))
         if res is None:
             qf, _, G, _ = self._GdGf(q, np.zeros(self.nv))
             res = self._full.gravity_torques(qf) @ G
@@ -825,8 +829,7 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
     def coriolis_matrix(self, q, qd, out=None):
         res = self._cw.coriolis_matrix(q, qd, 0)
         if res is None:
-            res = self._cw.coriolis_matrix(self._vin(q, "q", 7 + self._n),
-                                           self._vin(qd, "qd", 6 + self._n), 0)
+            res = self._cw.coriolis_matrix(self._q(q), self._v(qd, "qd"), 0)
         if res is not None:
             return _out(out, res)
         qf, vf, G, Gd = self._GdGf(q, qd)
@@ -836,8 +839,7 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
     def mass_matrix_derivative(self, q, qd, out=None):
         res = self._cw.coriolis_matrix(q, qd, 1)
         if res is None:
-            res = self._cw.coriolis_matrix(self._vin(q, "q", 7 + self._n),
-                                           self._vin(qd, "qd", 6 + self._n), 1)
+            res = self._cw.coriolis_matrix(self._q(q), self._v(qd, "qd"), 1)
         if res is not None:
             return _out(out, res)
         qf, vf, G, Gd = self._GdGf(q, qd)
@@ -863,10 +865,9 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         if np.ndim(q) == 2:
             return self._batch(lambda a, b, c: self.forward_dynamics(a, b, c, method=method),
                                (q, qd, tau), out, f_ext)
-        from .lagrange import constraint_terms
-        q = self._vin(q, "q", 7 + self._n)
-        qd = self._vin(qd, "qd", 6 + self._n)
-        tau = self._vin(tau, "tau", 6 + self._n)
+        q = self._q(q)
+        qd = self._v(qd, "qd")
+        tau = self._v(tau, "tau")
         if f_ext is None and method == "lagrange":
             res = self._cw.forward_dynamics(q, qd, tau)
             if res is not None:
@@ -885,19 +886,8 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
             from .hdca import acceleration
             a = _finite(acceleration(self, qf, vf, tf, f_ext))
             return _out(out, np.r_[a[:6], a[6 + self._act]])
-        _, _, Kdv, K = constraint_terms(self._kin, Q[0], Q[1])
-        K = np.hstack([np.zeros((K.shape[0], 6)), K])
-        M = self._full.mass_matrix(qf)
-        c = self._full.inverse_dynamics(qf, vf, np.zeros_like(vf), f_ext)
-        L = np.linalg.cholesky(M)
-
-        def Minv(b):
-            return np.linalg.solve(L.T, np.linalg.solve(L, b))
-
-        a0 = Minv(tf - c)
-        MK = Minv(K.T)
-        lam = np.linalg.lstsq(K @ MK, -Kdv - K @ a0, rcond=None)[0]
-        a = a0 + MK @ lam
+        from .lagrange import acceleration
+        a = acceleration(self, qf, vf, tf, f_ext)
         return _out(out, np.r_[a[:6], a[6 + self._act]])
 
 

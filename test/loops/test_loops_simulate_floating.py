@@ -20,7 +20,7 @@ import pytest
 
 import mbs_dynamics as mbs
 import loops_mechanisms as lm
-from mbs_dynamics.loops import floating_sim
+from mbs_dynamics.loops import lagrange
 from mbs_dynamics.loops.simulate import simulate_loops
 from test_loops_hdca_bases import BASE_INERTIA, _kkt, constraint_dynamics
 from test_loops_kinematics import D, NAMES, rpy_pose
@@ -81,7 +81,7 @@ def test_acceleration_against_pinocchio(name):
         qf, vf = full_state(r, q0, qd0)
         tf = np.zeros(6 + r.n_full)
         tf[6 + r.actuated_index] = rng.standard_normal(r.n)
-        a = floating_sim.acceleration(r, qf, vf, tf, alpha=5.0, beta=5.0)
+        a = lagrange.acceleration(r, qf, vf, tf, alpha=5.0, beta=5.0)
         af, K = _kkt(r, loops, pm, qf, vf, tf)
         assert rel(a, af) < 1e-10
         if all(lp["type"] != "revolute" for lp in loops):
@@ -473,3 +473,16 @@ def test_integrator_option():
     assert a.nfev != b.nfev and np.abs(a.q - b.q).max() < 1e-7
     with pytest.raises(ValueError, match="solve_ivp methods"):
         mbs.simulate(r, zero, 0.2, 0.1, integrator="rkmk4-se3")
+
+
+@pytest.mark.parametrize("name", ["spatial_fourbar", "parallelogram_arm", "two_loop_planar"])
+def test_floating_forward_dynamics_numpy_path_equals_the_compiled_one(name):
+    """With ``f_ext`` a FloatingClosedLoopRobot's forward dynamics takes the NumPy path
+    (:func:`mbs_dynamics.loops.lagrange.acceleration`, the base rows first); a zero wrench must
+    give the compiled null-space solution."""
+    r, u, loops = load(name)
+    q0, qd0 = start(r, 3)
+    tau = np.random.default_rng(1).normal(size=r.nv)
+    a = r.forward_dynamics(q0, qd0, tau)
+    b = r.forward_dynamics(q0, qd0, tau, f_ext={r.full_robot.link_names[-1]: np.zeros(6)})
+    assert rel(b, a) < 1e-12
