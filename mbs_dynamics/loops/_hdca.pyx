@@ -601,11 +601,10 @@ cdef class HDCAKernel:
 
     cdef int assemble(self) noexcept nogil:
         """Alg. 1 over the plan (post-order), storing every factorisation."""
-        cdef int k, i, m, nj, nbk, r, c, ma, mb, a_, b_, mi, c0
+        cdef int k, i, m, nj, nbk, r, c, ma, a_, b_, mi, c0
         cdef int* iJ
         cdef int* ib
         cdef int* va
-        cdef int* vb
         cdef double* L = self.Lpre
         cdef double* l0 = self.l0pre
         cdef double* Ci
@@ -668,24 +667,16 @@ cdef class HDCAKernel:
             else:
                 memset(L, 0, m * m * sizeof(double))
                 memset(l0, 0, m * sizeof(double))
-                a_ = self.kA[k]
-                b_ = self.kB[k]
-                ma = self.npost[a_]
-                va = self.idx + self.ova[k]
-                Lp = self.store + self.oL[a_]
-                lp = self.store + self.ol0[a_]
-                for r in range(ma):
-                    l0[va[r]] += lp[r]
-                    for c in range(ma):
-                        L[va[r] * m + va[c]] += Lp[r * ma + c]
-                mb = self.npost[b_]
-                vb = self.idx + self.ovb[k]
-                Lp = self.store + self.oL[b_]
-                lp = self.store + self.ol0[b_]
-                for r in range(mb):
-                    l0[vb[r]] += lp[r]
-                    for c in range(mb):
-                        L[vb[r] * m + vb[c]] += Lp[r * mb + c]
+                for a_ in range(2):  # the two children's (Λ, λ₀), scattered (as reassemble)
+                    b_ = self.kA[k] if a_ == 0 else self.kB[k]
+                    ma = self.npost[b_]
+                    va = self.idx + (self.ova[k] if a_ == 0 else self.ovb[k])
+                    Lp = self.store + self.oL[b_]
+                    lp = self.store + self.ol0[b_]
+                    for r in range(ma):
+                        l0[va[r]] += lp[r]
+                        for c in range(ma):
+                            L[va[r] * m + va[c]] += Lp[r * ma + c]
             nj = self.nJ[k]
             nbk = self.npost[k]
             iJ = self.idx + self.oiJ[k]
