@@ -90,6 +90,13 @@ def spatial_inertia(mass, com, inertia_com, R_com=None):
     return M
 
 
+def first_moment(M):
+    """m·c (…, 3), the first mass moment, of body inertias M (…, 6, 6) laid out as
+    :func:`spatial_inertia` (the m c̃ block at rows 0–2, columns 3–5)."""
+    S = np.asarray(M)[..., :3, 3:]
+    return np.stack([S[..., 2, 1], S[..., 0, 2], S[..., 1, 0]], axis=-1)
+
+
 # ---------------------------------------------------------------------------------------------
 # exp, log, dexp, dexp⁻¹ of SO(3) and SE(3) (seed 003 §2, eq. 8–11), batched over leading axes.
 #

@@ -76,11 +76,6 @@ def matrix_to_quat(R, ref=None):
     return q
 
 
-def _mc(I):
-    S = I[:3, 3:]
-    return np.array([S[2, 1], S[0, 2], S[1, 0]])
-
-
 def poses(model, q):
     """World poses (4, 4) of the base (first) and of every body of the free-flyer tree."""
     Cb = lie.pose(quat_to_matrix(np.asarray(q[3:7]) / np.linalg.norm(q[3:7])), q[:3])
@@ -100,7 +95,7 @@ def energy(robot, q, v):
     Vg = 0.0
     for C, I in zip(poses(model, q), [model.base_inertia] + list(model.inertias)):
         m = I[3, 3]
-        Vg -= model.gravity @ (C[:3, :3] @ _mc(I) + m * C[:3, 3])
+        Vg -= model.gravity @ (C[:3, :3] @ lie.first_moment(I) + m * C[:3, 3])
     return float(T + Vg)
 
 

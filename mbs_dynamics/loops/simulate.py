@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..kernels import lie
 from .hdca import HDCA
 from .lagrange import acceleration as lagrange_acc
 
@@ -69,7 +70,7 @@ def energy(robot, q, v):
     C = h.state(q)["C"]
     I = model.inertias
     m = I[:, 3, 3]
-    mc = _mc(I)
+    mc = lie.first_moment(I)
     pw = np.einsum("nij,nj->ni", C[:, :3, :3], mc) + m[:, None] * C[:, :3, 3]
     return float(T - model.gravity @ pw.sum(0))
 
@@ -97,12 +98,6 @@ def _baumgarte(b):
     if not (np.isfinite(alpha) and np.isfinite(beta) and alpha >= 0 and beta >= 0):
         raise ValueError(f"baumgarte (alpha, beta) must be finite and >= 0, got {b!r}")
     return alpha, beta
-
-
-def _mc(I):
-    """m·c from body inertias [[Θ, m c̃], [−m c̃, m I]]: c̃ block (0,1,2 × 3,4,5)."""
-    S = I[:, :3, 3:]
-    return np.stack([S[:, 2, 1], S[:, 0, 2], S[:, 1, 0]], axis=1)
 
 
 def _hdca(robot):

@@ -155,3 +155,12 @@ def test_batched_shapes_and_agreement_with_the_existing_helpers():
         S = np.r_[_axis(), RNG.normal(size=3)]
         q = RNG.uniform(-3, 3)
         assert np.abs(lie.exp_se3(S, q) - lie.se3_exp(S * q)).max() < 1e-14
+
+
+def test_first_moment_of_spatial_inertias():
+    """m·c read back from seed 004 eq. 24's inertia, one body and a stack of bodies."""
+    rng = np.random.default_rng(5)
+    ms, cs = rng.uniform(0.1, 3.0, 4), rng.normal(size=(4, 3))
+    Ms = np.stack([lie.spatial_inertia(m, c, np.diag([0.1, 0.2, 0.3])) for m, c in zip(ms, cs)])
+    np.testing.assert_allclose(lie.first_moment(Ms), ms[:, None] * cs, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(lie.first_moment(Ms[0]), ms[0] * cs[0], rtol=1e-15, atol=1e-15)
