@@ -5,8 +5,9 @@ coordinates of its spanning tree, Baumgarte-stabilised — the baseline of seed 
 
 solved by the range-space method: q̈₀ = M⁻¹(τ − c), (K M⁻¹ Kᵀ) λ = γ − K q̈₀ with the
 minimum-norm λ (least squares: redundant closures make K M⁻¹ Kᵀ singular, never inverted),
-q̈ = q̈₀ + M⁻¹Kᵀλ. ``K̇q̇`` is twice the second Taylor coefficient of h(q + q̇t)
-(:meth:`~.kinematics.LoopKinematics.jets`); α = β = 0 at an assembled state.
+q̈ = q̈₀ + M⁻¹Kᵀλ. h, K and ``K̇q̇`` come from the robot's compiled closed-loop workspace
+(:func:`loop_terms`); ``K̇q̇`` is twice the second Taylor coefficient of h(q + q̇t), which
+:func:`constraint_terms` computes in NumPy as their reference; α = β = 0 at an assembled state.
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import numpy as np
 
 
 def constraint_terms(kin, q, v):
-    """(h, ḣ = K q̇, K̇ q̇, K) at a full state."""
+    """(h, ḣ = K q̇, K̇ q̇, K) at a full state from the NumPy Taylor series of
+    :class:`~.kinematics.LoopKinematics` — the reference :func:`loop_terms` is tested against."""
     Q = np.zeros((3, len(q)))
     Q[0], Q[1] = q, v
     H = kin.jets(Q, directions=True)
@@ -23,13 +25,10 @@ def constraint_terms(kin, q, v):
 
 def loop_terms(robot, q, v):
     """(h, ḣ = K q̇, K̇q̇, K) of a closed-loop robot's loops at the joints' state (q, v) (its
-    spanning-tree joints, no base) — the compiled kernels of the robot's closed-loop workspace
-    (``loops/_closed.pyx``) when it has them, else :func:`constraint_terms`."""
-    cw = getattr(robot, "_cw", None)
-    if cw is not None and hasattr(cw, "drift_terms") and hasattr(cw, "residual_jacobian"):
-        h, K = cw.residual_jacobian(q)
-        return h, K @ v, cw.drift_terms(q, v), K
-    return constraint_terms(robot._kin, q, v)
+    spanning-tree joints, no base), from the compiled kernels of its closed-loop workspace
+    (``loops/_closed.pyx``; every ClosedLoopRobot has one)."""
+    h, K = robot._cw.residual_jacobian(q)
+    return h, K @ v, robot._cw.drift_terms(q, v), K
 
 
 def acceleration(robot, q, v, tau, f_ext=None, alpha=0.0, beta=0.0, return_lambda=False):
