@@ -48,6 +48,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels import _aba, _rnea
+from . import _flatness
 from .actuators import SEA, VSA, actuator_from_params
 from .feedforward import require_fixed_base
 
@@ -283,9 +285,11 @@ class FlatnessController:
         self._qs = np.zeros((6, n))        # q, q̇, q̈, q⃛, v, v̇: the jet input
         self._taus = np.zeros((4, n))      # τ, τ′, τ″, τ‴
         self._qs5, self._taus3 = self._qs[:5], self._taus[:3]
+        self._qs4, self._taus2 = self._qs[:4], self._taus[:2]
         self._des = np.zeros((6, n))       # q_d … q_d⁽⁵⁾
         self._des5 = self._des[:5]
-        self._des_b = np.zeros((5, n))
+        self._t_prev = -np.inf
+        self._fd, self._jet = _aba.forward_dynamics, _rnea.torque_derivatives_qs
         self._te = np.zeros(n)             # τ_e
         self._r = np.zeros(n)
         self._w = np.zeros(n)
@@ -338,22 +342,26 @@ class FlatnessController:
 
     # ---------------------------------------------------------------- the cycle
     def update(self, t, q, qd, theta, theta_dot, sigmas=None, out=None):
-        """:meth:`command` with the desired jet sampled from the trajectory at time ``t`` [s]
-        (q_d⁽⁵⁾, for the zero-order-hold lead, by a central difference of q_d⁗ over
-        ``sample_time``)."""
+        """:meth:`command` with the desired jet sampled from the trajectory at time ``t`` [s].
+
+        With ``sample_time`` T > 0, q_d⁽⁵⁾ (for the hold's lead) is the backward difference of
+        q_d⁗ over the previous call when that was T earlier, else 0."""
         if self._trajectory is None:
             raise RuntimeError("no trajectory: call set_trajectory() or use command()")
         des = self._des
-        self._trajectory.sample(t, out=self._des5)
         T = self._T
         if T > 0:
-            b = self._des_b
-            self._trajectory.sample(t + 0.5 * T, out=b)
-            des[5] = b[4]
-            self._trajectory.sample(t - 0.5 * T, out=b)
-            des[5] -= b[4]
-            des[5] *= 1.0 / T
+            des[5] = des[4]
+            t_prev = self._t_prev
+            self._trajectory.sample(t, out=self._des5)
+            self._t_prev = t
+            if abs(t - t_prev - T) <= 1e-9 * max(1.0, abs(t)):
+                np.subtract(des[4], des[5], out=des[5])
+                des[5] *= 1.0 / T
+            else:
+                des[5] = 0.0
             return self.command(q, qd, theta, theta_dot, des, sigmas, out)
+        self._trajectory.sample(t, out=self._des5)
         return self.command(q, qd, theta, theta_dot, self._des5, sigmas, out)
 
     def command(self, q, qd, theta, theta_dot, desired, sigmas=None, out=None):
@@ -393,6 +401,22 @@ class FlatnessController:
         if shape not in ((5, n), (6, n)):
             raise ValueError(f"desired must have shape (5, {n}) (q_d to q_d'''') or (6, {n}), "
                              f"got {shape}")
+        if self._vsa is None and self._Kinv is None:   # the compiled cycle (diagonal K)
+            if type(desired) is not np.ndarray or desired.dtype != np.float64 \
+                    or not desired.flags.c_contiguous:
+                desired = np.ascontiguousarray(desired, dtype=float)
+            status = _flatness.sea_cycle(
+                self._fd, self._jet, self._robot.data, x, desired, shape[0], self._K, self._B,
+                self._D, self._gains, self._T, qs, qs, self._qs4, self._qs5, taus, taus,
+                self._taus2, self._taus3, te, te, r, r, u)
+            if status:
+                raise ValueError("q, qd, theta, theta_dot and desired must be finite"
+                                 if status == 1 else "the motor torque is not finite (state "
+                                 "far outside the model's range?)")
+            if out is not None:
+                out[...] = u
+                return out
+            return u
         if not (np.isfinite(x).all() and np.isfinite(desired).all()):
             raise ValueError("q, qd, theta, theta_dot and desired must be finite")
         robot = self._robot
