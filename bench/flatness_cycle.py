@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Per-cycle CPU time of the flatness-based SEA controller (issue 28) on a 7-DOF arm.
+
+One cycle = ``FlatnessController.update``: trajectory sample + q̈ (ABA) + τ′ jet + q⃛ (ABA) +
+the outer loop + the τ…τ‴ jet + the motor torque with the zero-order-hold lead. Reports
+median / p90 / p99 of the per-cycle CPU time (``time.process_time_ns``: time the process ran,
+so other processes on a shared machine do not count) and, as a peer in the same run,
+Pinocchio's ``rnea`` on the same URDF (one inverse dynamics).
+
+Usage: python3 bench/flatness_cycle.py [--urdf FILE] [--cycles N]
+Target (issue 28): p99 <= 30 µs from Python.
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import mbs_dynamics as mbs  # noqa: E402
+from mbs_dynamics.control.flatness import FlatnessController  # noqa: E402
+from mbs_dynamics.control.trajectory import Trajectory  # noqa: E402
+
+DEFAULT_URDF = os.path.join(os.path.dirname(mbs.__file__), "data", "robots", "arm7.urdf")
+
+
+def cpu_times(fn, n):
+    ts = np.empty(n)
+    for i in range(n):
+        t0 = time.process_time_ns()
+        fn(i)
+        ts[i] = time.process_time_ns() - t0
+    return ts * 1e-3
+
+
+def summary(name, ts):
+    p50, p90, p99 = np.percentile(ts, (50, 90, 99))
+    print(f"{name:<36s} median {p50:7.2f} µs   p90 {p90:7.2f}   p99 {p99:7.2f}   "
+          f"(mean {ts.mean():.2f})")
+    return p50, p99
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--urdf", default=DEFAULT_URDF)
+    ap.add_argument("--cycles", type=int, default=20000)
+    args = ap.parse_args(argv)
+    robot = mbs.load_urdf(args.urdf)
+    n = robot.n
+    q0 = 0.5 * (np.clip(robot.lower, -2, 2) + np.clip(robot.upper, -2, 2))
+    times = np.linspace(0.0, args.cycles * 1e-3 + 1.0, 12)
+    traj = Trajectory(robot.joint_names, times,
+                      [q0 + 0.4 * np.sin(t + np.arange(n)) * (t > 0) for t in times])
+    ctl = FlatnessController(robot, stiffness=2000.0, motor_inertia=0.3, motor_damping=0.05,
+                             poles=[10.0, 20.0, 30.0, 40.0], trajectory=traj)
+    q, qd = q0 + 0.01, np.full(n, 0.1)
+    th, thd = q + 0.02, qd + 0.01
+    out = np.empty(n)
+    for i in range(500):  # warm-up
+        ctl.update(1e-3 * i, q, qd, th, thd, out=out)
+    print(f"{os.path.basename(args.urdf)}: {n} joints, SEA flatness control, {args.cycles} cycles")
+    _, p99 = summary("flatness cycle (update, 1 kHz lead)",
+                     cpu_times(lambda i: ctl.update(0.5 + 1e-3 * i, q, qd, th, thd, out=out),
+                               args.cycles))
+    try:
+        import pinocchio as pin
+        pm = pin.buildModelFromUrdf(args.urdf)
+        pd = pm.createData()
+        z = np.zeros(pm.nv)
+        qp = pin.neutral(pm)
+        summary("pinocchio rnea (same URDF)", cpu_times(lambda i: pin.rnea(pm, pd, qp, z, z),
+                                                        args.cycles))
+    except ImportError:
+        pass
+    print(f"target p99 <= 30 µs: {'met' if p99 <= 30.0 else 'NOT met'} ({p99:.1f} µs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
