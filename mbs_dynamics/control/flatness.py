@@ -289,11 +289,16 @@ class FlatnessController:
         self._des = np.zeros((6, n))       # q_d … q_d⁽⁵⁾
         self._des5 = self._des[:5]
         self._t_prev = -np.inf
-        self._fd, self._jet = _aba.forward_dynamics, _rnea.torque_derivatives_qs
         self._te = np.zeros(n)             # τ_e
         self._r = np.zeros(n)
         self._w = np.zeros(n)
         self._u = np.zeros(n)
+        self._cycle = None
+        if self._vsa is None and self._Kinv is None:
+            self._cycle = _flatness.SEACycle(
+                _aba.forward_dynamics, _rnea.torque_derivatives_qs, robot.data, self._x,
+                self._K, self._B, self._D, self._gains, self._T, self._qs, self._taus,
+                self._te, self._r, self._u)
 
     # ---------------------------------------------------------------- description
     @property
@@ -401,14 +406,11 @@ class FlatnessController:
         if shape not in ((5, n), (6, n)):
             raise ValueError(f"desired must have shape (5, {n}) (q_d to q_d'''') or (6, {n}), "
                              f"got {shape}")
-        if self._vsa is None and self._Kinv is None:   # the compiled cycle (diagonal K)
+        if self._cycle is not None:   # the compiled cycle (diagonal K)
             if type(desired) is not np.ndarray or desired.dtype != np.float64 \
                     or not desired.flags.c_contiguous:
                 desired = np.ascontiguousarray(desired, dtype=float)
-            status = _flatness.sea_cycle(
-                self._fd, self._jet, self._robot.data, x, desired, shape[0], self._K, self._B,
-                self._D, self._gains, self._T, qs, qs, self._qs4, self._qs5, taus, taus,
-                self._taus2, self._taus3, te, te, r, r, u)
+            status = self._cycle.run(desired, shape[0])
             if status:
                 raise ValueError("q, qd, theta, theta_dot and desired must be finite"
                                  if status == 1 else "the motor torque is not finite (state "
