@@ -534,10 +534,15 @@ class FlatnessController:
 
 
 def spring_frequencies(robot, q, stiffness):
-    """Per-joint spring frequencies ω_j = sqrt(K_j / M_jj(q)) [rad/s] of the link on its spring
-    (motor held), a measure of how soft the joints are against a requested bandwidth."""
-    M = robot.mass_matrix(q)
-    K = np.asarray(stiffness, dtype=float)
-    K = np.diag(K) if K.ndim == 2 else np.broadcast_to(K, (robot.n,))
-    return np.sqrt(K / np.diag(M))
+    """The link's natural frequencies on its springs with the motors held,
+    ``ω = sqrt(eig(M(q)⁻¹ K))`` [rad/s], ascending (n,).
 
+    Flatness control works in the "soft" regime — requested poles above these frequencies.
+    Its robustness to a relative model error ε (inertial parameters, K) needs roughly
+    ``k₂ > ε ω_max²``; the per-joint ratios ``sqrt(K_j / M_jj)`` can lie far below ω_max when
+    light distal links are coupled to heavy proximal ones.
+    """
+    from scipy.linalg import eigh
+    M = robot.mass_matrix(q)
+    K = _stiffness(stiffness, robot.n)
+    return np.sqrt(eigh(np.diag(K) if K.ndim == 1 else K, M, eigvals_only=True))
