@@ -118,7 +118,7 @@ def rk4(m, x0, accel, steps, dt):
 
 
 def closed_loop(m, x0, control, t_end, K, B, D=0.0, rate=1000.0, substeps=4,
-                disturbance=None, noise=None, rng=None):
+                disturbance=None, noise=None, rng=None, spring=None):
     """The elastic robot with a digital controller in the loop.
 
     Every ``1/rate`` s the (optionally noisy) state is measured and ``control(t, q, qd, θ, θd)``
@@ -127,6 +127,7 @@ def closed_loop(m, x0, control, t_end, K, B, D=0.0, rate=1000.0, substeps=4,
 
     Args:
         K, B, D: the *true* spring stiffness, motor inertia and motor damping, (n,) or scalars.
+        spring: optional ``δ -> τ_e`` replacing ``K δ`` (a VSA law; K is then unused).
         disturbance: optional t -> (n,) link-side torque d(t) [Nm].
         noise: optional (σ_q, σ_qd, σ_θ, σ_θd) standard deviations of Gaussian measurement noise.
 
@@ -134,7 +135,8 @@ def closed_loop(m, x0, control, t_end, K, B, D=0.0, rate=1000.0, substeps=4,
         (times (N+1,), states (N+1, 4n) at the control instants, commands (N, n)).
     """
     n = m.nv
-    K, B, D = (np.broadcast_to(np.asarray(a, dtype=float), (n,)) for a in (K, B, D))
+    K, B, D = (np.broadcast_to(np.asarray(0.0 if a is None else a, dtype=float), (n,))
+               for a in (K, B, D))
     steps = int(round(t_end * rate))
     h = 1.0 / rate / substeps
     d = mujoco.MjData(m)
@@ -147,7 +149,7 @@ def closed_loop(m, x0, control, t_end, K, B, D=0.0, rate=1000.0, substeps=4,
 
     def f(t, x, u):
         q, qd, th, thd = x[:n], x[n:2 * n], x[2 * n:3 * n], x[3 * n:]
-        te = K * (th - q)
+        te = K * (th - q) if spring is None else spring(th - q)
         dist = zero if disturbance is None else disturbance(t)
         qdd = link_accel(m, d, q, qd, te + dist)
         return np.concatenate([qd, qdd, thd, (u - D * thd - te) / B])
