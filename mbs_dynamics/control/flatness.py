@@ -181,10 +181,10 @@ class FlatnessController:
         bandwidth: ω [rad/s] (number or (n,)), poles of ``(s² + 2ζωs + ω²)²``; not with
             ``poles``.
         damping: ζ > 0 for ``bandwidth`` (default 1: a quadruple pole at −ω).
-        sample_time: the period T [s] of the zero-order hold the command goes through (default
-            1e-3: a 1 kHz loop); the command leads by T/2 to cancel the hold's delay (see
-            :meth:`command`). 0: a continuous-time law (e.g. evaluated at every integrator
-            stage). SEA only; a VSA needs 0.
+        sample_time: the period T [s] of the zero-order hold the command goes through (SEA
+            default 1e-3: a 1 kHz loop); the command leads by T/2 to cancel the hold's delay
+            (see :meth:`command`). 0: a continuous-time law (e.g. evaluated at every integrator
+            stage). SEA only: a VSA takes 0 (its default).
         trajectory: optional :class:`~mbs_dynamics.control.trajectory.Trajectory` over
             ``robot.joint_names`` for :meth:`update`.
 
@@ -196,7 +196,7 @@ class FlatnessController:
     """
 
     def __init__(self, robot, actuator=None, *, stiffness=None, motor_inertia=None,
-                 motor_damping=None, poles=None, bandwidth=None, damping=None, sample_time=1e-3,
+                 motor_damping=None, poles=None, bandwidth=None, damping=None, sample_time=None,
                  trajectory=None, **unknown):
         if unknown:
             raise FlatnessConfigError(
@@ -265,6 +265,8 @@ class FlatnessController:
         self._K = K
         self._Kinv = None if K is None or K.ndim == 1 else np.linalg.inv(K)
         self._B, self._D = B, D
+        if sample_time is None:
+            sample_time = 1e-3 if self._vsa is None else 0.0
         try:
             T = float(sample_time)
         except (TypeError, ValueError):

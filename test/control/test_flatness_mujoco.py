@@ -96,7 +96,9 @@ def test_vsa_error_decays_at_the_requested_poles():
     vsa = VSA(motor_inertia=0.5 * M0 + 0.01, motor_damping=0.02, sigma=sigma, k=k, a=a, n=n)
     spring = ExponentialAntagonisticSpring(k, a)
     traj = Trajectory(robot.joint_names, [0.0, 1.0], [q0, q0])
-    ctl = FlatnessController(robot, vsa, poles=POLES, sample_time=0.0, trajectory=traj)
+    ctl = FlatnessController(robot, vsa, poles=POLES, trajectory=traj)   # sample_time 0
+    with pytest.raises(FlatnessConfigError, match="for SEA only"):
+        FlatnessController(robot, vsa, poles=POLES, sample_time=1e-3)
     e0 = 0.02
     qs = q0 - e0
     th = qs + spring.invert(robot.gravity_torques(qs), sigma)     # at rest on its springs
