@@ -18,28 +18,22 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import mbs_dynamics as mbs  # noqa: E402
+from controller_cycle import DEFAULT_URDF, summary  # noqa: E402
 from mbs_dynamics.control.flatness import FlatnessController  # noqa: E402
 from mbs_dynamics.control.trajectory import Trajectory  # noqa: E402
 
-DEFAULT_URDF = os.path.join(os.path.dirname(mbs.__file__), "data", "robots", "arm7.urdf")
-
 
 def cpu_times(fn, n):
+    """Per-call CPU time [µs] of fn(i), i < n (process time: other processes do not count)."""
     ts = np.empty(n)
     for i in range(n):
         t0 = time.process_time_ns()
         fn(i)
         ts[i] = time.process_time_ns() - t0
     return ts * 1e-3
-
-
-def summary(name, ts):
-    p50, p90, p99 = np.percentile(ts, (50, 90, 99))
-    print(f"{name:<36s} median {p50:7.2f} µs   p90 {p90:7.2f}   p99 {p99:7.2f}   "
-          f"(mean {ts.mean():.2f})")
-    return p50, p99
 
 
 def main(argv=None):
@@ -62,9 +56,9 @@ def main(argv=None):
     for i in range(500):  # warm-up
         ctl.update(1e-3 * i, q, qd, th, thd, out=out)
     print(f"{os.path.basename(args.urdf)}: {n} joints, SEA flatness control, {args.cycles} cycles")
-    _, p99 = summary("flatness cycle (update, 1 kHz lead)",
-                     cpu_times(lambda i: ctl.update(0.5 + 1e-3 * i, q, qd, th, thd, out=out),
-                               args.cycles))
+    ts = cpu_times(lambda i: ctl.update(0.5 + 1e-3 * i, q, qd, th, thd, out=out), args.cycles)
+    summary("flatness cycle (update, 1 kHz lead)", ts)
+    p99 = np.percentile(ts, 99)
     try:
         import pinocchio as pin
         pm = pin.buildModelFromUrdf(args.urdf)
