@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import mbs_dynamics as mbs  # noqa: E402
-from controller_cycle import DEFAULT_URDF, summary  # noqa: E402
+from controller_cycle import DEFAULT_URDF, peer_rnea, summary  # noqa: E402
 from mbs_dynamics.control.flatness import FlatnessController  # noqa: E402
 from mbs_dynamics.control.trajectory import Trajectory  # noqa: E402
 
@@ -59,16 +59,7 @@ def main(argv=None):
     ts = cpu_times(lambda i: ctl.update(0.5 + 1e-3 * i, q, qd, th, thd, out=out), args.cycles)
     summary("flatness cycle (update, 1 kHz lead)", ts)
     p99 = np.percentile(ts, 99)
-    try:
-        import pinocchio as pin
-        pm = pin.buildModelFromUrdf(args.urdf)
-        pd = pm.createData()
-        z = np.zeros(pm.nv)
-        qp = pin.neutral(pm)
-        summary("pinocchio rnea (same URDF)", cpu_times(lambda i: pin.rnea(pm, pd, qp, z, z),
-                                                        args.cycles))
-    except ImportError:
-        pass
+    peer_rnea(args.urdf, args.cycles, cpu_times)
     print(f"target p99 <= 30 µs: {'met' if p99 <= 30.0 else 'NOT met'} ({p99:.1f} µs)")
     return 0
 
