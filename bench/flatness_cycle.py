@@ -21,19 +21,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import mbs_dynamics as mbs  # noqa: E402
-from controller_cycle import DEFAULT_URDF, peer_rnea, summary  # noqa: E402
+from controller_cycle import DEFAULT_URDF, peer_rnea, summary, timed  # noqa: E402
 from mbs_dynamics.control.flatness import FlatnessController  # noqa: E402
 from mbs_dynamics.control.trajectory import Trajectory  # noqa: E402
 
 
 def cpu_times(fn, n):
     """Per-call CPU time [µs] of fn(i), i < n (process time: other processes do not count)."""
-    ts = np.empty(n)
-    for i in range(n):
-        t0 = time.process_time_ns()
-        fn(i)
-        ts[i] = time.process_time_ns() - t0
-    return ts * 1e-3
+    return timed(fn, n, time.process_time_ns)
 
 
 def main(argv=None):
