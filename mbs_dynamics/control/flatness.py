@@ -43,7 +43,7 @@ conjugate pairs — or ``bandwidth=`` ω [rad/s] with ``damping=`` ζ (default 1
 The cycle (:meth:`FlatnessController.command`) allocates no arrays on the SEA path: two
 articulated-body passes and two jet recursions (orders 1 and 3 — the third derivative for the
 zero-order-hold lead, see :meth:`FlatnessController.command`) into preallocated buffers, the
-element-wise glue compiled (:mod:`mbs_dynamics.control._flatness`) for a diagonal K.
+element-wise glue compiled (``control/_flatness.pyx``) for a diagonal K.
 
 Where it works: the law takes q̈ and q⃛ from the spring through the model, so a relative model
 error ε is amplified by the link's modes on its springs, ω = sqrt(eig(M⁻¹K))
