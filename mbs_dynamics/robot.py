@@ -22,6 +22,7 @@ import numpy as np
 from .identification import _derivatives, _regressor
 from .identification import parameters as _params
 from .kernels import _aba, _crba, _rnea, _rnea_repr
+from .kernels import _minv
 from .kinematics import _frames
 from .model import model as _model
 
@@ -512,6 +513,22 @@ class Robot:
         """``(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹)`` of :meth:`forward_dynamics`, each (nv, nv): with q̈ = FD(q, q̇, τ),
         ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈) (Pinocchio's ``computeABADerivatives``)."""
         return _derivatives.forward_dynamics_derivatives(self._data, q, qd, tau)
+
+    def inverse_mass_matrix(self, q, out=None):
+        """M(q)⁻¹ by the articulated-body route, without forming or factorising M
+        (:mod:`mbs_dynamics.kernels._minv`; Pinocchio's ``computeMinverse``, both triangles).
+
+        Args:
+            q: (nq,) positions, or (N, nq) for a batch.
+            out: optional (nv, nv) / (N, nv, nv) array to fill.
+        Returns:
+            M⁻¹, (nv, nv) or (N, nv, nv), symmetric positive definite [1/(kg m²), 1/kg]; a
+            floating base's rows and columns in Pinocchio's layout (base twist ``(linear,
+            angular)`` in the base frame).
+        Raises:
+            ValueError: when a movable joint moves no mass (M is singular).
+        """
+        return _minv.inverse_mass_matrix(self._data, q, out)
 
     # ---- loops (mbs_dynamics/loops/)
     def _hdca(self, q, qd, tau, f_ext, out, method):

@@ -85,7 +85,7 @@ cdef inline void congruence_add(const double* T, const double* I, double* dst, d
             dst[6 * (3 + r) + 3 + c] += oC[3 * r + c]
 
 
-cdef inline int solve6(double* A, double* b, double* L) noexcept nogil:
+cdef int solve6(double* A, double* b, double* L) noexcept nogil:
     """b ← A⁻¹ b for the symmetric positive definite 6×6 A (Cholesky into L); 1 if not PD."""
     cdef int i, j, k
     cdef double s
@@ -113,6 +113,22 @@ cdef inline int solve6(double* A, double* b, double* L) noexcept nogil:
     return 0
 
 
+cdef inline void body_inertia6(const KModel* m, int i, double* ia) noexcept nogil:
+    """ia = M_i = [[Θ, h̃], [−h̃, m I]] (seed 004 eq. 24), row-major 6×6."""
+    cdef double ms = m.mass[i], h0 = m.h[3 * i], h1 = m.h[3 * i + 1], h2 = m.h[3 * i + 2]
+    cdef int r, k
+    for r in range(3):
+        for k in range(3):
+            ia[6 * r + k] = m.Th[9 * i + 3 * r + k]
+            ia[6 * (r + 3) + k + 3] = ms if r == k else 0.0
+    ia[3], ia[4], ia[5] = 0.0, -h2, h1
+    ia[9], ia[10], ia[11] = h2, 0.0, -h0
+    ia[15], ia[16], ia[17] = -h1, h0, 0.0
+    ia[18], ia[19], ia[20] = 0.0, h2, -h1
+    ia[24], ia[25], ia[26] = -h2, 0.0, h0
+    ia[30], ia[31], ia[32] = h1, -h0, 0.0
+
+
 cdef int aba_core(const KModel* m, KWork* w, const double* tau, bint use_fx,
                   double* out) noexcept nogil:
     """q̈ (nv,) into out from the state loaded in ``w`` (qj rows 0–1, ν row 0, base pose) and
@@ -129,7 +145,7 @@ cdef int aba_core(const KModel* m, KWork* w, const double* tau, bint use_fx,
     cdef double* s1 = w.S + 6
     cdef double* Ia = w.S + 36
     cdef double* tmp = w.S + 72
-    cdef double qdi, D, uu, invD, acc, ms, h0, h1, h2, qddi
+    cdef double qdi, D, uu, invD, acc, qddi
     cdef const double* e
     # ---- pass 1: velocities, bias terms, I^A = M
     for i in range(nb):
@@ -151,20 +167,7 @@ cdef int aba_core(const KModel* m, KWork* w, const double* tau, bint use_fx,
             ad_X(m, i, V, c, False)       # c_i = −q̇ ad_X V
             for r in range(6):
                 c[r] = -qdi * c[r]
-        # I^A_i = M_i = [[Θ, h̃], [−h̃, m I]] (seed 004 eq. 24)
-        ia = w.IA + 36 * i
-        ms = m.mass[i]
-        h0, h1, h2 = m.h[3 * i], m.h[3 * i + 1], m.h[3 * i + 2]
-        for r in range(3):
-            for k in range(3):
-                ia[6 * r + k] = m.Th[9 * i + 3 * r + k]
-                ia[6 * (r + 3) + k + 3] = ms if r == k else 0.0
-        ia[3], ia[4], ia[5] = 0.0, -h2, h1
-        ia[9], ia[10], ia[11] = h2, 0.0, -h0
-        ia[15], ia[16], ia[17] = -h1, h0, 0.0
-        ia[18], ia[19], ia[20] = 0.0, h2, -h1
-        ia[24], ia[25], ia[26] = -h2, 0.0, h0
-        ia[30], ia[31], ia[32] = h1, -h0, 0.0
+        body_inertia6(m, i, w.IA + 36 * i)   # I^A_i = M_i
         # p_i = −ad_Vᵀ (M V) − W^app
         p = w.pA + 6 * i
         inertia_times(m, i, V, s0)
@@ -239,6 +242,44 @@ cdef int aba_core(const KModel* m, KWork* w, const double* tau, bint use_fx,
         qddi = acc / w.D[i]
         out[i + 5 * fb] = qddi
         add_X(m, i, qddi, A)
+    return 0
+
+
+cdef int articulated_inertias(const KModel* m, KWork* w) noexcept nogil:
+    """Passes 1–2 of the ABA without the velocity and force terms (they do not enter I^A):
+    the joint poses T_i from the joint positions in ``w.qj`` row 0, I^A_i, U_i = I^A_i X_i and
+    D_i = X_iᵀ U_i of every joint body, I^A_0 of a floating base complete. 1 if a D_i ≤ 0.
+    For M⁻¹ (kernels/_minv.pyx)."""
+    cdef int nb = m.nb, fb = m.fb, i, par, r, k, col
+    cdef double* ia
+    cdef double* U
+    cdef double* Ia = w.S + 36
+    cdef double* tmp = w.S + 72
+    cdef double D, invD
+    cdef const double* e
+    for i in range(nb):
+        if m.jtype[i] != FREE:
+            joint_pose(m, i, w.qj[i], w.T + 12 * i)
+        body_inertia6(m, i, w.IA + 36 * i)
+    for i in range(nb - 1, fb - 1, -1):
+        par = m.parent[i]
+        ia = w.IA + 36 * i
+        U = w.U + 6 * i
+        e = m.axis + 3 * i
+        col = 0 if m.jtype[i] == REVOLUTE else 3
+        for r in range(6):
+            U[r] = ia[6 * r + col] * e[0] + ia[6 * r + col + 1] * e[1] + ia[6 * r + col + 2] * e[2]
+        D = U[col] * e[0] + U[col + 1] * e[1] + U[col + 2] * e[2]
+        if not (D > 0.0):
+            return 1
+        w.D[i] = D
+        if par < 0:
+            continue
+        invD = 1.0 / D
+        for r in range(6):
+            for k in range(6):
+                Ia[6 * r + k] = ia[6 * r + k] - U[r] * U[k] * invD
+        congruence_add(w.T + 12 * i, Ia, w.IA + 36 * par, tmp)
     return 0
 
 

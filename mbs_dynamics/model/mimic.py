@@ -384,6 +384,21 @@ class MimicRobot(SubsetDescription):
         o = _out(out, (self.nv, self.nv))
         return self._project(self._full.mass_matrix(self._xq(q, self._bq), out=self._bM), o)
 
+    def inverse_mass_matrix(self, q, out=None):
+        """(Gᵀ M_full(G q + off) G)⁻¹, (nv, nv) or (N, nv, nv) for q (N, nq): the reduced mass
+        matrix is formed (the articulated-body M⁻¹ of the full robot is not the reduced one's)
+        and inverted through its Cholesky factor."""
+        with self._d:
+            if np.ndim(q) == 2:
+                q = _in(q, "q", ((None, self.nq),), f"(N, {self.nq})", self._bound)
+                M = np.stack([self._mass_matrix(x) for x in q]) if len(q) else \
+                    np.empty((0, self.nv, self.nv))
+            else:
+                M = self._mass_matrix(q)
+        o = _out(out, M.shape)
+        L = np.linalg.inv(np.linalg.cholesky(M))
+        return np.matmul(np.swapaxes(L, -1, -2), L, out=o)
+
     def _cor(self, q, qd, out, fn):
         with self._d:
             return self._cor1(q, qd, out, fn)
