@@ -93,3 +93,95 @@ def test_inverse_mass_matrix_bad_input():
     q[3] = 2.0
     with pytest.raises(ValueError, match="quaternion"):
         fb.inverse_mass_matrix(q)
+
+
+# ---------------------------------------------------------------- ∂FD (compiled, batches)
+def _pin_fd(case, q, v, tau, fext=None):
+    pin = case.pin
+    if case.G is None:
+        args = (case.pm, case.pd, case.to_pin(q), v, tau) + ((fext,) if fext else ())
+        dq, dv, Mi = (x.copy() for x in pin.computeABADerivatives(*args))
+        return dq, dv, sym(Mi)
+    qdd = case.oracle.aba(q, v, tau)
+    dq, dv, M = (x.copy() for x in pin.computeRNEADerivatives(
+        case.pm, case.pd, case.to_pin(q), case.v(v), case.v(qdd)))
+    G = case.G
+    dq, dv, M = G.T @ dq @ G, G.T @ dv @ G, G.T @ sym(M) @ G
+    Mi = np.linalg.inv(M)
+    return -Mi @ dq, -Mi @ dv, Mi
+
+
+def test_forward_dynamics_derivatives_batch_equals_pinocchio(case):
+    rng = np.random.default_rng(23)
+    r = case.robot
+    Q, V, _ = (np.array(x) for x in zip(*[case.state(rng) for _ in range(3)]))
+    T = rng.normal(size=V.shape) * 3
+    got = r.forward_dynamics_derivatives(Q, V, T)
+    assert all(g.shape == (3, r.nv, r.nv) for g in got)
+    for k in range(3):
+        single = r.forward_dynamics_derivatives(Q[k], V[k], T[k])
+        for g, w, s in zip(got, _pin_fd(case, Q[k], V[k], T[k]), single):
+            assert rel(g[k], w) <= 1e-10
+            if case.G is None:
+                assert np.array_equal(g[k], s)  # the batch is the single call, bit for bit
+
+
+def test_forward_dynamics_derivatives_out():
+    case = Case("panda")
+    r = case.robot
+    rng = np.random.default_rng(24)
+    q, v, tau = case.state(rng)
+    want = [x.copy() for x in r.forward_dynamics_derivatives(q, v, tau)]
+    out = np.full((3, r.nv, r.nv), np.nan)
+    got = r.forward_dynamics_derivatives(q, v, tau, out=out)
+    assert all(np.shares_memory(g, out) for g in got)
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)
+    with pytest.raises(ValueError, match="out"):
+        r.forward_dynamics_derivatives(q, v, tau, out=np.zeros((2, r.nv, r.nv)))
+    with pytest.raises(ValueError, match="batch"):
+        r.forward_dynamics_derivatives(q[None], v[None], tau[None],
+                                       f_ext={"panda_link5": np.ones(6)})
+
+
+@pytest.mark.parametrize("name,links", [("panda", ("panda_link4", "panda_link7")),
+                                        ("solo12", ("FL_LOWER_LEG", "base_link"))])
+def test_forward_dynamics_derivatives_f_ext(name, links):
+    case = Case(name)
+    pin, pm, r = case.pin, case.pm, case.robot
+    rng = np.random.default_rng(25)
+    q, v, _ = case.state(rng)
+    tau = rng.normal(size=r.nv) * 3
+    wr = {lk: rng.normal(size=6) * 5.0 for lk in links}
+    fext = [pin.Force.Zero() for _ in range(pm.njoints)]
+    for lk, w in wr.items():
+        fr = pm.frames[pm.getFrameId(lk, pin.BODY)]
+        fext[fr.parentJoint] += fr.placement.act(pin.Force(w[:3], w[3:]))
+    got = r.forward_dynamics_derivatives(q, v, tau, f_ext=wr)
+    for g, w in zip(got, _pin_fd(case, q, v, tau, fext)):
+        assert rel(g, w) <= 1e-10
+
+
+def test_forward_dynamics_derivatives_tangent_convention():
+    """Independent of Pinocchio's derivative code: 8th-order central differences of our own
+    forward dynamics along ``pin.integrate(q, h e_k)`` (floating base) and q̇ + h e_k."""
+    case = Case("solo12")
+    pin, pm, r = case.pin, case.pm, case.robot
+    rng = np.random.default_rng(26)
+    q, v, _ = case.state(rng)
+    tau = rng.normal(size=r.nv)
+    dq, dv, _ = r.forward_dynamics_derivatives(q, v, tau)
+    c = (4 / 5, -1 / 5, 4 / 105, -1 / 280)
+    h = 1e-3
+    for k in range(r.nv):
+        e = np.zeros(r.nv)
+        e[k] = 1.0
+
+        def fq(s):
+            return r.forward_dynamics(pin.integrate(pm, q, s * e), v, tau)
+
+        def fv(s):
+            return r.forward_dynamics(q, v + s * e, tau)
+        for f, want in ((fq, dq[:, k]), (fv, dv[:, k])):
+            d = sum(ci * (f((i + 1) * h) - f(-(i + 1) * h)) for i, ci in enumerate(c)) / h
+            assert np.abs(d - want).max() <= 1e-8 * max(1.0, np.abs(want).max())
