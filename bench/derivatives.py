@@ -12,7 +12,9 @@ floating) and TALOS (talos_reduced, 38, a floating humanoid):
 - its batch over N samples / a Python loop over ``pin.computeMinverse``;
 - ``forward_dynamics_derivatives(q, v, τ)`` / ``pin.computeABADerivatives``;
 - its batch / a Python loop over ``pin.computeABADerivatives``;
-- ``rnea_second_order_derivatives(q, v, a)`` / one ``pin.computeRNEADerivatives``.
+- ``rnea_second_order_derivatives(q, v, a)`` / one ``pin.computeRNEADerivatives`` (when present);
+- closed loops (delta, two-loop planar, parallelogram arm): batches of constrained τ and forward
+  dynamics / the Python loop over the single compiled call (``--robots ""`` for these alone).
 
 Both calls of a pair are timed back to back in every repeat (the order alternating), each over a
 loop of calls, in CPU time (``time.process_time``); the ratio ours/theirs is taken per repeat and
@@ -135,6 +137,35 @@ def rows(name, a):
     return out
 
 
+def loop_rows(a):
+    """Closed loops (test/loops/loops_mechanisms.py): batches of constrained τ and forward
+    dynamics in one compiled loop / the Python loop over the single (compiled) call."""
+    sys.path.insert(0, str(HERE.parent / "test" / "loops"))
+    import loops_mechanisms as lm
+    from test_loops_kinematics import trajectory
+    out = []
+    N = a.batch
+    for name in ("delta", "two_loop_planar", "parallelogram_arm"):
+        u, loops, act = lm.ALL[name]()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = mbs.load_urdf(u, loops=loops, actuated=act)
+        rows = [trajectory(r, t) for t in np.linspace(0.0, 2.0, N)]
+        Q, QD, QDD = (np.ascontiguousarray([x[k] for x in rows]) for k in range(3))
+        tau = r.inverse_dynamics(Q, QD, QDD)
+        for label, f in (("τ", r.inverse_dynamics), ("FD", r.forward_dynamics)):
+            third = QDD if label == "τ" else tau
+
+            def single(f=f, third=third):
+                for x, y, z in zip(Q, QD, third):
+                    f(x, y, z)
+            mo, mt, med, lo, hi = ratio(lambda f=f, third=third: f(Q, QD, third), single, 1,
+                                        a.repeats)
+            out.append((f"loop:{name}", r.n, f"closed-loop {label} batch N={N} / Python loop "
+                        "over the single call", mo / N, mt / N, med, lo, hi))
+    return out
+
+
 def _batched_fd(robot):
     try:
         robot.forward_dynamics_derivatives(np.zeros((0, robot.nq)), np.zeros((0, robot.nv)),
@@ -155,8 +186,9 @@ def main(argv=None):
           f"{os.environ.get('OMP_NUM_THREADS')}; µs per call (batches: per sample)")
     print("| robot | nv | call | ours µs | Pinocchio µs | ratio median [min–max] |")
     print("|---|---|---|---|---|---|")
-    for name in a.robots.split(","):
-        for r in rows(name, a):
+    names = [x for x in a.robots.split(",") if x]
+    for name in names + ["loops"]:
+        for r in (loop_rows(a) if name == "loops" else rows(name, a)):
             print("| {} | {} | {} | {:.2f} | {:.2f} | {:.3f} [{:.3f}–{:.3f}] |".format(*r),
                   flush=True)
 

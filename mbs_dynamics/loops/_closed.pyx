@@ -72,6 +72,16 @@ cdef inline bint _plain(object x, Py_ssize_t n):
             and cnp.PyArray_DIM(a, 0) == n and cnp.PyArray_IS_C_CONTIGUOUS(a))
 
 
+cdef inline bint _plain2(object x, Py_ssize_t n):
+    """x a float64 C-contiguous (N, n) array."""
+    cdef cnp.ndarray a
+    if not cnp.PyArray_CheckExact(x):
+        return False
+    a = <cnp.ndarray> x
+    return (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(a) == 2
+            and cnp.PyArray_IS_C_CONTIGUOUS(a) and cnp.PyArray_DIM(a, 1) == n)
+
+
 cdef inline double* _p(object a):
     return <double*> cnp.PyArray_DATA(a)
 
@@ -1292,6 +1302,132 @@ cdef class LoopWork:
             self.project(self.t, _p(out))
             finite_result(out, "inverse_dynamics")
             self.commit()
+            return out
+        finally:
+            unclaim(self.d)
+
+    # ---- batches (issue 29): one compiled loop over the samples, each sample exactly the single
+    # call's steps in the same order (the assembly warm-started from the previous sample and
+    # committed), so a batch equals the loop over the single calls
+    cdef int batch_inputs(self, q, x, y, str nx, str ny) except -1:
+        """N ≥ 0 when q (N, nqa), x, y (N, naf) are float64 C-contiguous 2-D arrays (then
+        checked: finite, unit base quaternions); −1 when the caller must convert."""
+        cdef Py_ssize_t N, s
+        cdef double* b
+        cdef double r
+        if not (self.fast and _plain2(q, self.nqa) and _plain2(x, self.naf)
+                and _plain2(y, self.naf)):
+            return -1
+        N = cnp.PyArray_DIM(<cnp.ndarray> q, 0)
+        if cnp.PyArray_DIM(<cnp.ndarray> x, 0) != N or cnp.PyArray_DIM(<cnp.ndarray> y, 0) != N:
+            return -1
+        check_finite(q, "q")
+        check_finite(x, nx)
+        check_finite(y, ny)
+        if self.fb:
+            b = _p(q)
+            for s in range(N):
+                r = b[3] * b[3] + b[4] * b[4] + b[5] * b[5] + b[6] * b[6]
+                if not (fabs(r - 1.0) <= 1e-6):
+                    raise ValueError(f"q: the base quaternion (qx, qy, qz, qw) = ({b[3]:g}, "
+                                     f"{b[4]:g}, {b[5]:g}, {b[6]:g}) is not a unit quaternion")
+                b += self.nqa
+        return <int> N
+
+    cdef int state3p(self, double* qp, double* vp, double* ap) noexcept nogil:
+        """:meth:`state3` on raw rows (vp / ap NULL: zero). 0, or 1: fallback."""
+        if self.assemble(qp + 7 * self.fb):
+            return 1
+        self.motion(vp + self.o if vp != NULL else NULL, ap + self.o if ap != NULL else NULL)
+        self.base_state(qp, vp, ap)
+        return 0
+
+    cdef int fd_row(self, double* qp, double* vp, double* tp, double* x) noexcept nogil:
+        """One sample of :meth:`forward_dynamics` into x (naf): 0, 1 (fallback) or 2 (|q̇| or
+        |τ| ≥ HUGE)."""
+        cdef int n = self.naf, i, k
+        cdef double s
+        cdef double* L
+        if self.state3p(qp, vp, NULL):
+            return 1
+        if (_maxabs(self.vF if self.fb else self.v, self.nf + self.o) >= HUGE
+                or _maxabs(tp, n) >= HUGE):
+            return 2
+        self.tree_id()
+        self.reduced_mass()
+        if self.cholesky():
+            return 1
+        self.project(self.t, x)
+        L = self.Ma
+        for i in range(n):
+            s = tp[i] - x[i]
+            for k in range(i):
+                s -= L[i * n + k] * x[k]
+            x[i] = s / L[i * n + i]
+        for i in range(n - 1, -1, -1):
+            s = x[i]
+            for k in range(i + 1, n):
+                s -= L[k * n + i] * x[k]
+            x[i] = s / L[i * n + i]
+        return 0
+
+    def inverse_dynamics_batch(self, q, qd, qdd):
+        """τ (N, naf) for q (N, nqa), q̇, q̈ (N, naf) in one compiled loop, each row as
+        :meth:`inverse_dynamics`; None when the inputs are not plain arrays or a sample cannot
+        be decided here (the caller then loops over the single calls)."""
+        cdef int N = self.batch_inputs(q, qd, qdd, "qd", "qdd"), s, bad = 0
+        if N < 0:
+            return None
+        cdef cnp.ndarray out = cnp.PyArray_EMPTY(2, [N, self.naf], cnp.NPY_DOUBLE, 0)
+        cdef double* qp = _p(q)
+        cdef double* vp = _p(qd)
+        cdef double* ap = _p(qdd)
+        cdef double* op = _p(out)
+        claim(self.d)
+        try:
+            with nogil:
+                for s in range(N):
+                    if self.state3p(qp + s * self.nqa, vp + s * self.naf, ap + s * self.naf):
+                        bad = 1
+                        break
+                    self.tree_id()
+                    self.project(self.t, op + s * self.naf)
+                    self.commit()
+            if bad:
+                return None
+            return finite_result(out, "inverse_dynamics")
+        finally:
+            unclaim(self.d)
+
+    def forward_dynamics_batch(self, q, qd, tau):
+        """q̈ (N, naf) for q (N, nqa), q̇, τ (N, naf) in one compiled loop, each row as
+        :meth:`forward_dynamics`; None as :meth:`inverse_dynamics_batch`."""
+        cdef int N = self.batch_inputs(q, qd, tau, "qd", "tau"), s, st = 0, i
+        if N < 0:
+            return None
+        cdef cnp.ndarray out = cnp.PyArray_EMPTY(2, [N, self.naf], cnp.NPY_DOUBLE, 0)
+        cdef double* qp = _p(q)
+        cdef double* vp = _p(qd)
+        cdef double* tp = _p(tau)
+        cdef double* op = _p(out)
+        claim(self.d)
+        try:
+            with nogil:
+                for s in range(N):
+                    st = self.fd_row(qp + s * self.nqa, vp + s * self.naf, tp + s * self.naf,
+                                     op + s * self.naf)
+                    if st:
+                        break
+                    self.commit()
+            if st == 2:
+                raise ValueError("forward_dynamics: qd or tau is too large for float64 "
+                                 f"arithmetic (|value| >= {HUGE:g})")
+            if st:
+                return None
+            for i in range(N * self.naf):
+                if not fabs(op[i]) < 1e308:
+                    raise ValueError("forward_dynamics: the result overflowed to inf or NaN — "
+                                     "an input is too large for float64 arithmetic")
             return out
         finally:
             unclaim(self.d)
