@@ -36,7 +36,7 @@ cimport numpy as cnp
 from mbs_dynamics.kernels._aba cimport aba_core
 from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, claim,
                                          fresh_if_alias, load_fx, take_states, unclaim)
-from mbs_dynamics.kernels._minv cimport minv_sets
+from mbs_dynamics.kernels._minv cimport minv_core
 from mbs_dynamics.kernels._spatial cimport ad_V, joint_pose, load_jet
 
 cnp.import_array()
@@ -405,7 +405,7 @@ cdef int fd_derivatives(const KModel* m, KWork* w, const double* q, const double
     load_jet(m, w, q, v, 1)
     if aba_core(m, w, tau, use_fx, qdd):
         return 1
-    if minv_sets(m, w, F, Mi):
+    if minv_core(m, w, F, Mi, True):
         return 1
     load_acc(m, w, qdd)
     for i in range(2 * nn):

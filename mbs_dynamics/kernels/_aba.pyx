@@ -245,44 +245,6 @@ cdef int aba_core(const KModel* m, KWork* w, const double* tau, bint use_fx,
     return 0
 
 
-cdef int articulated_inertias(const KModel* m, KWork* w) noexcept nogil:
-    """Passes 1–2 of the ABA without the velocity and force terms (they do not enter I^A):
-    the joint poses T_i from the joint positions in ``w.qj`` row 0, I^A_i, U_i = I^A_i X_i and
-    D_i = X_iᵀ U_i of every joint body, I^A_0 of a floating base complete. 1 if a D_i ≤ 0.
-    For M⁻¹ (kernels/_minv.pyx)."""
-    cdef int nb = m.nb, fb = m.fb, i, par, r, k, col
-    cdef double* ia
-    cdef double* U
-    cdef double* Ia = w.S + 36
-    cdef double* tmp = w.S + 72
-    cdef double D, invD
-    cdef const double* e
-    for i in range(nb):
-        if m.jtype[i] != FREE:
-            joint_pose(m, i, w.qj[i], w.T + 12 * i)
-        body_inertia6(m, i, w.IA + 36 * i)
-    for i in range(nb - 1, fb - 1, -1):
-        par = m.parent[i]
-        ia = w.IA + 36 * i
-        U = w.U + 6 * i
-        e = m.axis + 3 * i
-        col = 0 if m.jtype[i] == REVOLUTE else 3
-        for r in range(6):
-            U[r] = ia[6 * r + col] * e[0] + ia[6 * r + col + 1] * e[1] + ia[6 * r + col + 2] * e[2]
-        D = U[col] * e[0] + U[col + 1] * e[1] + U[col + 2] * e[2]
-        if not (D > 0.0):
-            return 1
-        w.D[i] = D
-        if par < 0:
-            continue
-        invD = 1.0 / D
-        for r in range(6):
-            for k in range(6):
-                Ia[6 * r + k] = ia[6 * r + k] - U[r] * U[k] * invD
-        congruence_add(w.T + 12 * i, Ia, w.IA + 36 * par, tmp)
-    return 0
-
-
 cdef inline void load_state(const KModel* m, KWork* w, const double* q, const double* v) noexcept nogil:
     load_jet(m, w, q, v, 1)
 

@@ -3,6 +3,4 @@
 from mbs_dynamics.kernels._data cimport KModel, KWork
 
 
-cdef int minv_sets(const KModel* m, KWork* w, double* F, double* Mi) noexcept nogil
-
-cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi) noexcept nogil
+cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T) noexcept nogil

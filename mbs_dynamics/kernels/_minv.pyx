@@ -27,11 +27,11 @@ triangle is left unfilled) and ``inv(pinocchio.crba)``. Work: O(n·d) for the se
 import numpy as np
 cimport numpy as cnp
 
-from mbs_dynamics.kernels._aba cimport articulated_inertias, solve6
+from mbs_dynamics.kernels._aba cimport solve6
 from mbs_dynamics.kernels._data cimport (finite_result, REVOLUTE, Data, KModel, KWork, as_input,
                                          as_out, check_finite, check_quat, claim, fresh_if_alias,
                                          out_mat, unclaim, vec)
-from mbs_dynamics.kernels._spatial cimport compose, load_jet
+from mbs_dynamics.kernels._spatial cimport compose, joint_pose, load_jet
 
 cnp.import_array()
 
@@ -117,16 +117,57 @@ cdef inline void to_frame(const double* P, const double* u, double* d, bint wren
         d[5] = b2 + P[9] * a1 - P[10] * a0
 
 
-cdef int minv_sets(const KModel* m, KWork* w, double* F, double* Mi) noexcept nogil:
-    """M⁻¹ (nv × nv, both triangles) into Mi from the ABA quantities in ``w`` (T_i, U_i, D_i of
-    every joint body, I^A_0 of a floating base: :func:`articulated_inertias` or the ABA kernel);
-    F: the ``Fs`` scratch. 1 if I^A_0 is singular.
+cdef inline void frame_inertia(const KModel* m, int i, const double* P, double* I) noexcept nogil:
+    """I (6×6 row-major) = body i's inertia in the reference frame at pose P = (R, p):
+    [[Θ', h̃'], [−h̃', m 1]] with h_p = R h, h' = h_p + m p, Θ' = R Θ Rᵀ − m p̃p̃ − (p̃h̃_p + h̃_p p̃)
+    (the parallel-axis theorem; seed 004 eq. 24 for the body-frame form)."""
+    cdef double ms = m.mass[i], p0 = P[9], p1 = P[10], p2 = P[11], acc, pp, ph
+    cdef const double* h = m.h + 3 * i
+    cdef const double* Th = m.Th + 9 * i
+    cdef double RT[9]
+    cdef double hp[3]
+    cdef double pv[3]
+    cdef int a, b
+    for a in range(3):
+        hp[a] = P[3 * a] * h[0] + P[3 * a + 1] * h[1] + P[3 * a + 2] * h[2]
+        for b in range(3):
+            RT[3 * a + b] = P[3 * a] * Th[b] + P[3 * a + 1] * Th[3 + b] + P[3 * a + 2] * Th[6 + b]
+    pv[0], pv[1], pv[2] = p0, p1, p2
+    pp = p0 * p0 + p1 * p1 + p2 * p2
+    ph = p0 * hp[0] + p1 * hp[1] + p2 * hp[2]
+    for a in range(3):
+        for b in range(a, 3):
+            acc = (RT[3 * a] * P[3 * b] + RT[3 * a + 1] * P[3 * b + 1] + RT[3 * a + 2] * P[3 * b + 2]
+                   - ms * pv[a] * pv[b] - pv[a] * hp[b] - hp[a] * pv[b])
+            if a == b:
+                acc += ms * pp + 2.0 * ph
+            I[6 * a + b] = acc
+            I[6 * b + a] = acc
+            I[6 * (3 + a) + 3 + b] = ms if a == b else 0.0
+            I[6 * (3 + b) + 3 + a] = ms if a == b else 0.0
+    for a in range(3):
+        hp[a] += ms * pv[a]
+    # h̃ (top right), −h̃ (bottom left)
+    I[3], I[4], I[5] = 0.0, -hp[2], hp[1]
+    I[9], I[10], I[11] = hp[2], 0.0, -hp[0]
+    I[15], I[16], I[17] = -hp[1], hp[0], 0.0
+    I[18], I[19], I[20] = 0.0, hp[2], -hp[1]
+    I[24], I[25], I[26] = -hp[2], 0.0, hp[0]
+    I[30], I[31], I[32] = hp[1], -hp[0], 0.0
+
+
+cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T) noexcept nogil:
+    """M⁻¹ (nv × nv, both triangles) into Mi at the joint positions in ``w.qj`` row 0 (with
+    ``have_T`` the joint poses w.T are already there, e.g. from the ABA kernel); F: the ``Fs``
+    scratch. 1 if a movable subtree has no mass (I^A singular). Overwrites w.IA, w.D, w.Cw,
+    w.Sw, w.Sdw.
 
     The sets live in one reference frame — the fixed base's, or the floating base's own (M⁻¹
     does not depend on the base pose) — where moving a set to the parent is the identity: the
     force sets of all bodies share one 6 × nv matrix (a subtree's columns hold the sum of its
     bodies' wrenches), X_i and U_i are moved to that frame once per body (w.Sw, w.Sdw), and
-    the motion set of body i is A_λ + S_i M⁻¹_i·."""
+    the motion set of body i is A_λ + S_i M⁻¹_i·. The articulated inertias are formed there
+    too (as Pinocchio's ``computeMinverse``): each body inertia moved once, then plain sums."""
     cdef int nb = m.nb, fb = m.fb, nv = m.nv, sz = 6 * m.nv, i, j, r, a, b, c, L, par
     cdef double* A = F                 # (nb, 6, nv) motion sets
     cdef double* Fc = F + nb * sz      # (6, nv) the force sets
@@ -140,10 +181,12 @@ cdef int minv_sets(const KModel* m, KWork* w, double* F, double* Mi) noexcept no
     cdef double* inv6 = w.S + 144
     cdef double* chol = w.S + 180
     cdef double* bv = w.S + 216
-    cdef double Dinv, acc
+    cdef double Dinv, acc, D, x
+    cdef double* Ia
+    cdef double* Ip
     cdef double u[6]
-    # subtree ends (depth-first numbering: the subtree of body i is i … last[i]); poses in the
-    # reference frame; X_i and U_i / D_i there
+    # subtree ends (depth-first numbering: the subtree of body i is i … last[i]); poses, X_i
+    # and the body inertias in the reference frame
     for i in range(nb):
         last[i] = i
         P = w.Cw + 12 * i
@@ -151,19 +194,44 @@ cdef int minv_sets(const KModel* m, KWork* w, double* F, double* Mi) noexcept no
         if i < fb:
             for a in range(12):
                 P[a] = 1.0 if a in (0, 4, 8) else 0.0
-        elif par >= 0:
-            compose(w.Cw + 12 * par, w.T + 12 * i, P)
         else:
-            for a in range(12):
-                P[a] = w.T[12 * i + a]
-        if i >= fb:
+            if not have_T:
+                joint_pose(m, i, w.qj[i], w.T + 12 * i)
+            if par >= 0:
+                compose(w.Cw + 12 * par, w.T + 12 * i, P)
+            else:
+                for a in range(12):
+                    P[a] = w.T[12 * i + a]
             c = i + 5 * fb
             for a in range(6):
                 u[a] = 0.0
             b = 0 if m.jtype[i] == REVOLUTE else 3
             u[b], u[b + 1], u[b + 2] = m.axis[3 * i], m.axis[3 * i + 1], m.axis[3 * i + 2]
             to_frame(P, u, w.Sw + 6 * c, False)
-            to_frame(P, w.U + 6 * i, w.Sdw + 6 * c, True)
+        frame_inertia(m, i, P, w.IA + 36 * i)
+    # articulated inertias, leaves to root, in the reference frame (no congruence: moving an
+    # inertia to the parent is the identity there): U_i = I^A_i S_i, D_i = S_iᵀ U_i,
+    # I^A_λ += I^A_i − U_i U_iᵀ / D_i
+    for i in range(nb - 1, fb - 1, -1):
+        c = i + 5 * fb
+        S = w.Sw + 6 * c
+        Uw = w.Sdw + 6 * c
+        Ia = w.IA + 36 * i
+        for a in range(6):
+            Uw[a] = (Ia[6 * a] * S[0] + Ia[6 * a + 1] * S[1] + Ia[6 * a + 2] * S[2]
+                     + Ia[6 * a + 3] * S[3] + Ia[6 * a + 4] * S[4] + Ia[6 * a + 5] * S[5])
+        D = S[0] * Uw[0] + S[1] * Uw[1] + S[2] * Uw[2] + S[3] * Uw[3] + S[4] * Uw[4] + S[5] * Uw[5]
+        if not (D > 0.0):
+            return 1
+        w.D[i] = D
+        par = m.parent[i]
+        if par >= 0:
+            Dinv = 1.0 / D
+            Ip = w.IA + 36 * par
+            for a in range(6):
+                x = Uw[a] * Dinv
+                for b in range(6):
+                    Ip[6 * a + b] += Ia[6 * a + b] - x * Uw[b]
     for i in range(nb - 1, 0, -1):
         par = m.parent[i]
         if par >= 0 and last[i] > last[par]:
@@ -231,13 +299,6 @@ cdef int minv_sets(const KModel* m, KWork* w, double* F, double* Mi) noexcept no
     return 0
 
 
-cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi) noexcept nogil:
-    """M⁻¹ at the joint positions loaded in ``w``; 1 if a movable subtree has no mass."""
-    if articulated_inertias(m, w):
-        return 1
-    return minv_sets(m, w, F, Mi)
-
-
 def _singular():
     raise ValueError("the mass matrix is singular: a movable joint moves no mass (check the "
                      "URDF's inertials)")
@@ -266,7 +327,7 @@ cdef object _inverse_mass_matrix(Data d, q, out):
     with nogil:
         for s in range(N):
             load_jet(m, w, pq + s * nq, NULL, 0)
-            if minv_core(m, w, F, po + s * nv * nv):
+            if minv_core(m, w, F, po + s * nv * nv, False):
                 err = 1
                 break
     if err:
