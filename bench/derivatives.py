@@ -14,7 +14,7 @@ floating) and TALOS (talos_reduced, 38, a floating humanoid):
 - its batch / a Python loop over ``pin.computeABADerivatives``;
 - ``rnea_second_order_derivatives(q, v, a)`` / one ``pin.computeRNEADerivatives`` (when present);
 - closed loops (delta, two-loop planar, parallelogram arm): batches of constrained τ and forward
-  dynamics / the Python loop over the single compiled call (``--robots ""`` for these alone).
+  dynamics and τ, τ′, τ″ jets / the Python loop over the single compiled call (``--robots ""`` for these alone).
 
 Both calls of a pair are timed back to back in every repeat (the order alternating), each over a
 loop of calls, in CPU time (``time.process_time``); the ratio ours/theirs is taken per repeat and
@@ -163,6 +163,14 @@ def loop_rows(a):
                                         a.repeats)
             out.append((f"loop:{name}", r.n, f"closed-loop {label} batch N={N} / Python loop "
                         "over the single call", mo / N, mt / N, med, lo, hi))
+        QS = np.ascontiguousarray([x[:5] for x in rows])  # jets τ, τ′, τ″
+
+        def jets():
+            for x in QS:
+                r.torque_derivatives(x)
+        mo, mt, med, lo, hi = ratio(lambda: r.torque_derivatives(QS), jets, 1, a.repeats)
+        out.append((f"loop:{name}", r.n, f"closed-loop τ, τ′, τ″ batch N={N} / Python loop over "
+                    "the single call", mo / N, mt / N, med, lo, hi))
     return out
 
 

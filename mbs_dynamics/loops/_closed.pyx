@@ -1432,6 +1432,71 @@ cdef class LoopWork:
         finally:
             unclaim(self.d)
 
+    cdef int jet_row(self, double* q, int K1, double* ot) noexcept nogil:
+        """One fixed-base jet of :meth:`torque_derivatives` (its steps, in its order): τ_a …
+        τ_a^(K1−3) (K1 − 2, na) into ot for the actuated jet q (K1, na). 0, or 1: fallback."""
+        cdef int k = K1 - 3, r, j, col, dd, nf = self.nf, na = self.na, nd = self.nd, i
+        cdef double fr = 1.0, acc
+        cdef double fj[NMAX]
+        if self.assemble(q):
+            return 1
+        self.start_jet(q, K1)
+        self.g_jets(k + 1)
+        fj[0] = 1.0
+        for r in range(1, K1):
+            fr *= r
+            if r < NMAX:
+                fj[r] = fr
+            for i in range(nf):
+                self.VS[(r - 1) * nf + i] = self.QS[r * nf + i] * fr
+        load_jet(self.km, &self.d.w, self.QS, self.VS, k + 2)
+        rnea_jet(self.km, &self.d.w, k, False, self.TT)
+        for r in range(k + 1):
+            for col in range(na):
+                acc = self.TT[r * nf + self.act[col]] / fj[r]
+                for j in range(r + 1):
+                    for dd in range(nd):
+                        acc += (self.GS[(j * nd + dd) * na + col]
+                                * self.TT[(r - j) * nf + self.dep[dd]] / fj[r - j])
+                ot[r * na + col] = acc * fj[r]
+        return 0
+
+    def torque_derivatives_batch(self, qs):
+        """Fixed base: τ_a jets (N, k+1, na) for N actuated jets qs (N, k+3, na) in one compiled
+        loop, each as :meth:`torque_derivatives`; None when qs is not a plain float64 array of
+        that shape (3 ≤ k+3 ≤ NMAX), on a floating base, or when a sample cannot be decided here
+        (the caller then loops over the single calls)."""
+        cdef cnp.ndarray a
+        cdef int N, K1, s, bad = 0
+        if self.fb or not (self.fast and cnp.PyArray_CheckExact(qs)):
+            return None
+        a = <cnp.ndarray> qs
+        if not (cnp.PyArray_TYPE(a) == cnp.NPY_DOUBLE and cnp.PyArray_NDIM(a) == 3
+                and cnp.PyArray_IS_C_CONTIGUOUS(a) and cnp.PyArray_DIM(a, 2) == self.na
+                and 3 <= cnp.PyArray_DIM(a, 1) <= NMAX):
+            return None
+        N = <int> cnp.PyArray_DIM(a, 0)
+        K1 = <int> cnp.PyArray_DIM(a, 1)
+        check_finite(qs, "qs")
+        if K1 - 3 > self.d.kmax:
+            self.d.grow(K1 - 3)  # as the tree's own entries do
+        cdef cnp.ndarray out = cnp.PyArray_EMPTY(3, [N, K1 - 2, self.na], cnp.NPY_DOUBLE, 0)
+        cdef double* qp = _p(qs)
+        cdef double* op = _p(out)
+        claim(self.d)
+        try:
+            with nogil:
+                for s in range(N):
+                    if self.jet_row(qp + s * K1 * self.na, K1, op + s * (K1 - 2) * self.na):
+                        bad = 1
+                        break
+                    self.commit()
+            if bad:
+                return None
+            return finite_result(out, "torque_derivatives")
+        finally:
+            unclaim(self.d)
+
     def multipliers(self, q, qd, qdd):
         """λ (m,), the minimum-norm solution of K_dᵀλ = τ_tree,d, or None (inverse_dynamics)."""
         cdef int i

@@ -515,7 +515,9 @@ class ClosedLoopRobot(SubsetDescription):
         if qs.ndim == 3:
             if f_ext is not None:
                 raise ValueError("f_ext is not supported with batch inputs")
-            res = np.array([self.torque_derivatives(x, method) for x in qs])
+            res = self._cw.torque_derivatives_batch(qs) if method == "recursive" else None
+            if res is None:  # one compiled loop above; else the loop over the single calls
+                res = np.array([self.torque_derivatives(x, method) for x in qs])
             return _out(out, res.reshape(qs.shape[:1] + (qs.shape[1] - 2, self._n)))
         if method == "recursive" and f_ext is None:
             res = self._cw.torque_derivatives(qs)

@@ -82,3 +82,18 @@ def test_batch_bad_input():
     Q[1, 3] = 2.0
     with pytest.raises(ValueError, match="quaternion"):
         rf.inverse_dynamics(Q, V, A)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_jet_batch_equals_single_calls(name):
+    r, _, _ = load(name)
+    for K1 in (3, 5):
+        qs = np.array([trajectory(r, t)[:K1] for t in np.linspace(0.0, 1.5, 10)])
+        a, b = r.copy(), r.copy()
+        assert a._cw.torque_derivatives_batch(qs) is not None  # the compiled batch decides
+        a = r.copy()
+        got = a.torque_derivatives(qs)
+        assert got.shape == (10, K1 - 2, r.n)
+        assert np.array_equal(got, np.array([b.torque_derivatives(x) for x in qs]))
+        slow = numpy_path(r)
+        assert rel(got, np.array([slow.torque_derivatives(x) for x in qs])) <= 1e-8
