@@ -85,7 +85,7 @@ cdef inline void congruence_add(const double* T, const double* I, double* dst, d
             dst[6 * (3 + r) + 3 + c] += oC[3 * r + c]
 
 
-cdef int solve6(double* A, double* b, double* L) noexcept nogil:
+cdef inline int solve6(double* A, double* b, double* L) noexcept nogil:
     """b ← A⁻¹ b for the symmetric positive definite 6×6 A (Cholesky into L); 1 if not PD."""
     cdef int i, j, k
     cdef double s
@@ -113,22 +113,6 @@ cdef int solve6(double* A, double* b, double* L) noexcept nogil:
     return 0
 
 
-cdef inline void body_inertia6(const KModel* m, int i, double* ia) noexcept nogil:
-    """ia = M_i = [[Θ, h̃], [−h̃, m I]] (seed 004 eq. 24), row-major 6×6."""
-    cdef double ms = m.mass[i], h0 = m.h[3 * i], h1 = m.h[3 * i + 1], h2 = m.h[3 * i + 2]
-    cdef int r, k
-    for r in range(3):
-        for k in range(3):
-            ia[6 * r + k] = m.Th[9 * i + 3 * r + k]
-            ia[6 * (r + 3) + k + 3] = ms if r == k else 0.0
-    ia[3], ia[4], ia[5] = 0.0, -h2, h1
-    ia[9], ia[10], ia[11] = h2, 0.0, -h0
-    ia[15], ia[16], ia[17] = -h1, h0, 0.0
-    ia[18], ia[19], ia[20] = 0.0, h2, -h1
-    ia[24], ia[25], ia[26] = -h2, 0.0, h0
-    ia[30], ia[31], ia[32] = h1, -h0, 0.0
-
-
 cdef int aba_core(const KModel* m, KWork* w, const double* tau, bint use_fx,
                   double* out) noexcept nogil:
     """q̈ (nv,) into out from the state loaded in ``w`` (qj rows 0–1, ν row 0, base pose) and
@@ -145,7 +129,7 @@ cdef int aba_core(const KModel* m, KWork* w, const double* tau, bint use_fx,
     cdef double* s1 = w.S + 6
     cdef double* Ia = w.S + 36
     cdef double* tmp = w.S + 72
-    cdef double qdi, D, uu, invD, acc, qddi
+    cdef double qdi, D, uu, invD, acc, ms, h0, h1, h2, qddi
     cdef const double* e
     # ---- pass 1: velocities, bias terms, I^A = M
     for i in range(nb):
@@ -167,7 +151,20 @@ cdef int aba_core(const KModel* m, KWork* w, const double* tau, bint use_fx,
             ad_X(m, i, V, c, False)       # c_i = −q̇ ad_X V
             for r in range(6):
                 c[r] = -qdi * c[r]
-        body_inertia6(m, i, w.IA + 36 * i)   # I^A_i = M_i
+        # I^A_i = M_i = [[Θ, h̃], [−h̃, m I]] (seed 004 eq. 24)
+        ia = w.IA + 36 * i
+        ms = m.mass[i]
+        h0, h1, h2 = m.h[3 * i], m.h[3 * i + 1], m.h[3 * i + 2]
+        for r in range(3):
+            for k in range(3):
+                ia[6 * r + k] = m.Th[9 * i + 3 * r + k]
+                ia[6 * (r + 3) + k + 3] = ms if r == k else 0.0
+        ia[3], ia[4], ia[5] = 0.0, -h2, h1
+        ia[9], ia[10], ia[11] = h2, 0.0, -h0
+        ia[15], ia[16], ia[17] = -h1, h0, 0.0
+        ia[18], ia[19], ia[20] = 0.0, h2, -h1
+        ia[24], ia[25], ia[26] = -h2, 0.0, h0
+        ia[30], ia[31], ia[32] = h1, -h0, 0.0
         # p_i = −ad_Vᵀ (M V) − W^app
         p = w.pA + 6 * i
         inertia_times(m, i, V, s0)

@@ -27,9 +27,9 @@ triangle is left unfilled) and ``inv(pinocchio.crba)``. Work: O(n·d) for the se
 import numpy as np
 cimport numpy as cnp
 
-from mbs_dynamics.kernels._aba cimport solve6
-from mbs_dynamics.kernels._data cimport (finite_result, REVOLUTE, Data, KModel, KWork, as_input,
-                                         as_out, check_finite, check_quat, claim, fresh_if_alias,
+from libc.math cimport sqrt
+from mbs_dynamics.kernels._data cimport (finite_result, REVOLUTE, Data, KModel, KWork, alias3,
+                                         as_input, as_out, check_finite, check_quat, claim,
                                          out_mat, unclaim, vec)
 from mbs_dynamics.kernels._spatial cimport compose, joint_pose, load_jet
 
@@ -156,6 +156,39 @@ cdef inline void frame_inertia(const KModel* m, int i, const double* P, double* 
     I[30], I[31], I[32] = hp[1], -hp[0], 0.0
 
 
+cdef int inverse6(const double* A, double* Ai, double* L) noexcept nogil:
+    """Ai = A⁻¹ for the symmetric positive definite 6×6 A: one Cholesky A = L Lᵀ, then
+    A⁻¹ = L⁻ᵀ L⁻¹ column by column. 1 if A is not positive definite."""
+    cdef int i, j, k
+    cdef double s
+    cdef double y[6]
+    for i in range(6):
+        for j in range(i + 1):
+            s = A[6 * i + j]
+            for k in range(j):
+                s -= L[6 * i + k] * L[6 * j + k]
+            if i == j:
+                if not (s > 0.0):
+                    return 1
+                L[6 * i + i] = sqrt(s)
+            else:
+                L[6 * i + j] = s / L[6 * j + j]
+    for j in range(6):
+        for i in range(6):
+            s = 1.0 if i == j else 0.0
+            for k in range(i):
+                s -= L[6 * i + k] * y[k]
+            y[i] = s / L[6 * i + i]
+        for i in range(5, -1, -1):
+            s = y[i]
+            for k in range(i + 1, 6):
+                s -= L[6 * k + i] * y[k]
+            y[i] = s / L[6 * i + i]
+        for i in range(6):
+            Ai[6 * i + j] = y[i]
+    return 0
+
+
 cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T) noexcept nogil:
     """M⁻¹ (nv × nv, both triangles) into Mi at the joint positions in ``w.qj`` row 0 (with
     ``have_T`` the joint poses w.T are already there, e.g. from the ABA kernel); F: the ``Fs``
@@ -180,7 +213,6 @@ cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T
     cdef double* row
     cdef double* inv6 = w.S + 144
     cdef double* chol = w.S + 180
-    cdef double* bv = w.S + 216
     cdef double Dinv, acc, D, x
     cdef double* Ia
     cdef double* Ip
@@ -254,13 +286,8 @@ cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T
             minv_outer_add(nv, c, L + 1, Uw, row, Fc)
     # ---- the floating base: M̃_00 = (I^A_0)⁻¹, M̃_0j = −(I^A_0)⁻¹ F_0[:, j]; A_0 = its rows
     if fb:
-        for b in range(6):
-            for a in range(6):
-                bv[a] = 1.0 if a == b else 0.0
-            if solve6(w.IA, bv, chol):
-                return 1
-            for a in range(6):
-                inv6[6 * a + b] = bv[a]
+        if inverse6(w.IA, inv6, chol):
+            return 1
         for a in range(6):
             row = Mi + pub(a) * nv
             for b in range(6):
@@ -319,17 +346,21 @@ cdef object _inverse_mass_matrix(Data d, q, out):
         out = out_mat(out, nv, nv)
     check_finite(q, "q")
     check_quat(m, q, "q")
-    res = fresh_if_alias(out, (q,))
+    res = alias3(out, q, None, None)
     cdef double* F = <double*> cnp.PyArray_DATA(d.arrays["Fs"])
     cdef double* pq = <double*> cnp.PyArray_DATA(q)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
     cdef KWork* w = &d.w
-    with nogil:
-        for s in range(N):
-            load_jet(m, w, pq + s * nq, NULL, 0)
-            if minv_core(m, w, F, po + s * nv * nv, False):
-                err = 1
-                break
+    if not batch:  # a single sample: no GIL round trip
+        load_jet(m, w, pq, NULL, 0)
+        err = minv_core(m, w, F, po, False)
+    else:
+        with nogil:
+            for s in range(N):
+                load_jet(m, w, pq + s * nq, NULL, 0)
+                if minv_core(m, w, F, po + s * nv * nv, False):
+                    err = 1
+                    break
     if err:
         _singular()
     if res is not out:
