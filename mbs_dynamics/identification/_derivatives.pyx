@@ -451,12 +451,15 @@ def _forward_dynamics_derivatives(Data d, q, qd, tau, fx=None, out=None):
     cdef double* pt = <double*> cnp.PyArray_DATA(tau)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
     cdef int err = 0
-    with nogil:
-        for s in range(N):
-            if fd_derivatives(m, w, pq + s * m.nq, pv + s * nv, pt + s * nv, use_fx, F, P,
-                              po + s * nn, po + (N + s) * nn, po + (2 * N + s) * nn):
-                err = 1
-                break
+    if not batch:  # a single sample: no GIL round trip
+        err = fd_derivatives(m, w, pq, pv, pt, use_fx, F, P, po, po + nn, po + 2 * nn)
+    else:
+        with nogil:
+            for s in range(N):
+                if fd_derivatives(m, w, pq + s * m.nq, pv + s * nv, pt + s * nv, use_fx, F, P,
+                                  po + s * nn, po + (N + s) * nn, po + (2 * N + s) * nn):
+                    err = 1
+                    break
     if err:
         raise ValueError("forward dynamics is singular: a movable joint moves no mass (check the "
                          "inertial parameters)")
