@@ -3,18 +3,21 @@
 
 Column j of M⁻¹ is the ABA's q̈ for τ = e_j with q̇ = 0 and no gravity (Featherstone, *Rigid
 Body Dynamics Algorithms*, 2008, §7.3): all nv columns run through the ABA at once as 6 × nv
-*sets* — per body a force set F_i (the bias wrenches p^A_i of the nv unit torques) on the way up
+*sets* — force sets (the bias wrenches p^A_i of the nv unit torques) on the way up
 and a motion set A_i (the accelerations) on the way down — as in Carpentier's
 ``computeMinverse`` of Pinocchio (Carpentier & Mansard, *Analytical derivatives of rigid body
 dynamics algorithms*, RSS 2018, §IV). With I^A_i, U_i = I^A_i X_i and D_i = X_iᵀ U_i of the
-ABA (kernels/_aba.pyx, seed 000's body-fixed screws X_i), for the unit torque of column j:
+ABA, all in one reference frame — the fixed base's, or a floating base's own (M⁻¹ does not
+depend on the base pose) — where S_i = Ad_{C_i} X_i is joint i's screw (seed 000's body-fixed
+X_i moved there), I^A_λ += I^A_i − U_i U_iᵀ / D_i needs no transformation and the force sets of
+all bodies share one 6 × nv matrix F (a subtree's columns hold its bodies' sum), for the unit
+torque of column j:
 
-1. backward, leaves to root (u_i = δ_ij − X_iᵀ F_i, the ABA's u_i):
-   ``M̃_ij = (δ_ij − X_iᵀ F_i[:, j]) / D_i``  (non-zero for j in the subtree of body i only),
-   ``F_λ[:, j] += Ad_{C_{i,λ}}ᵀ (F_i[:, j] + U_i M̃_ij)``  (the ABA's p^a = p^A + U u / D);
-2. forward, root to leaves (A'_i = Ad_{C_{i,λ}} A_λ, q̈_i = (u_i − U_iᵀ A'_i) / D_i):
-   ``M⁻¹_ij = M̃_ij − U_iᵀ Ad_{C_{i,λ}} A_λ[:, j] / D_i``,
-   ``A_i[:, j] = Ad_{C_{i,λ}} A_λ[:, j] + X_i M⁻¹_ij``,
+1. backward, leaves to root (the numerator is the ABA's u_i = τ_i − S_iᵀ p^A_i):
+   ``M̃_ij = (δ_ij − S_iᵀ F[:, j]) / D_i``  (non-zero for j in the subtree of body i only),
+   ``F[:, j] += U_i M̃_ij``  (the ABA's p^a = p^A + U u / D);
+2. forward, root to leaves (q̈_i = (u_i − U_iᵀ A_λ) / D_i):
+   ``M⁻¹_ij = M̃_ij − U_iᵀ A_λ[:, j] / D_i``,  ``A_i[:, j] = A_λ[:, j] + S_i M⁻¹_ij``,
 
 for j ≥ i only (the upper triangle; the lower one by symmetry). Bodies are numbered depth-first,
 so the subtree of body i holds the columns i … last(i). A floating base (body 0) is a 6-dof
