@@ -383,12 +383,41 @@ cdef void load_acc(const KModel* m, KWork* w, const double* pa) noexcept nogil:
 
 cdef extern from *:
     """
-    static inline void fdd_axpy(long n, double a, const double* __restrict__ x,
-                                double* __restrict__ y) {
-        for (long j = 0; j < n; j++) y[j] += a * x[j];
+    /* C = -A B for n x n row-major A, B, C: four rows of C at a time, so that each row of B
+       is loaded once per four rows (the loops over j vectorise across columns). */
+    static void fdd_neg_product(long n, const double* __restrict__ A,
+                                const double* __restrict__ B, double* __restrict__ C) {
+        long i = 0, l, j;
+        for (j = 0; j < n * n; j++) C[j] = 0.0;
+        for (; i + 4 <= n; i += 4) {
+            double* __restrict__ c0 = C + i * n;
+            double* __restrict__ c1 = c0 + n;
+            double* __restrict__ c2 = c1 + n;
+            double* __restrict__ c3 = c2 + n;
+            for (l = 0; l < n; l++) {
+                const double a0 = -A[i * n + l], a1 = -A[(i + 1) * n + l],
+                             a2 = -A[(i + 2) * n + l], a3 = -A[(i + 3) * n + l];
+                const double* __restrict__ b = B + l * n;
+                for (j = 0; j < n; j++) {
+                    const double x = b[j];
+                    c0[j] += a0 * x;
+                    c1[j] += a1 * x;
+                    c2[j] += a2 * x;
+                    c3[j] += a3 * x;
+                }
+            }
+        }
+        for (; i < n; i++) {
+            double* __restrict__ c0 = C + i * n;
+            for (l = 0; l < n; l++) {
+                const double a0 = -A[i * n + l];
+                const double* __restrict__ b = B + l * n;
+                for (j = 0; j < n; j++) c0[j] += a0 * b[j];
+            }
+        }
     }
     """
-    void fdd_axpy(long n, double a, const double* x, double* y) noexcept nogil
+    void fdd_neg_product(long n, const double* A, const double* B, double* C) noexcept nogil
 
 
 cdef int fd_derivatives(const KModel* m, KWork* w, const double* q, const double* v,
@@ -399,9 +428,8 @@ cdef int fd_derivatives(const KModel* m, KWork* w, const double* q, const double
     (kernels/_minv.pyx, no M formed), ∂τ/∂q and ∂τ/∂q̇ at (q, q̇, q̈) (:func:`derivatives`),
     then ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` (differentiate ID(q, q̇, FD(q, q̇, τ)) = τ; Carpentier &
     Mansard, RSS 2018, eq. 7). P: (3, nv, nv) scratch, F: the ``Fs`` scratch. 1 if singular."""
-    cdef long nv = m.nv, nn = nv * nv, i, l
+    cdef long nv = m.nv, nn = nv * nv, i
     cdef double* qdd = P + 2 * nn
-    cdef double s
     load_jet(m, w, q, v, 1)
     if aba_core(m, w, tau, use_fx, qdd):
         return 1
@@ -411,15 +439,8 @@ cdef int fd_derivatives(const KModel* m, KWork* w, const double* q, const double
     for i in range(2 * nn):
         P[i] = 0.0  # entries of unrelated bodies stay 0
     derivatives(m, w, P, P + nn, P + 2 * nn, use_fx)
-    # rows of −M⁻¹ ∂τ/∂x as sums of scaled rows of ∂τ/∂x (axpy, vectorised across columns)
-    for i in range(nn):
-        dq[i] = 0.0
-        dv[i] = 0.0
-    for i in range(nv):
-        for l in range(nv):
-            s = -Mi[i * nv + l]
-            fdd_axpy(nv, s, P + l * nv, dq + i * nv)
-            fdd_axpy(nv, s, P + nn + l * nv, dv + i * nv)
+    fdd_neg_product(nv, Mi, P, dq)
+    fdd_neg_product(nv, Mi, P + nn, dv)
     return 0
 
 
