@@ -511,7 +511,7 @@ class Robot:
 
     def forward_dynamics_derivatives(self, q, qd, tau, f_ext=None, out=None):
         """``(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹)`` of :meth:`forward_dynamics` (∂q̈/∂τ = M⁻¹), compiled in one
-        call: q̈ = FD(q, q̇, τ) by the ABA, M⁻¹ from the same articulated inertias (as
+        call: q̈ = FD(q, q̇, τ) by the ABA, M⁻¹ from the same joint poses (as
         :meth:`inverse_mass_matrix`), ∂τ/∂q and ∂τ/∂q̇ at (q, q̇, q̈), then
         ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` (differentiate ID(q, q̇, FD(q, q̇, τ)) = τ; Carpentier & Mansard,
         RSS 2018, Pinocchio's ``computeABADerivatives``).

@@ -424,7 +424,7 @@ cdef int fd_derivatives(const KModel* m, KWork* w, const double* q, const double
                         const double* tau, bint use_fx, double* F, double* P, double* dq,
                         double* dv, double* Mi) noexcept nogil:
     """∂q̈/∂q, ∂q̈/∂q̇ and M⁻¹ (nv × nv each) at one sample, in one pass over the kernels:
-    q̈ = ABA(q, q̇, τ) (kernels/_aba.pyx), M⁻¹ from the same articulated inertias
+    q̈ = ABA(q, q̇, τ) (kernels/_aba.pyx), M⁻¹ from the same joint poses
     (kernels/_minv.pyx, no M formed), ∂τ/∂q and ∂τ/∂q̇ at (q, q̇, q̈) (:func:`derivatives`),
     then ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` (differentiate ID(q, q̇, FD(q, q̇, τ)) = τ; Carpentier &
     Mansard, RSS 2018, eq. 7). P: (3, nv, nv) scratch, F: the ``Fs`` scratch. 1 if singular."""
