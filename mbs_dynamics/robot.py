@@ -22,6 +22,7 @@ import numpy as np
 from .identification import _derivatives, _regressor
 from .identification import parameters as _params
 from .kernels import _aba, _crba, _rnea, _rnea_repr
+from .kernels import _minv
 from .kinematics import _frames
 from .model import model as _model
 
@@ -540,10 +541,50 @@ class Robot:
         arrays (``out`` (3, N, nv, nv))."""
         return _derivatives.inverse_dynamics_derivatives(self._data, q, qd, qdd, out)
 
-    def forward_dynamics_derivatives(self, q, qd, tau):
-        """``(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹)`` of :meth:`forward_dynamics`, each (nv, nv): with q̈ = FD(q, q̇, τ),
-        ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈) (Pinocchio's ``computeABADerivatives``)."""
-        return _derivatives.forward_dynamics_derivatives(self._data, q, qd, tau)
+    def forward_dynamics_derivatives(self, q, qd, tau, f_ext=None, out=None):
+        """``(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹)`` of :meth:`forward_dynamics` (∂q̈/∂τ = M⁻¹), compiled in one
+        call: q̈ = FD(q, q̇, τ) by the ABA, M⁻¹ from the same joint poses (as
+        :meth:`inverse_mass_matrix`), ∂τ/∂q and ∂τ/∂q̇ at (q, q̇, q̈), then
+        ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` (differentiate ID(q, q̇, FD(q, q̇, τ)) = τ; Carpentier & Mansard,
+        RSS 2018, Pinocchio's ``computeABADerivatives``).
+
+        A floating base's columns are derivatives along Pinocchio's tangent space: the base
+        configuration moves as ``q ⊕ δ = pin.integrate(q, δ)`` (C exp(δ), δ = (linear, angular)
+        in the base frame), velocities and torques in the base frame.
+
+        Args:
+            q, qd, tau: (nq,), (nv,), (nv,), or (N, ·) batches (one compiled loop).
+            f_ext: optional dict link name → wrench ``(f, m)`` in that link's frame, as in
+                :meth:`forward_dynamics` (single samples only); the wrenches are fixed in their
+                links, so they also enter ∂q̈/∂q.
+            out: optional (3, nv, nv) / (3, N, nv, nv) array whose slices are returned.
+        Returns:
+            (∂q̈/∂q, ∂q̈/∂q̇, M⁻¹), each (nv, nv) or (N, nv, nv).
+        Raises:
+            ValueError: bad input, or a movable joint that moves no mass.
+        """
+        fx = None
+        if f_ext is not None:
+            if _ndim(q) == 2:
+                raise ValueError("f_ext is not supported with batch inputs")
+            fx = self._fext(f_ext, 1)[0]
+        return _derivatives.forward_dynamics_derivatives(self._data, q, qd, tau, fx, out)
+
+    def inverse_mass_matrix(self, q, out=None):
+        """M(q)⁻¹ by the articulated-body route, without forming or factorising M
+        (:mod:`mbs_dynamics.kernels._minv`; Pinocchio's ``computeMinverse``, both triangles).
+
+        Args:
+            q: (nq,) positions, or (N, nq) for a batch.
+            out: optional (nv, nv) / (N, nv, nv) array to fill.
+        Returns:
+            M⁻¹, (nv, nv) or (N, nv, nv), symmetric positive definite [1/(kg m²), 1/kg]; a
+            floating base's rows and columns in Pinocchio's layout (base twist ``(linear,
+            angular)`` in the base frame).
+        Raises:
+            ValueError: when a movable joint moves no mass (M is singular).
+        """
+        return _minv.inverse_mass_matrix(self._data, q, out)
 
     # ---- loops (mbs_dynamics/loops/)
     def _hdca(self, q, qd, tau, f_ext, out, method):

@@ -32,11 +32,11 @@ A floating base is body 0 with 6 coordinates, its configuration perturbed as Pin
 import numpy as np
 cimport numpy as cnp
 
-from libc.math cimport sqrt
 
 from mbs_dynamics.kernels._aba cimport aba_core
 from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, claim,
-                                         take_states, unclaim)
+                                         fresh_if_alias, load_fx, take_states, unclaim)
+from mbs_dynamics.kernels._minv cimport minv_core
 from mbs_dynamics.kernels._spatial cimport ad_V, joint_pose, load_jet
 
 cnp.import_array()
@@ -56,7 +56,6 @@ cdef enum:
     C_PDD = 18      # Ψ̈
     C_AL = 24       # α
     C_BE = 30       # β
-    BLAS_NV = 12    # forward derivatives: NumPy's matmul for the products from this size on
 
 
 cdef inline void cross3(const double* a, const double* b, double* d) noexcept nogil:
@@ -104,6 +103,18 @@ cdef inline void world_screw(const double* P, const double* u, double* d) noexce
     d[3] = P[0] * u[3] + P[1] * u[4] + P[2] * u[5] + P[10] * a2 - P[11] * a1
     d[4] = P[3] * u[3] + P[4] * u[4] + P[5] * u[5] + P[11] * a0 - P[9] * a2
     d[5] = P[6] * u[3] + P[7] * u[4] + P[8] * u[5] + P[9] * a1 - P[10] * a0
+
+
+cdef inline void wrench_to_world(const double* P, const double* u, double* d) noexcept nogil:
+    """d = Ad_C⁻ᵀ u for a body wrench u = (m, f) and the world pose C = P (R, p):
+    (R m + p × R f, R f)."""
+    cdef double f0 = P[0] * u[3] + P[1] * u[4] + P[2] * u[5]
+    cdef double f1 = P[3] * u[3] + P[4] * u[4] + P[5] * u[5]
+    cdef double f2 = P[6] * u[3] + P[7] * u[4] + P[8] * u[5]
+    d[0] = P[0] * u[0] + P[1] * u[1] + P[2] * u[2] + P[10] * f2 - P[11] * f1
+    d[1] = P[3] * u[0] + P[4] * u[1] + P[5] * u[2] + P[11] * f0 - P[9] * f2
+    d[2] = P[6] * u[0] + P[7] * u[1] + P[8] * u[2] + P[9] * f1 - P[10] * f0
+    d[3], d[4], d[5] = f0, f1, f2
 
 
 cdef void body_inertia(const KModel* m, int i, const double* P, double* I) noexcept nogil:
@@ -181,9 +192,12 @@ cdef inline void N_apply(const double* N, const double* x, double* d1, double* d
             d2[b] += N[6 * a + b] * x[a]
 
 
-cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double* M) noexcept nogil:
+cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double* M,
+                      bint use_fx=False) noexcept nogil:
     """∂τ/∂q, ∂τ/∂q̇, M (nv, nv) each, from q, v, a loaded in the workspace (w.T[0] holds the
-    base pose, w.nu the base twist and its rate, w.qj the joint jet)."""
+    base pose, w.nu the base twist and its rate, w.qj the joint jet). With ``use_fx`` the
+    applied body wrenches w.fx (body frames, constant there) enter f_k as −Ad_{C_k}⁻ᵀ W_k: a
+    wrench fixed in the body moves with it, so ∂f_k/∂q_j keeps the form S_j ×* f_k above."""
     cdef int nb = m.nb, nv = m.nv, fb = m.fb, i, j, a, b, c, r, par, ci, cj, bi
     cdef double* X
     cdef double* Xp
@@ -262,6 +276,10 @@ cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double*
         inertia_apply(X + B_M, X + B_V, X + B_H)
         inertia_apply(X + B_M, X + B_A, X + B_F)
         cross_force(X + B_V, X + B_H, X + B_F, 1.0)
+        if use_fx:
+            wrench_to_world(X, w.fx + 6 * i, t1)
+            for a in range(6):
+                X[B_F + a] -= t1[a]
         body_N(X + B_M, X + B_V, X + B_N)
     # ---- backward: composites
     for i in range(nb - 1, 0, -1):
@@ -363,108 +381,111 @@ cdef void load_acc(const KModel* m, KWork* w, const double* pa) noexcept nogil:
             w.qj[2 * m.nb + b] = pa[b]
 
 
-cdef int inverse_spd(int n, double* A, double* L) noexcept nogil:
-    """A (n×n, symmetric positive definite, both triangles) ← A⁻¹ = L⁻ᵀ L⁻¹ by Cholesky
-    A = L Lᵀ; L: n×n scratch. Every inner loop is an axpy along a row (outer-product Cholesky,
-    row-wise triangular inverse, A⁻¹ as a sum of outer products), which the compiler
-    vectorises. Returns 1 if A is not positive definite."""
-    cdef int i, j, k
-    cdef double s, d
-    for i in range(n * n):
-        L[i] = A[i]
-    # right-looking Cholesky in the lower triangle of L
-    for k in range(n):
-        d = L[k * n + k]
-        if not d > 0.0:
-            return 1
-        d = sqrt(d)
-        L[k * n + k] = d
-        for i in range(k + 1, n):
-            L[i * n + k] /= d
-        for i in range(k + 1, n):
-            s = L[i * n + k]
-            for j in range(k + 1, i + 1):
-                L[i * n + j] -= s * L[j * n + k]
-    # X = L⁻¹ (lower triangular) into A, row by row
-    for i in range(n * n):
-        A[i] = 0.0
-    for i in range(n):
-        # row i of X: (e_i − Σ_{k<i} L_ik X_k) / L_ii
-        for k in range(i):
-            s = -L[i * n + k]
-            for j in range(k + 1):
-                A[i * n + j] += s * A[k * n + j]
-        A[i * n + i] += 1.0
-        d = 1.0 / L[i * n + i]
-        for j in range(i + 1):
-            A[i * n + j] *= d
-    # A⁻¹ = Xᵀ X = Σ_k X_kᵀ X_k (X_k: row k, non-zero up to column k), lower triangle into L
-    for i in range(n * n):
-        L[i] = 0.0
-    for k in range(n):
-        for i in range(k + 1):
-            s = A[k * n + i]
-            for j in range(i + 1):
-                L[i * n + j] += s * A[k * n + j]
-    for i in range(n):
-        for j in range(i + 1):
-            A[i * n + j] = L[i * n + j]
-            A[j * n + i] = L[i * n + j]
+cdef extern from *:
+    """
+    /* C = -A B for n x n row-major A, B, C: four rows of C at a time, so that each row of B
+       is loaded once per four rows (the loops over j vectorise across columns). */
+    static void fdd_neg_product(long n, const double* __restrict__ A,
+                                const double* __restrict__ B, double* __restrict__ C) {
+        long i = 0, l, j;
+        for (j = 0; j < n * n; j++) C[j] = 0.0;
+        for (; i + 4 <= n; i += 4) {
+            double* __restrict__ c0 = C + i * n;
+            double* __restrict__ c1 = c0 + n;
+            double* __restrict__ c2 = c1 + n;
+            double* __restrict__ c3 = c2 + n;
+            for (l = 0; l < n; l++) {
+                const double a0 = -A[i * n + l], a1 = -A[(i + 1) * n + l],
+                             a2 = -A[(i + 2) * n + l], a3 = -A[(i + 3) * n + l];
+                const double* __restrict__ b = B + l * n;
+                for (j = 0; j < n; j++) {
+                    const double x = b[j];
+                    c0[j] += a0 * x;
+                    c1[j] += a1 * x;
+                    c2[j] += a2 * x;
+                    c3[j] += a3 * x;
+                }
+            }
+        }
+        for (; i < n; i++) {
+            double* __restrict__ c0 = C + i * n;
+            for (l = 0; l < n; l++) {
+                const double a0 = -A[i * n + l];
+                const double* __restrict__ b = B + l * n;
+                for (j = 0; j < n; j++) c0[j] += a0 * b[j];
+            }
+        }
+    }
+    """
+    void fdd_neg_product(long n, const double* A, const double* B, double* C) noexcept nogil
+
+
+cdef int fd_derivatives(const KModel* m, KWork* w, const double* q, const double* v,
+                        const double* tau, bint use_fx, double* F, double* P, double* dq,
+                        double* dv, double* Mi) noexcept nogil:
+    """∂q̈/∂q, ∂q̈/∂q̇ and M⁻¹ (nv × nv each) at one sample, in one pass over the kernels:
+    q̈ = ABA(q, q̇, τ) (kernels/_aba.pyx), M⁻¹ from the same joint poses
+    (kernels/_minv.pyx, no M formed), ∂τ/∂q and ∂τ/∂q̇ at (q, q̇, q̈) (:func:`derivatives`),
+    then ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` (differentiate ID(q, q̇, FD(q, q̇, τ)) = τ; Carpentier &
+    Mansard, RSS 2018, eq. 7). P: (3, nv, nv) scratch, F: the ``Fs`` scratch. 1 if singular."""
+    cdef long nv = m.nv, nn = nv * nv, i
+    cdef double* qdd = P + 2 * nn
+    load_jet(m, w, q, v, 1)
+    if aba_core(m, w, tau, use_fx, qdd):
+        return 1
+    if minv_core(m, w, F, Mi, True):
+        return 1
+    load_acc(m, w, qdd)
+    for i in range(2 * nn):
+        P[i] = 0.0  # entries of unrelated bodies stay 0
+    derivatives(m, w, P, P + nn, P + 2 * nn, use_fx)
+    fdd_neg_product(nv, Mi, P, dq)
+    fdd_neg_product(nv, Mi, P + nn, dv)
     return 0
 
 
-def _forward_dynamics_derivatives(Data d, q, qd, tau):
-    """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹), each (nv, nv): q̈ = FD(q, q̇, τ) by the ABA kernel, then
-    ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈) (differentiate ID(q, q̇, FD(q, q̇, τ)) = τ)."""
+def _forward_dynamics_derivatives(Data d, q, qd, tau, fx=None, out=None):
+    """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹), each (nv, nv), views of one (3, nv, nv) array (``out`` if given);
+    for (N, ·) batches each (N, nv, nv), views of one (3, N, nv, nv) array."""
     cdef KModel* m = &d.m
-    q, qd, tau = take_states(m, q, qd, tau, "qd", "tau", False)
-    cdef int nv = m.nv, i, j, k, l
-    # the partials go to P (2, nv, nv) (unrelated bodies' entries stay 0), M⁻¹ to out[2]
-    out = np.empty((3, nv, nv))
-    P = np.zeros((2, nv, nv))
-    scratch = np.empty((nv + 1) * nv)
-    cdef double* po = <double*> cnp.PyArray_DATA(out)
-    cdef double* pP = <double*> cnp.PyArray_DATA(P)
-    cdef double* qdd = <double*> cnp.PyArray_DATA(scratch)
-    cdef double* L = qdd + nv
-    cdef double* X
-    cdef double* Mi = po + 2 * nv * nv
+    cdef bint batch = not (type(q) is np.ndarray and (<cnp.ndarray> q).ndim == 1) \
+        and np.ndim(q) == 2
+    q, qd, tau = take_states(m, q, qd, tau, "qd", "tau", batch)
+    cdef Py_ssize_t nv = m.nv, N = <Py_ssize_t> q.shape[0] if batch else 1, s, nn = nv * nv
+    cdef tuple shape = (3, N, nv, nv)
+    if not batch:
+        shape = (3, nv, nv)
+    if out is None:
+        out = np.empty(shape)
+    elif not (type(out) is np.ndarray and out.dtype == np.float64 and out.flags.c_contiguous
+              and out.flags.writeable and out.shape == shape):
+        raise ValueError(f"out must be a writable float64 C-contiguous array of shape {shape}")
+    res = fresh_if_alias(out, (q, qd, tau))
+    cdef bint use_fx = fx is not None
+    if use_fx:
+        load_fx(d, fx, 1)
     cdef KWork* w = &d.w
-    cdef double s
-    cdef int err
-    cdef bint blas = nv >= BLAS_NV
+    cdef double* F = <double*> cnp.PyArray_DATA(d.arrays["Fs"])
+    cdef double* P = <double*> cnp.PyArray_DATA(d.arrays["dP"])
     cdef double* pq = <double*> cnp.PyArray_DATA(q)
     cdef double* pv = <double*> cnp.PyArray_DATA(qd)
     cdef double* pt = <double*> cnp.PyArray_DATA(tau)
-    with nogil:
-        load_jet(m, w, pq, pv, 1)
-        err = aba_core(m, w, pt, False, qdd)
-        if not err:
-            load_acc(m, w, qdd)
-            for i in range(nv * nv):
-                Mi[i] = 0.0  # entries of unrelated bodies stay 0
-            derivatives(m, w, pP, pP + nv * nv, Mi)
-            err = inverse_spd(nv, Mi, L)
-            if blas:
-                for i in range(2 * nv * nv):
-                    pP[i] = -pP[i]
-        if not err and not blas:
-            # ∂q̈/∂q = −M⁻¹ ∂τ/∂q, ∂q̈/∂q̇ = −M⁻¹ ∂τ/∂q̇: rows as sums of scaled rows (axpy)
-            for k in range(2):
-                X = po + k * nv * nv
-                for i in range(nv * nv):
-                    X[i] = 0.0
-                for i in range(nv):
-                    for l in range(nv):
-                        s = -Mi[i * nv + l]
-                        if s != 0.0:
-                            for j in range(nv):
-                                X[i * nv + j] += s * pP[k * nv * nv + l * nv + j]
+    cdef double* po = <double*> cnp.PyArray_DATA(res)
+    cdef int err = 0
+    if not batch:  # a single sample: no GIL round trip
+        err = fd_derivatives(m, w, pq, pv, pt, use_fx, F, P, po, po + nn, po + 2 * nn)
+    else:
+        with nogil:
+            for s in range(N):
+                if fd_derivatives(m, w, pq + s * m.nq, pv + s * nv, pt + s * nv, use_fx, F, P,
+                                  po + s * nn, po + (N + s) * nn, po + (2 * N + s) * nn):
+                    err = 1
+                    break
     if err:
         raise ValueError("forward dynamics is singular: a movable joint moves no mass (check the "
                          "inertial parameters)")
-    if blas:  # larger systems: the BLAS product beats scalar loops (measured: nv = 18, 3×)
-        np.matmul(out[2], P, out=out[:2])  # P holds −∂τ/∂q, −∂τ/∂q̇
+    if res is not out:
+        out[...] = res
     return out[0], out[1], out[2]
 
 
@@ -480,11 +501,13 @@ def inverse_dynamics_derivatives(Data d, q, qd, qdd, out=None):
         unclaim(d)
 
 
-def forward_dynamics_derivatives(Data d, q, qd, tau):
-    """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹), each (nv, nv): q̈ = FD(q, q̇, τ) by the ABA kernel, then
-    ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈) (differentiate ID(q, q̇, FD(q, q̇, τ)) = τ)."""
+def forward_dynamics_derivatives(Data d, q, qd, tau, fx=None, out=None):
+    """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹), each (nv, nv) (or (N, nv, nv) for batches): q̈ = FD(q, q̇, τ) by
+    the ABA kernel, then ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈) (:func:`fd_derivatives`);
+    fx: optional body wrenches (1, nb, 6) (single samples)."""
     claim(d)
     try:
-        return finite_result(_forward_dynamics_derivatives(d, q, qd, tau), "forward_dynamics_derivatives")
+        return finite_result(_forward_dynamics_derivatives(d, q, qd, tau, fx, out),
+                             "forward_dynamics_derivatives")
     finally:
         unclaim(d)

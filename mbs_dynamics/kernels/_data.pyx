@@ -55,6 +55,10 @@ LAYOUT = (
                                    "(identification/_derivatives.pyx: pose, v, a, composites)"),
     ("dC", lambda nb, k: (nb + 5, 36), "per velocity coordinate: S, Ψ̇, D, Ψ̈, α, β of the RNEA "
                                        "derivatives (identification/_derivatives.pyx)"),
+    ("Fs", lambda nb, k: (nb + 2, 6, nb + 5), "M⁻¹ (kernels/_minv.pyx): per body a 6 × nv motion "
+                                              "set, one 6 × nv force set, subtree ends"),
+    ("dP", lambda nb, k: (3, nb + 5, nb + 5), "∂τ/∂q, ∂τ/∂q̇, M of the forward-dynamics "
+                                              "derivatives (identification/_derivatives.pyx)"),
 )
 
 #: The message of the RuntimeError a call raises when another thread is using the same Data.

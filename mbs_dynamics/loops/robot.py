@@ -453,7 +453,9 @@ class ClosedLoopRobot(SubsetDescription):
         if q.ndim == 2:
             if f_ext is not None:
                 raise ValueError("f_ext is not supported with batch inputs")
-            res = np.array([self.inverse_dynamics(a, b, c) for a, b, c in zip(q, qd, qdd)])
+            res = self._cw.inverse_dynamics_batch(q, qd, qdd)  # one compiled loop
+            if res is None:
+                res = np.array([self.inverse_dynamics(a, b, c) for a, b, c in zip(q, qd, qdd)])
             return _out(out, res.reshape(q.shape))
         X, Kdp = self._state3(q, qd, qdd)
         t = self._full.inverse_dynamics(X[0], X[1], X[2], f_ext)
@@ -513,7 +515,9 @@ class ClosedLoopRobot(SubsetDescription):
         if qs.ndim == 3:
             if f_ext is not None:
                 raise ValueError("f_ext is not supported with batch inputs")
-            res = np.array([self.torque_derivatives(x, method) for x in qs])
+            res = self._cw.torque_derivatives_batch(qs) if method == "recursive" else None
+            if res is None:  # one compiled loop above; else the loop over the single calls
+                res = np.array([self.torque_derivatives(x, method) for x in qs])
             return _out(out, res.reshape(qs.shape[:1] + (qs.shape[1] - 2, self._n)))
         if method == "recursive" and f_ext is None:
             res = self._cw.torque_derivatives(qs)
@@ -634,8 +638,10 @@ class ClosedLoopRobot(SubsetDescription):
         if q.ndim == 2:
             if f_ext is not None:
                 raise ValueError("f_ext is not supported with batch inputs")
-            res = np.array([self.forward_dynamics(a, b, c, method=method)
-                            for a, b, c in zip(q, qd, tau)])
+            res = self._cw.forward_dynamics_batch(q, qd, tau) if method == "lagrange" else None
+            if res is None:
+                res = np.array([self.forward_dynamics(a, b, c, method=method)
+                                for a, b, c in zip(q, qd, tau)])
             return _out(out, res.reshape(q.shape))
         Qa = np.stack([q, qd])
         Q = self._cw.expand(Qa) if method == "hdca" else None  # compiled (q, q̇) full
@@ -745,6 +751,9 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
 
     def _inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
         if np.ndim(q) == 2:
+            res = None if f_ext is not None else self._cw.inverse_dynamics_batch(q, qd, qdd)
+            if res is not None:
+                return _out(out, res)
             return self._batch(self.inverse_dynamics, (q, qd, qdd), out, f_ext)
         if f_ext is None:
             res = self._cw.inverse_dynamics(self._q(q), self._v(qd, "qd"), self._v(qdd, "qdd"))
@@ -863,6 +872,10 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         if method not in ("lagrange", "hdca"):
             raise ValueError(f"method must be 'lagrange' or 'hdca', got {method!r}")
         if np.ndim(q) == 2:
+            res = (self._cw.forward_dynamics_batch(q, qd, tau)
+                   if f_ext is None and method == "lagrange" else None)
+            if res is not None:
+                return _out(out, res)
             return self._batch(lambda a, b, c: self.forward_dynamics(a, b, c, method=method),
                                (q, qd, tau), out, f_ext)
         q = self._q(q)

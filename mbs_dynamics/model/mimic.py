@@ -384,6 +384,21 @@ class MimicRobot(SubsetDescription):
         o = _out(out, (self.nv, self.nv))
         return self._project(self._full.mass_matrix(self._xq(q, self._bq), out=self._bM), o)
 
+    def inverse_mass_matrix(self, q, out=None):
+        """(Gᵀ M_full(G q + off) G)⁻¹, (nv, nv) or (N, nv, nv) for q (N, nq): the reduced mass
+        matrix is formed (the articulated-body M⁻¹ of the full robot is not the reduced one's)
+        and inverted through its Cholesky factor."""
+        with self._d:
+            if np.ndim(q) == 2:
+                q = _in(q, "q", ((None, self.nq),), f"(N, {self.nq})", self._bound)
+                M = np.stack([self._mass_matrix(x) for x in q]) if len(q) else \
+                    np.empty((0, self.nv, self.nv))
+            else:
+                M = self._mass_matrix(q)
+        o = _out(out, M.shape)
+        L = np.linalg.inv(np.linalg.cholesky(M))
+        return np.matmul(np.swapaxes(L, -1, -2), L, out=o)
+
     def _cor(self, q, qd, out, fn):
         with self._d:
             return self._cor1(q, qd, out, fn)
@@ -630,14 +645,29 @@ class MimicRobot(SubsetDescription):
             self._project(d[k], out=o[k])
         return o[0], o[1], o[2]
 
-    def forward_dynamics_derivatives(self, q, qd, tau):
-        """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹) in the independent coordinates: −M⁻¹ ∂τ/∂x at q̈ = FD(q, q̇, τ)."""
+    def forward_dynamics_derivatives(self, q, qd, tau, f_ext=None, out=None):
+        """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹) in the independent coordinates: −M⁻¹ ∂τ/∂x at q̈ = FD(q, q̇, τ),
+        M = Gᵀ M_full G inverted through its Cholesky factor. (N, ·) batches loop over the
+        samples; ``out``: optional (3, nv, nv) / (3, N, nv, nv). ``f_ext`` is not supported."""
+        if f_ext is not None:
+            raise ValueError("f_ext is not supported by a MimicRobot's forward_dynamics_derivatives")
+        nv = self.nv
+        if np.ndim(q) == 2:
+            (q, qd, tau), N = self._vecs(("q", "qd", "tau"), (q, qd, tau))
+            o = _out(out, (3, N, nv, nv))
+            for k in range(N):
+                o[:, k] = self.forward_dynamics_derivatives(q[k], qd[k], tau[k])
+            return o[0], o[1], o[2]
+        o = _out(out, (3, nv, nv))
         with self._d:  # one thread at a time: the two calls share the buffers
             qdd = self._forward_dynamics(q, qd, tau)
             dq, dv, M = self._inverse_dynamics_derivatives(q, qd, qdd, None)
-        Minv = np.linalg.inv(M)
-        Minv = 0.5 * (Minv + Minv.T)
-        return -(Minv @ dq), -(Minv @ dv), Minv
+        L = np.linalg.inv(np.linalg.cholesky(M))
+        np.matmul(L.T, L, out=o[2])
+        np.matmul(o[2], dq, out=o[0])
+        np.matmul(o[2], dv, out=o[1])
+        np.negative(o[:2], out=o[:2])
+        return o[0], o[1], o[2]
 
 
 def wrap(robot):

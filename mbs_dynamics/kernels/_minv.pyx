@@ -1,0 +1,380 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The inverse mass matrix M(q)⁻¹ by the articulated-body route, without forming M, compiled.
+
+Column j of M⁻¹ is the ABA's q̈ for τ = e_j with q̇ = 0 and no gravity (Featherstone, *Rigid
+Body Dynamics Algorithms*, 2008, §7.3): all nv columns run through the ABA at once as 6 × nv
+*sets* — force sets (the bias wrenches p^A_i of the nv unit torques) on the way up
+and a motion set A_i (the accelerations) on the way down — as in Carpentier's
+``computeMinverse`` of Pinocchio (Carpentier & Mansard, *Analytical derivatives of rigid body
+dynamics algorithms*, RSS 2018, §IV). With I^A_i, U_i = I^A_i X_i and D_i = X_iᵀ U_i of the
+ABA, all in one reference frame — the fixed base's, or a floating base's own (M⁻¹ does not
+depend on the base pose) — where S_i = Ad_{C_i} X_i is joint i's screw (seed 000's body-fixed
+X_i moved there), I^A_λ += I^A_i − U_i U_iᵀ / D_i needs no transformation and the force sets of
+all bodies share one 6 × nv matrix F (a subtree's columns hold its bodies' sum), for the unit
+torque of column j:
+
+1. backward, leaves to root (the numerator is the ABA's u_i = τ_i − S_iᵀ p^A_i):
+   ``M̃_ij = (δ_ij − S_iᵀ F[:, j]) / D_i``  (non-zero for j in the subtree of body i only),
+   ``F[:, j] += U_i M̃_ij``  (the ABA's p^a = p^A + U u / D);
+2. forward, root to leaves (q̈_i = (u_i − U_iᵀ A_λ) / D_i):
+   ``M⁻¹_ij = M̃_ij − U_iᵀ A_λ[:, j] / D_i``,  ``A_i[:, j] = A_λ[:, j] + S_i M⁻¹_ij``,
+
+for j ≥ i only (the upper triangle; the lower one by symmetry). Bodies are numbered depth-first,
+so the subtree of body i holds the columns i … last(i). A floating base (body 0) is a 6-dof
+joint with X = 1: ``M̃_00 = (I^A_0)⁻¹``, ``M̃_0j = −(I^A_0)⁻¹ F_0[:, j]`` and A_0[:, j] the base
+rows of M⁻¹. Rows and columns follow Pinocchio's velocity layout (the base twist ``(linear,
+angular)`` in the base frame), so the result equals ``pinocchio.computeMinverse`` (whose lower
+triangle is left unfilled) and ``inv(pinocchio.crba)``. Work: O(n·d) for the sets up the tree
+(d the depth) and O(n²) down it, no O(n³) factorisation.
+"""
+import numpy as np
+cimport numpy as cnp
+
+from libc.math cimport sqrt
+from mbs_dynamics.kernels._data cimport (finite_result, REVOLUTE, Data, KModel, KWork, alias3,
+                                         as_input, as_out, check_finite, check_quat, claim,
+                                         out_mat, unclaim, vec)
+from mbs_dynamics.kernels._spatial cimport compose, joint_pose, load_jet
+
+cnp.import_array()
+
+cdef extern from *:
+    """
+    /* Row loops of the 6 x nv sets (row stride nv), over the columns j0 <= j < j1; restrict lets
+       the compiler vectorise them across columns. */
+    static inline void minv_dot(long nv, long j0, long j1, const double* s, double c,
+                                const double* __restrict__ X, double* __restrict__ y) {
+        /* y[j] = c * sum_r s[r] X[r, j] */
+        const double s0 = c * s[0], s1 = c * s[1], s2 = c * s[2], s3 = c * s[3],
+                     s4 = c * s[4], s5 = c * s[5];
+        for (long j = j0; j < j1; j++)
+            y[j] = s0 * X[j] + s1 * X[nv + j] + s2 * X[2 * nv + j] + s3 * X[3 * nv + j]
+                   + s4 * X[4 * nv + j] + s5 * X[5 * nv + j];
+    }
+    static inline void minv_dot_sub(long nv, long j0, long j1, const double* u,
+                                    const double* __restrict__ X, double* __restrict__ y) {
+        /* y[j] -= sum_r u[r] X[r, j] */
+        const double u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3], u4 = u[4], u5 = u[5];
+        for (long j = j0; j < j1; j++)
+            y[j] -= u0 * X[j] + u1 * X[nv + j] + u2 * X[2 * nv + j] + u3 * X[3 * nv + j]
+                    + u4 * X[4 * nv + j] + u5 * X[5 * nv + j];
+    }
+    static inline void minv_outer(long nv, long j0, long j1, const double* s,
+                                  const double* __restrict__ y, const double* __restrict__ B,
+                                  double* __restrict__ X) {
+        /* X[r, j] = B[r, j] + s[r] y[j] (B may be NULL: 0), r = 0..5 */
+        for (int r = 0; r < 6; r++) {
+            const double c = s[r];
+            double* __restrict__ x = X + r * nv;
+            if (B) {
+                const double* __restrict__ b = B + r * nv;
+                for (long j = j0; j < j1; j++) x[j] = b[j] + c * y[j];
+            } else {
+                for (long j = j0; j < j1; j++) x[j] = c * y[j];
+            }
+        }
+    }
+    static inline void minv_outer_add(long nv, long j0, long j1, const double* s,
+                                      const double* __restrict__ y, double* __restrict__ X) {
+        /* X[r, j] += s[r] y[j], r = 0..5 */
+        for (int r = 0; r < 6; r++) {
+            const double c = s[r];
+            double* __restrict__ x = X + r * nv;
+            for (long j = j0; j < j1; j++) x[j] += c * y[j];
+        }
+    }
+    """
+    void minv_dot(long nv, long j0, long j1, const double* s, double c, const double* X,
+                  double* y) noexcept nogil
+    void minv_dot_sub(long nv, long j0, long j1, const double* u, const double* X,
+                      double* y) noexcept nogil
+    void minv_outer(long nv, long j0, long j1, const double* s, const double* y, const double* B,
+                    double* X) noexcept nogil
+    void minv_outer_add(long nv, long j0, long j1, const double* s, const double* y,
+                        double* X) noexcept nogil
+
+
+cdef inline int pub(int a) noexcept nogil:
+    """Internal base index (ω, v) → Pinocchio's (linear, angular)."""
+    return a + 3 if a < 3 else a - 3
+
+
+cdef inline void to_frame(const double* P, const double* u, double* d, bint wrench) noexcept nogil:
+    """d = Ad_C u (a twist) or Ad_C⁻ᵀ u (a wrench) for the pose C = P (R, p): the body quantity
+    u in the reference frame, (R a, R b + p × R a) resp. (R a + p × R b, R b) for u = (a, b)."""
+    cdef double a0 = P[0] * u[0] + P[1] * u[1] + P[2] * u[2]
+    cdef double a1 = P[3] * u[0] + P[4] * u[1] + P[5] * u[2]
+    cdef double a2 = P[6] * u[0] + P[7] * u[1] + P[8] * u[2]
+    cdef double b0 = P[0] * u[3] + P[1] * u[4] + P[2] * u[5]
+    cdef double b1 = P[3] * u[3] + P[4] * u[4] + P[5] * u[5]
+    cdef double b2 = P[6] * u[3] + P[7] * u[4] + P[8] * u[5]
+    if wrench:
+        d[0] = a0 + P[10] * b2 - P[11] * b1
+        d[1] = a1 + P[11] * b0 - P[9] * b2
+        d[2] = a2 + P[9] * b1 - P[10] * b0
+        d[3], d[4], d[5] = b0, b1, b2
+    else:
+        d[0], d[1], d[2] = a0, a1, a2
+        d[3] = b0 + P[10] * a2 - P[11] * a1
+        d[4] = b1 + P[11] * a0 - P[9] * a2
+        d[5] = b2 + P[9] * a1 - P[10] * a0
+
+
+cdef inline void frame_inertia(const KModel* m, int i, const double* P, double* I) noexcept nogil:
+    """I (6×6 row-major) = body i's inertia in the reference frame at pose P = (R, p):
+    [[Θ', h̃'], [−h̃', m 1]] with h_p = R h, h' = h_p + m p, Θ' = R Θ Rᵀ − m p̃p̃ − (p̃h̃_p + h̃_p p̃)
+    (the parallel-axis theorem; seed 004 eq. 24 for the body-frame form)."""
+    cdef double ms = m.mass[i], p0 = P[9], p1 = P[10], p2 = P[11], acc, pp, ph
+    cdef const double* h = m.h + 3 * i
+    cdef const double* Th = m.Th + 9 * i
+    cdef double RT[9]
+    cdef double hp[3]
+    cdef double pv[3]
+    cdef int a, b
+    for a in range(3):
+        hp[a] = P[3 * a] * h[0] + P[3 * a + 1] * h[1] + P[3 * a + 2] * h[2]
+        for b in range(3):
+            RT[3 * a + b] = P[3 * a] * Th[b] + P[3 * a + 1] * Th[3 + b] + P[3 * a + 2] * Th[6 + b]
+    pv[0], pv[1], pv[2] = p0, p1, p2
+    pp = p0 * p0 + p1 * p1 + p2 * p2
+    ph = p0 * hp[0] + p1 * hp[1] + p2 * hp[2]
+    for a in range(3):
+        for b in range(a, 3):
+            acc = (RT[3 * a] * P[3 * b] + RT[3 * a + 1] * P[3 * b + 1] + RT[3 * a + 2] * P[3 * b + 2]
+                   - ms * pv[a] * pv[b] - pv[a] * hp[b] - hp[a] * pv[b])
+            if a == b:
+                acc += ms * pp + 2.0 * ph
+            I[6 * a + b] = acc
+            I[6 * b + a] = acc
+            I[6 * (3 + a) + 3 + b] = ms if a == b else 0.0
+            I[6 * (3 + b) + 3 + a] = ms if a == b else 0.0
+    for a in range(3):
+        hp[a] += ms * pv[a]
+    # h̃ (top right), −h̃ (bottom left)
+    I[3], I[4], I[5] = 0.0, -hp[2], hp[1]
+    I[9], I[10], I[11] = hp[2], 0.0, -hp[0]
+    I[15], I[16], I[17] = -hp[1], hp[0], 0.0
+    I[18], I[19], I[20] = 0.0, hp[2], -hp[1]
+    I[24], I[25], I[26] = -hp[2], 0.0, hp[0]
+    I[30], I[31], I[32] = hp[1], -hp[0], 0.0
+
+
+cdef int inverse6(const double* A, double* Ai, double* L) noexcept nogil:
+    """Ai = A⁻¹ for the symmetric positive definite 6×6 A: one Cholesky A = L Lᵀ, then
+    A⁻¹ = L⁻ᵀ L⁻¹ column by column. 1 if A is not positive definite."""
+    cdef int i, j, k
+    cdef double s
+    cdef double y[6]
+    for i in range(6):
+        for j in range(i + 1):
+            s = A[6 * i + j]
+            for k in range(j):
+                s -= L[6 * i + k] * L[6 * j + k]
+            if i == j:
+                if not (s > 0.0):
+                    return 1
+                L[6 * i + i] = sqrt(s)
+            else:
+                L[6 * i + j] = s / L[6 * j + j]
+    for j in range(6):
+        for i in range(6):
+            s = 1.0 if i == j else 0.0
+            for k in range(i):
+                s -= L[6 * i + k] * y[k]
+            y[i] = s / L[6 * i + i]
+        for i in range(5, -1, -1):
+            s = y[i]
+            for k in range(i + 1, 6):
+                s -= L[6 * k + i] * y[k]
+            y[i] = s / L[6 * i + i]
+        for i in range(6):
+            Ai[6 * i + j] = y[i]
+    return 0
+
+
+cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T) noexcept nogil:
+    """M⁻¹ (nv × nv, both triangles) into Mi at the joint positions in ``w.qj`` row 0 (with
+    ``have_T`` the joint poses w.T are already there, e.g. from the ABA kernel); F: the ``Fs``
+    scratch. 1 if a movable subtree has no mass (I^A singular). Overwrites w.IA, w.D, w.Cw,
+    w.Sw, w.Sdw.
+
+    The sets live in one reference frame — the fixed base's, or the floating base's own (M⁻¹
+    does not depend on the base pose) — where moving a set to the parent is the identity: the
+    force sets of all bodies share one 6 × nv matrix (a subtree's columns hold the sum of its
+    bodies' wrenches), X_i and U_i are moved to that frame once per body (w.Sw, w.Sdw), and
+    the motion set of body i is A_λ + S_i M⁻¹_i·. The articulated inertias are formed there
+    too (as Pinocchio's ``computeMinverse``): each body inertia moved once, then plain sums."""
+    cdef int nb = m.nb, fb = m.fb, nv = m.nv, sz = 6 * m.nv, i, j, r, a, b, c, L, par
+    cdef double* A = F                 # (nb, 6, nv) motion sets
+    cdef double* Fc = F + nb * sz      # (6, nv) the force sets
+    cdef double* last = Fc + sz        # (nb,) subtree ends
+    cdef double* Ai
+    cdef double* Ap
+    cdef double* S
+    cdef double* Uw
+    cdef double* P
+    cdef double* row
+    cdef double* inv6 = w.S + 144
+    cdef double* chol = w.S + 180
+    cdef double Dinv, acc, D, x
+    cdef double* Ia
+    cdef double* Ip
+    cdef double u[6]
+    # subtree ends (depth-first numbering: the subtree of body i is i … last[i]); poses, X_i
+    # and the body inertias in the reference frame
+    for i in range(nb):
+        last[i] = i
+        P = w.Cw + 12 * i
+        par = m.parent[i]
+        if i < fb:
+            for a in range(12):
+                P[a] = 1.0 if a in (0, 4, 8) else 0.0
+        else:
+            if not have_T:
+                joint_pose(m, i, w.qj[i], w.T + 12 * i)
+            if par >= 0:
+                compose(w.Cw + 12 * par, w.T + 12 * i, P)
+            else:
+                for a in range(12):
+                    P[a] = w.T[12 * i + a]
+            c = i + 5 * fb
+            for a in range(6):
+                u[a] = 0.0
+            b = 0 if m.jtype[i] == REVOLUTE else 3
+            u[b], u[b + 1], u[b + 2] = m.axis[3 * i], m.axis[3 * i + 1], m.axis[3 * i + 2]
+            to_frame(P, u, w.Sw + 6 * c, False)
+        frame_inertia(m, i, P, w.IA + 36 * i)
+    # articulated inertias, leaves to root, in the reference frame (no congruence: moving an
+    # inertia to the parent is the identity there): U_i = I^A_i S_i, D_i = S_iᵀ U_i,
+    # I^A_λ += I^A_i − U_i U_iᵀ / D_i
+    for i in range(nb - 1, fb - 1, -1):
+        c = i + 5 * fb
+        S = w.Sw + 6 * c
+        Uw = w.Sdw + 6 * c
+        Ia = w.IA + 36 * i
+        for a in range(6):
+            Uw[a] = (Ia[6 * a] * S[0] + Ia[6 * a + 1] * S[1] + Ia[6 * a + 2] * S[2]
+                     + Ia[6 * a + 3] * S[3] + Ia[6 * a + 4] * S[4] + Ia[6 * a + 5] * S[5])
+        D = S[0] * Uw[0] + S[1] * Uw[1] + S[2] * Uw[2] + S[3] * Uw[3] + S[4] * Uw[4] + S[5] * Uw[5]
+        if not (D > 0.0):
+            return 1
+        w.D[i] = D
+        par = m.parent[i]
+        if par >= 0:
+            Dinv = 1.0 / D
+            Ip = w.IA + 36 * par
+            for a in range(6):
+                x = Uw[a] * Dinv
+                for b in range(6):
+                    Ip[6 * a + b] += Ia[6 * a + b] - x * Uw[b]
+    for i in range(nb - 1, 0, -1):
+        par = m.parent[i]
+        if par >= 0 and last[i] > last[par]:
+            last[par] = last[i]
+    for i in range(nv * nv):
+        Mi[i] = 0.0
+    for i in range(sz):
+        Fc[i] = 0.0
+    # ---- backward: M̃ rows and the force sets
+    for i in range(nb - 1, fb - 1, -1):
+        c = i + 5 * fb
+        L = <int> last[i] + 5 * fb
+        S = w.Sw + 6 * c
+        Uw = w.Sdw + 6 * c
+        Dinv = 1.0 / w.D[i]
+        row = Mi + c * nv
+        row[c] = Dinv
+        minv_dot(nv, c + 1, L + 1, S, -Dinv, Fc, row)
+        if m.parent[i] >= 0:
+            minv_outer_add(nv, c, L + 1, Uw, row, Fc)
+    # ---- the floating base: M̃_00 = (I^A_0)⁻¹, M̃_0j = −(I^A_0)⁻¹ F_0[:, j]; A_0 = its rows
+    if fb:
+        if inverse6(w.IA, inv6, chol):
+            return 1
+        for a in range(6):
+            row = Mi + pub(a) * nv
+            for b in range(6):
+                row[pub(b)] = inv6[6 * a + b]
+            for j in range(6, nv):
+                acc = 0.0
+                for b in range(6):
+                    acc -= inv6[6 * a + b] * Fc[b * nv + j]
+                row[j] = acc
+        for a in range(6):
+            row = Mi + pub(a) * nv
+            for j in range(nv):
+                A[a * nv + j] = row[j]
+    # ---- forward: the corrections from the parents' motion sets, and the motion sets
+    for i in range(fb, nb):
+        c = i + 5 * fb
+        L = <int> last[i] + 5 * fb
+        row = Mi + c * nv
+        par = m.parent[i]
+        Ai = A + i * sz
+        S = w.Sw + 6 * c
+        if par >= 0:
+            Ap = A + par * sz
+            Dinv = 1.0 / w.D[i]
+            Uw = w.Sdw + 6 * c
+            for a in range(6):
+                u[a] = Uw[a] * Dinv
+            minv_dot_sub(nv, c, nv, u, Ap, row)
+            if L > c:
+                minv_outer(nv, c, nv, S, row, Ap, Ai)
+        elif L > c:
+            minv_outer(nv, c, nv, S, row, NULL, Ai)
+    for i in range(nv):
+        for j in range(i):
+            Mi[i * nv + j] = Mi[j * nv + i]
+    return 0
+
+
+def _singular():
+    raise ValueError("the mass matrix is singular: a movable joint moves no mass (check the "
+                     "URDF's inertials)")
+
+
+cdef object _inverse_mass_matrix(Data d, q, out):
+    cdef KModel* m = &d.m
+    cdef bint batch = not (type(q) is np.ndarray and (<cnp.ndarray> q).ndim == 1) \
+        and np.ndim(q) == 2
+    cdef Py_ssize_t nv = m.nv, nq = m.nq, N = 1, s
+    cdef int err = 0
+    if batch:
+        q = as_input(q, "q", 2, (-1, m.nq))
+        N = q.shape[0]
+        out = as_out(out, "out", (N, nv, nv))
+    else:
+        q = vec(q, "q", m.nq)
+        out = out_mat(out, nv, nv)
+    check_finite(q, "q")
+    check_quat(m, q, "q")
+    res = alias3(out, q, None, None)
+    cdef double* F = <double*> cnp.PyArray_DATA(d.arrays["Fs"])
+    cdef double* pq = <double*> cnp.PyArray_DATA(q)
+    cdef double* po = <double*> cnp.PyArray_DATA(res)
+    cdef KWork* w = &d.w
+    if not batch:  # a single sample: no GIL round trip
+        load_jet(m, w, pq, NULL, 0)
+        err = minv_core(m, w, F, po, False)
+    else:
+        with nogil:
+            for s in range(N):
+                load_jet(m, w, pq + s * nq, NULL, 0)
+                if minv_core(m, w, F, po + s * nv * nv, False):
+                    err = 1
+                    break
+    if err:
+        _singular()
+    if res is not out:
+        out[...] = res
+    return out
+
+
+def inverse_mass_matrix(Data d, q, out=None):
+    """M(q)⁻¹ (nv, nv) at q (nq,), or (N, nv, nv) for q (N, nq); ``out`` optional."""
+    claim(d)
+    try:
+        return finite_result(_inverse_mass_matrix(d, q, out), "inverse_mass_matrix")
+    finally:
+        unclaim(d)

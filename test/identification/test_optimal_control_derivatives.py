@@ -1,0 +1,187 @@
+"""Derivatives for optimal control (issue 29): ``inverse_mass_matrix`` (M⁻¹ by the
+articulated-body route) against ``pin.computeMinverse`` and ``inv(pin.crba)`` (1e-12 relative),
+on fixed (Panda, UR5, random trees with prismatic joints and branches), floating (solo12, ANYmal;
+Pinocchio's tangent convention) and mimic robots (Pinocchio's full model projected with G)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mbs_dynamics as mbs
+from conftest import pin_q, random_urdf, sym
+from test_identification_regressor import CASES, Case, rel
+
+
+@pytest.fixture(scope="module", params=CASES)
+def case(request):
+    return Case(request.param)
+
+
+def _pin_minv(case, q):
+    """inv(pin.crba) (projected for mimic robots); checked against ``pin.computeMinverse``,
+    which itself strays from inv(crba) by up to ~1e-12 on solo12 at |q_j| ≤ 2 (cond(M) ~ 2e4),
+    hence the looser 1e-10 for that second oracle."""
+    pin = case.pin
+    M = sym(pin.crba(case.pm, case.pd, case.to_pin(q)).copy())
+    if case.G is not None:
+        return np.linalg.inv(case.G.T @ M @ case.G), None
+    return np.linalg.inv(M), sym(pin.computeMinverse(case.pm, case.pd, case.to_pin(q)).copy())
+
+
+def _check(got, case, q):
+    want, pmi = _pin_minv(case, q)
+    assert rel(got, want) <= 1e-12
+    if pmi is not None:
+        assert rel(got, pmi) <= 1e-10
+
+
+def test_inverse_mass_matrix_matches_pinocchio(case):
+    rng = np.random.default_rng(21)
+    r = case.robot
+    for _ in range(3):
+        q, _, _ = case.state(rng)
+        got = r.inverse_mass_matrix(q)
+        assert got.shape == (r.nv, r.nv)
+        _check(got, case, q)
+        assert np.array_equal(got, got.T)
+
+
+def test_inverse_mass_matrix_batch_and_out(case):
+    rng = np.random.default_rng(22)
+    r = case.robot
+    Q = np.array([case.state(rng)[0] for _ in range(4)])
+    got = r.inverse_mass_matrix(Q)
+    assert got.shape == (4, r.nv, r.nv)
+    for k in range(4):
+        _check(got[k], case, Q[k])
+    out = np.full((4, r.nv, r.nv), np.nan)
+    assert r.inverse_mass_matrix(Q, out=out) is out
+    assert np.array_equal(out, got)
+    one = np.full((r.nv, r.nv), np.nan)
+    assert r.inverse_mass_matrix(Q[1], out=one) is one
+    assert np.array_equal(one, got[1])
+
+
+@pytest.mark.parametrize("seed", [3, 4, 7])
+def test_inverse_mass_matrix_random_trees(seed):
+    pin = pytest.importorskip("pinocchio")
+    xml, _ = random_urdf(seed, n_movable=14)
+    r = mbs.load_urdf(xml)
+    pm = pin.buildModelFromXML(xml)
+    pd = pm.createData()
+    rng = np.random.default_rng(seed)
+    for _ in range(2):
+        q = rng.uniform(-2, 2, r.n)
+        want = sym(pin.computeMinverse(pm, pd, pin_q(pm, q)).copy())
+        assert rel(r.inverse_mass_matrix(q), want) <= 1e-12
+        assert rel(r.inverse_mass_matrix(q), np.linalg.inv(sym(pin.crba(pm, pd, pin_q(pm, q))))) \
+            <= 1e-12
+
+
+def test_inverse_mass_matrix_bad_input():
+    r = Case("ur5").robot
+    with pytest.raises(ValueError, match="q"):
+        r.inverse_mass_matrix(np.zeros(5))
+    with pytest.raises(ValueError, match="NaN"):
+        r.inverse_mass_matrix(np.full(6, np.nan))
+    with pytest.raises(TypeError):
+        r.inverse_mass_matrix(np.zeros(6, dtype=complex))
+    with pytest.raises(ValueError, match="out"):
+        r.inverse_mass_matrix(np.zeros(6), out=np.zeros((6, 5)))
+    fb = Case("solo12").robot
+    q = np.zeros(fb.nq)
+    q[3] = 2.0
+    with pytest.raises(ValueError, match="quaternion"):
+        fb.inverse_mass_matrix(q)
+
+
+# ---------------------------------------------------------------- ∂FD (compiled, batches)
+def _pin_fd(case, q, v, tau, fext=None):
+    pin = case.pin
+    if case.G is None:
+        args = (case.pm, case.pd, case.to_pin(q), v, tau) + ((fext,) if fext else ())
+        dq, dv, Mi = (x.copy() for x in pin.computeABADerivatives(*args))
+        return dq, dv, sym(Mi)
+    qdd = case.oracle.aba(q, v, tau)
+    dq, dv, M = (x.copy() for x in pin.computeRNEADerivatives(
+        case.pm, case.pd, case.to_pin(q), case.v(v), case.v(qdd)))
+    G = case.G
+    dq, dv, M = G.T @ dq @ G, G.T @ dv @ G, G.T @ sym(M) @ G
+    Mi = np.linalg.inv(M)
+    return -Mi @ dq, -Mi @ dv, Mi
+
+
+def test_forward_dynamics_derivatives_batch_equals_pinocchio(case):
+    rng = np.random.default_rng(23)
+    r = case.robot
+    Q, V, _ = (np.array(x) for x in zip(*[case.state(rng) for _ in range(3)]))
+    T = rng.normal(size=V.shape) * 3
+    got = r.forward_dynamics_derivatives(Q, V, T)
+    assert all(g.shape == (3, r.nv, r.nv) for g in got)
+    for k in range(3):
+        single = r.forward_dynamics_derivatives(Q[k], V[k], T[k])
+        for g, w, s in zip(got, _pin_fd(case, Q[k], V[k], T[k]), single):
+            assert rel(g[k], w) <= 1e-10
+            if case.G is None:
+                assert np.array_equal(g[k], s)  # the batch is the single call, bit for bit
+
+
+def test_forward_dynamics_derivatives_out():
+    case = Case("panda")
+    r = case.robot
+    rng = np.random.default_rng(24)
+    q, v, tau = case.state(rng)
+    want = [x.copy() for x in r.forward_dynamics_derivatives(q, v, tau)]
+    out = np.full((3, r.nv, r.nv), np.nan)
+    got = r.forward_dynamics_derivatives(q, v, tau, out=out)
+    assert all(np.shares_memory(g, out) for g in got)
+    for g, w in zip(got, want):
+        assert np.array_equal(g, w)
+    with pytest.raises(ValueError, match="out"):
+        r.forward_dynamics_derivatives(q, v, tau, out=np.zeros((2, r.nv, r.nv)))
+    with pytest.raises(ValueError, match="batch"):
+        r.forward_dynamics_derivatives(q[None], v[None], tau[None],
+                                       f_ext={"panda_link5": np.ones(6)})
+
+
+@pytest.mark.parametrize("name,links", [("panda", ("panda_link4", "panda_link7")),
+                                        ("solo12", ("FL_LOWER_LEG", "base_link"))])
+def test_forward_dynamics_derivatives_f_ext(name, links):
+    case = Case(name)
+    pin, pm, r = case.pin, case.pm, case.robot
+    rng = np.random.default_rng(25)
+    q, v, _ = case.state(rng)
+    tau = rng.normal(size=r.nv) * 3
+    wr = {lk: rng.normal(size=6) * 5.0 for lk in links}
+    fext = [pin.Force.Zero() for _ in range(pm.njoints)]
+    for lk, w in wr.items():
+        fr = pm.frames[pm.getFrameId(lk, pin.BODY)]
+        fext[fr.parentJoint] += fr.placement.act(pin.Force(w[:3], w[3:]))
+    got = r.forward_dynamics_derivatives(q, v, tau, f_ext=wr)
+    for g, w in zip(got, _pin_fd(case, q, v, tau, fext)):
+        assert rel(g, w) <= 1e-10
+
+
+def test_forward_dynamics_derivatives_tangent_convention():
+    """Independent of Pinocchio's derivative code: 8th-order central differences of our own
+    forward dynamics along ``pin.integrate(q, h e_k)`` (floating base) and q̇ + h e_k."""
+    case = Case("solo12")
+    pin, pm, r = case.pin, case.pm, case.robot
+    rng = np.random.default_rng(26)
+    q, v, _ = case.state(rng)
+    tau = rng.normal(size=r.nv)
+    dq, dv, _ = r.forward_dynamics_derivatives(q, v, tau)
+    c = (4 / 5, -1 / 5, 4 / 105, -1 / 280)
+    h = 1e-3
+    for k in range(r.nv):
+        e = np.zeros(r.nv)
+        e[k] = 1.0
+
+        def fq(s):
+            return r.forward_dynamics(pin.integrate(pm, q, s * e), v, tau)
+
+        def fv(s):
+            return r.forward_dynamics(q, v + s * e, tau)
+        for f, want in ((fq, dq[:, k]), (fv, dv[:, k])):
+            d = sum(ci * (f((i + 1) * h) - f(-(i + 1) * h)) for i, ci in enumerate(c)) / h
+            assert np.abs(d - want).max() <= 1e-8 * max(1.0, np.abs(want).max())
