@@ -143,18 +143,22 @@ def test_robot_name_in_model_hash(tmp_path):
 
 
 def test_frames_whose_names_look_like_parts_do_not_clash(tmp_path, monkeypatch):
-    """A frame named like another frame's static part (``x_part0``) once redefined it."""
+    """A frame named like another frame's static part (``tip_part0``) once redefined it."""
     from mbs_dynamics.codegen import emit
-    monkeypatch.setattr(emit, "CHUNK", 20)
+    monkeypatch.setattr(emit, "CHUNK", 5)
     xml, _ = random_urdf(4, n_movable=4)
     root = ET.fromstring(xml)
+    links = [e.get("name") for e in root.iter("link")]
+    ren = {links[-1]: "tip", links[1]: "tip_part0"}
     for el in root.iter():
-        if el.get("name") == "l2" or el.get("link") == "l2":
-            el.set("name" if el.tag == "link" else "link", "l1_part0")
+        for key in ("name", "link"):
+            if el.tag in ("link", "parent", "child") and el.get(key) in ren:
+                el.set(key, ren[el.get(key)])
     p = tmp_path / "r.urdf"
     p.write_bytes(ET.tostring(root))
     robot = _load(p)
-    files = codegen.generate(robot, functions=["frame_jacobian"], frames=["l1", "l1_part0"])
+    files = codegen.generate(robot, functions=["frame_jacobian"], frames=["tip", "tip_part0"])
+    assert "robot_frame_jacobian_tip_part0(" in files["robot.h"]
     if GCC is not None:
         (tmp_path / "o").mkdir()
         _symbols(tmp_path / "o", files)
