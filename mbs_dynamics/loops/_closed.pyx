@@ -8,10 +8,9 @@ A :class:`LoopWork` is the workspace of one ``ClosedLoopRobot`` (the spanning tr
 1. assembly (seed 001 §4): ``q = last`` with the actuated ``q_a`` and the first-order predictor
    ``q_d −= K_d⁺K_a (q_a − last_a)``, then the Gauss–Newton steps of
    :meth:`~.kinematics.LoopKinematics.newton` (least squares through a Householder QR with
-   column pivoting of ``K_d``, step halving, then, once ``|h|_∞ ≤ tol``, full steps while
-   ``|h|_∞`` still falls, K re-evaluated at each: the assembly, K and G_d do not depend on where
-   Newton started) — an already assembled configuration costs one or two
-   residual-and-Jacobians and one residual;
+   column pivoting of ``K_d``, step halving, then, once ``|h|_∞ ≤ tol``, one more full step and
+   K re-evaluated there: the assembly, K and G_d do not depend on where Newton started) — an
+   already assembled configuration costs two residual-and-Jacobians and one residual;
 2. the residual ``h`` and the exact ``K = ∂h/∂q`` from the world poses of the loop bodies:
    moving joint j changes ``C_ba = F_b⁻¹F_a`` by ``hat(V) C_ba``, ``V = ±Ad_{F_b⁻¹C_j} X_j``
    (+ on frame_a's path, − on frame_b's), so ``ṗ = ω × p + v``, ``Ṙ = ω̃R`` and the quotients of
@@ -1102,6 +1101,8 @@ cdef class LoopWork:
         for it in range(60):
             if self.factor():
                 return 1
+            if polish:  # K, its QR and G_d are those of the polished q
+                return 0 if _maxabs(q, nf) < QABS else 1
             for i in range(m):
                 self.r[i] = self.h[i]
             self.lstsq(self.r, self.lam)    # dq (nd) in lam
@@ -1109,20 +1110,17 @@ cdef class LoopWork:
                 if not fabs(self.lam[i]) < 1e300:
                     return 1
             if err <= self.tol:
-                # polish: full steps while |h| still falls, K and its QR re-evaluated at the
-                # accepted point; the assembly is then a fixed point of the update at rounding
-                # (whatever the start: the answer does not depend on the previous call)
-                if polish >= 8:
-                    return 0 if _maxabs(q, nf) < QABS else 1
+                # one more full step (to rounding: |h| ≤ tol², whatever the start), then K, its
+                # QR and G_d at the returned point, so the answer does not depend on the start
                 for i in range(nf):
                     qn[i] = q[i]
                 for i in range(nd):
                     qn[self.dep[i]] -= self.lam[i]
                 self.residual(qn, self.r, NULL)
                 en = _maxabs(self.r, m)
-                if not en < err:  # K, its QR and G_d are those of q
+                if not en <= err:  # rounding: q stays, with its K and QR
                     return 0 if _maxabs(q, nf) < QABS else 1
-                polish += 1
+                polish = 1
                 for i in range(nf):
                     q[i] = qn[i]
                 self.residual(q, self.h, self.K)

@@ -275,29 +275,26 @@ class LoopKinematics:
     def newton(self, q, free, tol=1e-12, maxit=60, jacobian=False):
         """Solve h(q) = 0 for the coordinates ``free`` (index array), the others fixed, by
         Gauss–Newton steps ``Δq_free = −K_free⁺ h`` (least squares: rank-revealing, also for
-        redundant closures) with step halving; once |h|_∞ ≤ tol, full steps while |h|_∞ still
-        falls take q to rounding (reproducible whatever the start). Returns (q, |h|_∞, ok), and
+        redundant closures) with step halving; once |h|_∞ ≤ tol one more full step takes q to
+        rounding (reproducible whatever the start). Returns (q, |h|_∞, ok), and
         K(q) (m, n) too with ``jacobian=True`` (evaluated at the returned q)."""
         q = np.array(q, dtype=float)
         h, K = self.residual_jacobian(q)
         err = np.abs(h).max(initial=0.0)
-        polish = 0
         for _ in range(maxit):
             dq = np.linalg.lstsq(K[:, free], h, rcond=None)[0]
             if not np.all(np.isfinite(dq)):
                 break
             if err <= tol:
-                # polish: full steps while |h| still falls (at most 8), K at the accepted point
+                # one more full step (to rounding, whatever the start), K at the returned q
                 qn = q.copy()
                 qn[free] -= dq
                 en = np.abs(self.residual(qn)).max(initial=0.0)
-                if polish >= 8 or not en < err:
-                    return (q, err, True, K) if jacobian else (q, err, True)
-                polish += 1
-                q = qn
-                h, K = self.residual_jacobian(q)
-                err = np.abs(h).max(initial=0.0)
-                continue
+                if en <= err:
+                    q, err = qn, en
+                    if jacobian:
+                        K = self.residual_jacobian(q)[1]
+                return (q, err, True, K) if jacobian else (q, err, True)
             t, ok = 1.0, False
             for _ in range(30):
                 qn = q.copy()
