@@ -47,7 +47,7 @@ def _hostile(mark):
     payload = (f'*/ __attribute__((constructor)) static void pwn(void) '
                f'{{ system("touch {mark}"); }} /*')
     return [payload, "a\n#include </etc/passwd>\n", 'q"uote\\', "??/", "tri??/\nx",
-            "back\\\\slash", "caf\u00e9 \u2603 \U0001F600", "*/", "/*", "//", "%41", "\r\x0b",
+            "back\\\\slash", "caf\u00e9 \u2603 \U0001F600", "*/", "/*", "//", "%41", "\r\t",
             "end\\"]
 
 
@@ -70,7 +70,8 @@ def _urdfs(tmp_path, seed=3, n=4):
         if el.tag in ("parent", "child"):
             el.set("link", ren[el.get("link")])
         if el.tag == "joint":
-            el.set("name", bad[hash(el.get("name")) % len(bad)] + el.get("name"))
+            k = int(el.get("name")[1:])
+            el.set("name", bad[(3 * k + 1) % len(bad)] + el.get("name"))
     hostile.set("name", bad[0] + '"robot\\')
     frame_p = c_name(frame_h)
     for el in plain.iter():
@@ -122,14 +123,16 @@ def test_hostile_names_compile_pedantic_with_the_plain_symbols(tmp_path):
 @needs_cc
 def test_hostile_names_compile_and_load_without_running_anything(tmp_path):
     ph, pp, fh, fp, mark = _urdfs(tmp_path, seed=5)
-    rh, rp = _load(ph), _load(pp)
+    rh = _load(ph)
     ch = codegen.compile(rh, frames=[fh], cflags="-O0")
     assert not mark.exists()  # the constructor in a name never ran
     q = np.linspace(-0.5, 0.5, rh.nq)
     v, a = np.full(rh.nv, 0.3), np.full(rh.nv, -0.2)
-    assert np.allclose(ch.inverse_dynamics(q, v, a), rp.inverse_dynamics(q, v, a),
+    # against the kernels of the same robot (the loader orders joints by name, so the plain
+    # twin may number its coordinates differently)
+    assert np.allclose(ch.inverse_dynamics(q, v, a), rh.inverse_dynamics(q, v, a),
                        rtol=1e-12, atol=1e-12)
-    assert np.allclose(ch.frame_jacobian(q, fh), rp.frame_jacobian(q, fp), rtol=1e-12,
+    assert np.allclose(ch.frame_jacobian(q, fh), rh.frame_jacobian(q, fh), rtol=1e-12,
                        atol=1e-12)
 
 
