@@ -76,3 +76,7 @@ def _main(argv):
     except ArithmeticError as exc:  # e.g. SpringInversionError: the config cannot follow
         print(f"{PROG}: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
+    except MemoryError:  # inputs are bounded before the work; a small machine may still run out
+        print(f"{PROG}: error: out of memory (the inputs are too large for this machine)",
+              file=sys.stderr)
+        return 1

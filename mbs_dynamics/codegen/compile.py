@@ -26,6 +26,7 @@ import os
 import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -36,18 +37,31 @@ from pathlib import Path
 
 import numpy as np
 
-from .generate import FUNCTIONS, c_name, generate
+from .generate import FUNCTIONS, c_name, check_arguments, generate
 from .tree import Tree
 
 DEFAULT_CFLAGS = ("-O3", "-march=native")
-_FORBIDDEN = ("-ffast-math", "-Ofast", "-funsafe-math-optimizations", "-ffinite-math-only")
-_WRAPPER_VERSION = "1"
+#: flags that change floating-point results or redefine what the code means; refused in
+#: ``cflags`` and in ``$CC``'s words alike (a prefix match: ``-Dsin=cos``, ``-include x.h``)
+_FORBIDDEN = ("-ffast-math", "-Ofast", "-funsafe-math-optimizations", "-ffinite-math-only",
+              "-fassociative-math", "-freciprocal-math", "-fno-signed-zeros",
+              "-fcx-limited-range", "-D", "-U", "-include", "-imacros")
+#: environment variables that change what the compiler builds: part of the cache key
+_CC_ENV = ("CPATH", "C_INCLUDE_PATH", "GCC_EXEC_PREFIX", "COMPILER_PATH", "LIBRARY_PATH",
+           "LD_RUN_PATH", "SDKROOT", "MACOSX_DEPLOYMENT_TARGET")
+_WRAPPER_VERSION = "2"
+#: the C prefix of the code built into the CPython wrapper: none of the wrapper's own names
+#: starts with it, whatever ``prefix`` the caller chose (``py``, ``wrapper`` once clashed)
+_EXT_PREFIX = "mbs_gen"
 _compilers = {}
 _modules = {}
+_failed = {}  # cache key → why the build failed (per process: never retried on every call)
+_lock = threading.Lock()
 
 
 class CompileError(RuntimeError):
-    """The C compiler rejected the build; the message holds the compiler's own output."""
+    """The C compiler rejected the build, or the compiler, its flags or the cache directory
+    cannot be used; the message names the value (and holds the compiler's own output)."""
 
 
 class CodegenWarning(UserWarning):
@@ -64,32 +78,125 @@ def cache_dir() -> Path:
     return Path(d)
 
 
+def _private_cache_dir():
+    """:func:`cache_dir`, created 0700 and checked private: a directory that is not the user's,
+    or that another user can write to, is refused (a library planted there would be loaded)."""
+    d = cache_dir()
+    src = "$MBS_DYNAMICS_CACHE" if os.environ.get("MBS_DYNAMICS_CACHE") else "the cache directory"
+    try:
+        d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = d.stat()
+    except (OSError, ValueError) as e:
+        raise CompileError(f"{src} '{d}' cannot be created or used: "
+                           f"{getattr(e, 'strerror', None) or e}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise CompileError(f"{src} '{d}' is not a directory")
+    if hasattr(os, "getuid"):
+        if st.st_uid != os.getuid():
+            raise CompileError(f"{src} '{d}' belongs to user id {st.st_uid}, not to this user "
+                               f"({os.getuid()}): its libraries are not loaded; choose a "
+                               "directory of your own")
+        if st.st_mode & 0o022:
+            raise CompileError(f"{src} '{d}' can be written by other users (mode "
+                               f"{stat.S_IMODE(st.st_mode):04o}): its libraries are not loaded; "
+                               f"'chmod go-w {d}' or choose a private directory")
+    return d
+
+
 def _compiler():
-    """(argv of $CC, identity string) or (argv, None) when it does not run."""
-    cc = shlex.split(os.environ.get("CC", "cc") or "cc")
+    """(argv of $CC, identity string, None) or (argv, None, why it cannot be used).
+
+    The identity is everything about the compiler that changes the bytes it writes: its argv,
+    the executable's real path, size and time, its ``--version`` text and the environment
+    variables it reads. Raises CompileError when ``$CC`` carries a refused flag."""
+    raw = os.environ.get("CC")
+    raw = "cc" if raw is None or raw == "" else raw
+    try:
+        cc = shlex.split(raw)
+    except ValueError as e:
+        return [raw], None, f"$CC = {raw!r} is not a command line ({e})"
+    if not cc:
+        return [raw], None, f"$CC = {raw!r} names no compiler"
+    _refuse(cc[1:], f"$CC = {raw!r}", CompileError)
     key = tuple(cc)
     if key not in _compilers:
         exe = shutil.which(cc[0])
         if exe is None:
-            _compilers[key] = (cc, None, f"$CC = '{' '.join(cc)}' is not found on PATH")
+            _compilers[key] = (cc, None, f"$CC = {raw!r} is not found on PATH")
         else:
             try:
-                r = subprocess.run(cc + ["--version"], capture_output=True, text=True, timeout=60)
-                ident = exe + " " + (r.stdout.splitlines() or [""])[0]
+                st = os.stat(exe)
+                r = subprocess.run(cc + ["--version"], capture_output=True, text=True,
+                                   timeout=60, errors="replace")
+                ident = "\0".join([repr(cc), os.path.realpath(exe), str(st.st_size),
+                                   str(st.st_mtime_ns), r.stdout])
                 _compilers[key] = (cc, ident, None)
             except (OSError, subprocess.SubprocessError) as e:
-                _compilers[key] = (cc, None, f"$CC = '{' '.join(cc)}' does not run: {e}")
-    return _compilers[key]
+                _compilers[key] = (cc, None, f"$CC = {raw!r} does not run: {e}")
+    cc, ident, why = _compilers[key]
+    if ident is not None:
+        ident += "\0" + repr([(k, os.environ.get(k)) for k in _CC_ENV])
+    return cc, ident, why
+
+
+def _refuse(flags, where, exc):
+    for word in flags:
+        for f in [word] + (word.split(",")[1:] if word.startswith("-Wp,") else []):
+            _refuse1(f, word, where, exc)
+
+
+def _refuse1(f, word, where, exc):
+    for bad in _FORBIDDEN:
+        if f == bad or (f.startswith(bad) and (bad in ("-D", "-U") or f[len(bad)] == "=")):
+            raise exc(f"{where}: {word} changes the generated code's floating-point results "
+                      "or meaning; it is not allowed")
 
 
 def _check_flags(cflags):
     if cflags is None:
         return list(DEFAULT_CFLAGS)
     flags = shlex.split(cflags) if isinstance(cflags, str) else [str(f) for f in cflags]
-    for f in flags:
-        if f in _FORBIDDEN:
-            raise ValueError(f"cflags: {f} changes floating-point results; it is not allowed")
+    _refuse(flags, "cflags", ValueError)
     return flags
+
+
+def _native(cc, flags):
+    """What ``-march``/``-mcpu``/``-mtune=native`` resolve to, as the compiler reports it
+    (``-###``: its driver's expanded target options); "" when no flag says native."""
+    if not any(f.endswith("=native") for f in list(cc[1:]) + list(flags)):
+        return ""
+    key = ("native",) + tuple(cc) + tuple(flags)
+    if key not in _compilers:
+        d = tempfile.mkdtemp(prefix="mbs_cg_native_")
+        try:
+            Path(d, "n.c").write_text("int mbs_native;\n")
+            r = subprocess.run(cc + list(flags) + ["-###", "-c", "n.c", "-o", "n.o"], cwd=d,
+                               capture_output=True, text=True, timeout=60, errors="replace")
+            out = "\n".join(ln for ln in (r.stderr + r.stdout).splitlines()
+                            if "cc1" in ln)  # the compiler proper's command line (gcc, clang)
+            opts = re.findall(r'"?(-m[A-Za-z0-9_.=,+-]+|-target-cpu"? "?\S+|'
+                              r'-target-feature"? "?\S+)', out)
+            res = " ".join(opts)
+        except (OSError, subprocess.SubprocessError) as e:
+            res = f"unknown ({e})"
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+        if not res or res.startswith("unknown"):  # the compiler does not say: the CPU itself
+            res += " " + _cpu_identity()
+        _compilers[key] = res
+    return _compilers[key]
+
+
+def _cpu_identity():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            lines = [ln for ln in f.read(1 << 20).splitlines()
+                     if ln.startswith(("model name", "flags", "vendor_id", "Features",
+                                       "CPU part"))]
+        return " | ".join(dict.fromkeys(lines))
+    except OSError:
+        import platform
+        return platform.machine() + " " + platform.processor()
 
 
 def _python_headers():
@@ -132,8 +239,17 @@ def _wrapper_source(files, tr, prefix, modname, frames):
 
 
 def _build(cmd, cwd):
-    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, errors="replace")
     return r.returncode, (r.stderr + r.stdout).strip()
+
+
+def _reason(msg):
+    """The line of a compiler's output that says what went wrong (not a caret line)."""
+    lines = [ln.strip() for ln in msg.splitlines() if ln.strip()]
+    for ln in lines:
+        if "error" in ln.lower():
+            return ln
+    return lines[-1] if lines else "no output"
 
 
 def _load_extension(path, modname):
@@ -146,6 +262,35 @@ def _load_extension(path, modname):
     return mod
 
 
+def _digest_path(final):
+    return final.with_name(final.name + ".sha256")
+
+
+def _file_digest(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _verified(final):
+    """True when ``final`` and the SHA-256 written beside it when it was built agree; a
+    library without its digest, truncated, flipped or emptied is never loaded (but rebuilt)."""
+    if final.name in _loaded:
+        return True  # already mapped into this process (verified when it was loaded)
+    try:
+        want = _digest_path(final).read_text(encoding="ascii", errors="replace").strip()
+        ok = final.is_file() and re.fullmatch(r"[0-9a-f]{64}", want) is not None \
+            and _file_digest(final) == want
+    except OSError:
+        ok = False
+    return ok  # a bad entry stays until the rebuild replaces it (never unlinked under a reader)
+
+
+_loaded = set()
+
+
 def compile_robot(robot, cflags=None, functions=FUNCTIONS, frames=(), prefix="robot",
                   python_api=True):
     """Generate, build (or find in the cache) and load ``robot``'s C code.
@@ -153,7 +298,8 @@ def compile_robot(robot, cflags=None, functions=FUNCTIONS, frames=(), prefix="ro
     Args:
         robot: a Robot or MimicRobot.
         cflags: compiler flags (a string or a list); default ``-O3 -march=native``. Flags that
-            change floating-point semantics (``-ffast-math``, ``-Ofast``) are a ValueError.
+            change floating-point semantics or redefine names (``-ffast-math``, ``-Ofast``,
+            ``-D…``) are a ValueError.
         functions, frames, prefix: as :func:`~mbs_dynamics.codegen.generate`.
         python_api: build the CPython wrapper when the Python headers exist (else ctypes).
     Returns:
@@ -161,7 +307,9 @@ def compile_robot(robot, cflags=None, functions=FUNCTIONS, frames=(), prefix="ro
         :class:`CodegenWarning` that says why.
     Raises:
         CodegenError: a robot feature the generator does not handle (named).
-        CompileError: the compiler failed; the message is its output.
+        CompileError: the compiler failed (the message is its output); ``$CC`` carries a
+            refused flag; the cache directory cannot be created, is not the user's or another
+            user can write to it.
     """
     flags = _check_flags(cflags)
     if isinstance(functions, str):
@@ -169,37 +317,43 @@ def compile_robot(robot, cflags=None, functions=FUNCTIONS, frames=(), prefix="ro
     if isinstance(frames, str):
         frames = (frames,)
     functions, frames = tuple(functions), tuple(frames)
-    tr = Tree(robot)
+    tr = check_arguments(robot, functions, frames, prefix)  # generate's errors first
     cc, ident, why = _compiler()
     if ident is None:
-        generate(robot, functions=functions, frames=frames, prefix=prefix)  # its errors first
         warnings.warn(f"mbs_dynamics.codegen.compile: no working C compiler ({why}); "
                       "using the compiled kernels instead", CodegenWarning, stacklevel=3)
         return robot
+    ident = ident + "\0" + _native(cc, flags)
+    cdir = _private_cache_dir()
     inc = _python_headers() if python_api else None
     fn_list = [f for f in functions if f != "frame_jacobian"]
     frame_list = list(dict.fromkeys(frames)) if "frame_jacobian" in functions else []
-    files = None
     kinds = ["ext", "lib"] if inc else ["lib"]
     ext_error = None
     for kind in kinds:
-        final, modname = _cache_path(tr, functions, frames, prefix, flags, ident, kind)
-        if not final.exists():
-            if files is None:
-                files = generate(robot, functions=functions, frames=frames, prefix=prefix)
-            ok, msg, cmd = _build_into(final, kind, files, tr, prefix, modname, fn_list,
-                                       frame_list, cc, flags, inc)
-            if not ok:
-                why = _probe(cc)
-                if why is not None:
-                    warnings.warn(f"mbs_dynamics.codegen.compile: the C compiler "
-                                  f"'{' '.join(cc)}' does not work ({why}); using the "
-                                  "compiled kernels instead", CodegenWarning, stacklevel=3)
-                    return robot
-                if kind == "ext":  # the generated code alone may still build: ctypes
-                    ext_error = msg.strip().splitlines()[-1] if msg.strip() else "no output"
-                    continue
-                raise CompileError(f"{' '.join(cmd)} failed:\n{msg}")
+        P = _EXT_PREFIX if kind == "ext" else prefix
+        final, modname = _cache_path(cdir, tr, functions, frames, prefix, flags, ident, kind)
+        with _lock:
+            bad = _failed.get(final.name)
+            if bad is None and not _verified(final):
+                files = generate(robot, functions=functions, frames=frames, prefix=P)
+                ok, msg, cmd = _build_into(final, kind, files, tr, P, modname, fn_list,
+                                           frame_list, cc, flags, inc)
+                if not ok:
+                    why = _probe(cc)
+                    if why is not None:
+                        warnings.warn(f"mbs_dynamics.codegen.compile: the C compiler "
+                                      f"'{' '.join(cc)}' does not work ({why}); using the "
+                                      "compiled kernels instead", CodegenWarning, stacklevel=3)
+                        return robot
+                    bad = (_reason(msg) if kind == "ext" else
+                           f"{' '.join(shlex.quote(c) for c in cmd)} failed:\n{msg}")
+                    _failed[final.name] = bad
+        if bad is not None:
+            if kind == "ext":  # the generated code alone may still build: ctypes
+                ext_error = bad
+                continue
+            raise CompileError(bad)
         if ext_error is not None:
             warnings.warn(f"mbs_dynamics.codegen.compile: the Python wrapper did not build "
                           f"({ext_error}); calling the library through ctypes", CodegenWarning,
@@ -208,11 +362,11 @@ def compile_robot(robot, cflags=None, functions=FUNCTIONS, frames=(), prefix="ro
             lib = _load_extension(final, modname)
             slots = 1
         else:
-            if files is None:
-                files = generate(robot, functions=functions, frames=frames, prefix=prefix)
+            files = generate(robot, functions=functions, frames=frames, prefix=prefix)
             lib = ctypes.CDLL(str(final))
             slots = int(re.search(r"double s\[(\d+)\];", files[f"{prefix}.h"]).group(1))
-        return CompiledRobot(robot, lib, kind, tr, prefix, fn_list, frame_list, str(final),
+        _loaded.add(final.name)
+        return CompiledRobot(robot, lib, kind, tr, P, fn_list, frame_list, str(final),
                              slots)
     raise AssertionError("unreachable")
 
@@ -232,29 +386,35 @@ def _source_digest():
 _SOURCE_DIGEST = None
 
 
-def _cache_path(tr, functions, frames, prefix, flags, ident, kind):
-    """(library path, module name) in the cache, keyed by the model hash, what is generated,
-    the flags, the compiler, the generator's source and (for the wrapper) the Python ABI."""
+def _cache_path(cdir, tr, functions, frames, prefix, flags, ident, kind):
+    """(library path, module name) in the cache, keyed by everything that changes its bytes:
+    the model hash (numbers and names), what is generated, the flags, the compiler (argv,
+    executable, version, environment, what ``-march=native`` resolves to), the generator's
+    source and (for the wrapper) the Python ABI."""
     h = hashlib.sha256()
     ext = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    for part in (tr.hash, repr(functions), repr(frames), prefix, " ".join(flags), ident, kind,
+    for part in (tr.hash, repr(functions), repr(frames), prefix, repr(flags), ident, kind,
                  _WRAPPER_VERSION, _source_digest(), ext,
                  sys.version if kind == "ext" else "", np.__version__ if kind == "ext" else ""):
-        h.update(str(part).encode() + b"\0")
+        h.update(str(part).encode("utf-8", "surrogatepass") + b"\0")
     modname = f"_mbs_cg_{h.hexdigest()[:24]}"
-    return cache_dir() / f"{modname}{ext if kind == 'ext' else '.so'}", modname
+    return cdir / f"{modname}{ext if kind == 'ext' else '.so'}", modname
 
 
 def _probe(cc):
-    """None if ``cc`` compiles a trivial file, else why not (cached per process)."""
+    """None if ``cc`` compiles a trivial file (and writes it), else why not (cached)."""
     key = ("probe",) + tuple(cc)
     if key not in _compilers:
         d = tempfile.mkdtemp(prefix="mbs_cg_probe_")
         try:
             Path(d, "probe.c").write_text("int mbs_probe(void) { return 0; }\n")
             rc, msg = _build(cc + ["-c", "probe.c", "-o", "probe.o"], d)
-            _compilers[key] = None if rc == 0 else (msg.splitlines()[-1] if msg else
-                                                    f"exit status {rc}")
+            if rc != 0:
+                _compilers[key] = _reason(msg) if msg else f"exit status {rc}"
+            elif not Path(d, "probe.o").is_file() or Path(d, "probe.o").stat().st_size == 0:
+                _compilers[key] = "it exits 0 but writes no object file"
+            else:
+                _compilers[key] = None
         except OSError as e:
             _compilers[key] = str(e)
         finally:
@@ -263,19 +423,20 @@ def _probe(cc):
 
 
 def _build_into(final, kind, files, tr, prefix, modname, fn_list, frame_list, cc, flags, inc):
-    """Build in a private directory beside the cache, then move into place atomically.
-    Returns (ok, compiler output, command)."""
+    """Build in a private directory beside the cache, then move into place atomically, the
+    library's SHA-256 beside it (written first, also atomically). Returns (ok, compiler
+    output, command)."""
     cdir = final.parent
-    cdir.mkdir(mode=0o700, parents=True, exist_ok=True)  # per user: others cannot plant code
     tmp = tempfile.mkdtemp(prefix=".build-", dir=cdir)
     try:
         for nm, text in files.items():
-            Path(tmp, nm).write_text(text)
+            Path(tmp, nm).write_text(text, encoding="ascii")
         out = Path(tmp, final.name)
         if kind == "ext":
-            Path(tmp, "wrapper.c").write_text(
-                _wrapper_source(fn_list, tr, prefix, modname, frame_list))
-            src, incs = ["wrapper.c"], [f"-I{d}" for d in inc]
+            wrapper = "mbs-wrapper.c"  # not a C identifier: no prefix names the same file
+            Path(tmp, wrapper).write_text(
+                _wrapper_source(fn_list, tr, prefix, modname, frame_list), encoding="ascii")
+            src, incs = [wrapper], [f"-I{d}" for d in inc]
         else:
             src, incs = [f"{prefix}.c"], []
         cmd = cc + flags + ["-fPIC", "-shared", *incs, *src, "-o", out.name, "-lm"]
@@ -285,6 +446,12 @@ def _build_into(final, kind, files, tr, prefix, modname, fn_list, frame_list, cc
             return False, str(e), cmd
         if rc != 0:
             return False, msg, cmd
+        if not out.is_file() or out.stat().st_size == 0:
+            return False, (msg + "\n" if msg else "") + (
+                f"error: the compiler exited 0 but wrote no library ({out.name})"), cmd
+        dig = Path(tmp, "digest")
+        dig.write_text(_file_digest(out) + "\n", encoding="ascii")
+        os.replace(dig, _digest_path(final))
         os.replace(out, final)  # atomic: the cache holds whole libraries only
         return True, msg, cmd
     finally:

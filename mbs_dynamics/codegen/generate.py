@@ -39,9 +39,26 @@ _DOC = {
 
 
 def c_name(frame):
-    """The C identifier part of a frame's function name."""
+    """The C identifier part of a frame's function name (ASCII letters, digits and ``_``)."""
     s = re.sub(r"[^0-9A-Za-z_]", "_", str(frame))
-    return s if s and not s[0].isdigit() else "_" + s
+    s = s if s and not s[0].isdigit() else "_" + s
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", s):  # the substitution guarantees it
+        raise CodegenError(f"frame {reprlib.repr(frame)} gives no C identifier")
+    return s
+
+
+#: characters a name keeps in a C comment or string literal; every other one (``*``, ``/``,
+#: ``\``, ``?``, quotes, control and non-ASCII characters, ``%``) is written ``%XX`` (its UTF-8
+#: bytes), so no name can end a comment, a literal or a line, or form a trigraph
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 _-.,:;+=()[]{}<>#!@$^&|~")
+
+
+def c_text(name):
+    """``name`` for a C comment or string literal: printable ASCII with no character that can
+    end either (percent-encoded UTF-8 otherwise; reversible with ``urllib.parse.unquote``)."""
+    return "".join(c if c in _SAFE else "".join(f"%{b:02X}" for b in c.encode("utf-8",
+                                                                            "surrogatepass"))
+                   for c in str(name))
 
 
 def _exprs(g, tr, fn, frame=None):
@@ -65,6 +82,29 @@ def _exprs(g, tr, fn, frame=None):
     raise CodegenError(f"unknown function '{fn}': choose from {', '.join(FUNCTIONS)}")
 
 
+def check_arguments(robot, functions, frames, prefix):
+    """The :class:`Tree` of ``robot`` once ``functions``, ``frames`` (tuples) and ``prefix``
+    are checked; CodegenError naming the first bad one."""
+    # a str (None passed as "None" and failed later with AttributeError), and short: it names
+    # the files P.h, P.c and the build directory (5,000 characters: OSError "File name too long")
+    if not (isinstance(prefix, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix)):
+        raise CodegenError(f"prefix {reprlib.repr(prefix)} is not a C identifier")
+    if len(prefix) > MAX_PREFIX:
+        raise CodegenError(f"prefix has {len(prefix)} characters, more than {MAX_PREFIX}")
+    for fn in functions:
+        if fn not in FUNCTIONS:
+            raise CodegenError(f"unknown function '{fn}': choose from {', '.join(FUNCTIONS)}")
+    tr = Tree(robot)
+    names = {}
+    for f in frames:
+        tr.link_pose(f)  # unknown frame → CodegenError
+        cn = c_name(f)
+        if cn in names and names[cn] != f:
+            raise CodegenError(f"frames '{names[cn]}' and '{f}' give the same C name '{cn}'")
+        names[cn] = f
+    return tr
+
+
 def generate(robot, functions=FUNCTIONS, frames=(), prefix="robot", out_dir=None):
     """C99 source and header of ``robot``'s dynamics, the model's numbers folded in.
 
@@ -80,48 +120,35 @@ def generate(robot, functions=FUNCTIONS, frames=(), prefix="robot", out_dir=None
     Raises:
         CodegenError (a ValueError) naming the feature or argument it cannot handle.
     """
-    # a str (None passed as "None" and failed later with AttributeError), and short: it names
-    # the files P.h, P.c and the build directory (5,000 characters: OSError "File name too long")
-    if not (isinstance(prefix, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix)):
-        raise CodegenError(f"prefix {reprlib.repr(prefix)} is not a C identifier")
-    if len(prefix) > MAX_PREFIX:
-        raise CodegenError(f"prefix has {len(prefix)} characters, more than {MAX_PREFIX}")
     if isinstance(functions, str):
         functions = (functions,)
     if isinstance(frames, str):
         frames = (frames,)
-    functions = tuple(functions)
-    for fn in functions:
-        if fn not in FUNCTIONS:
-            raise CodegenError(f"unknown function '{fn}': choose from {', '.join(FUNCTIONS)}")
-    tr = Tree(robot)
-    frames = tuple(frames)
-    names = {}
-    for f in frames:
-        tr.link_pose(f)  # unknown frame → CodegenError
-        cn = c_name(f)
-        if cn in names and names[cn] != f:
-            raise CodegenError(f"frames '{names[cn]}' and '{f}' give the same C name '{cn}'")
-        names[cn] = f
+    functions, frames = tuple(functions), tuple(frames)
+    tr = check_arguments(robot, functions, frames, prefix)
     P = prefix
     decls, bodies, slots = [], [], 1
     todo = [(fn, None) for fn in functions if fn != "frame_jacobian"]
     if "frame_jacobian" in functions:
         todo += [("frame_jacobian", f) for f in dict.fromkeys(frames)]
-    for fn, frame in todo:
+    for j, (fn, frame) in enumerate(todo):
         g = Graph()
         sig = _SIG[fn].format(P=P, F=c_name(frame) if frame else "")
-        name = fn if frame is None else f"{fn}_{c_name(frame)}"
+        # a frame Jacobian's static parts are named by its index (P_frame3_part0): no frame
+        # name can clash with them (P_frame_jacobian_a_part0 was frame 'a''s and 'a_part0''s)
+        name = fn if frame is None else f"frame{j}"
         text, k = emit_function(g, sig, _exprs(g, tr, fn, frame), P, name)
         slots = max(slots, k)
-        decls.append(f"/* {_DOC[fn].format(L=frame)} */\n{sig};")
+        decls.append(f"/* {_DOC[fn].format(L=c_text(frame))} */\n{sig};")
         bodies.append(text)
     guard = f"{P.upper()}_DYNAMICS_H"
     model = tr.model
-    joints = [nm for nm in model.joint_names if nm not in tr.mimic]
+    joints = [c_text(nm) for nm in model.joint_names if nm not in tr.mimic]
+    rname = c_text(model.name)
     layout = ("q = (x, y, z, qx, qy, qz, qw, joints), v = (base linear, base angular (base "
               "frame), joints)" if tr.fb else "q = v = joints")
-    header = f"""/* {P}.h: dynamics of robot '{model.name}' generated by mbs_dynamics.codegen.
+    header = f"""/* {P}.h: dynamics of robot '{rname}' generated by mbs_dynamics.codegen.
+ * Names are percent-encoded (%XX: UTF-8 bytes of characters unsafe in C text).
  * C99, libm only; no allocation, no global state: every function is re-entrant given its own
  * {P}_workspace (caller-owned, contents need no initialisation). Layout: {layout}.
  * Joints: {', '.join(joints)}.
@@ -152,7 +179,7 @@ extern const char {P}_model_hash[];
 
 #endif /* {guard} */
 """
-    source = (f"/* {P}.c: generated by mbs_dynamics.codegen for robot '{model.name}'. */\n"
+    source = (f"/* {P}.c: generated by mbs_dynamics.codegen for robot '{rname}'. */\n"
               f"#include <math.h>\n#include \"{P}.h\"\n\n"
               f"const char {P}_model_hash[] = \"{tr.hash}\";\n\n" + "\n".join(bodies))
     files = {f"{P}.h": header, f"{P}.c": source}

@@ -75,12 +75,13 @@ def model_of(robot):
 
 
 def model_hash(model, mimic):
-    """SHA-256 (hex) of every number the generated code folds in, and the generator version."""
+    """SHA-256 (hex) of every number the generated code folds in, every name it writes (the
+    robot's, the joints', the links') and the generator version."""
     h = hashlib.sha256(f"mbs_dynamics.codegen {VERSION}".encode())
     for k in ("parent", "B", "X", "inertias", "gravity", "base_inertia"):
         a = np.ascontiguousarray(getattr(model, k))
         h.update(k.encode() + str(a.shape).encode() + a.tobytes())
-    h.update(repr((model.joint_names, model.joint_types, bool(model.floating_base),
+    h.update(repr((getattr(model, "name", None), model.joint_names, model.joint_types, bool(model.floating_base),
                    sorted((m, v[0], float(v[1]), float(v[2])) for m, v in mimic.items()),
                    sorted((ln, b, np.asarray(S).tobytes().hex())
                           for ln, (b, S) in model.link_frames.items()))).encode())

@@ -92,6 +92,11 @@ class JointLog:
         return self
 
 
+#: |value| of a logged time [s], position [rad, m], velocity or effort [N m, N] beyond which it
+#: is no physical value (1e308 once reached the estimator as "qdd contains NaN or inf")
+MAX_ABS_VALUE = 1e12
+
+
 def _check_finite(src, what, a, t, names):
     bad = ~np.isfinite(a)
     if bad.any():
@@ -100,6 +105,14 @@ def _check_finite(src, what, a, t, names):
         at = f" (t = {t[i]:.9g} s)" if what != "time" and math.isfinite(t[i]) else ""
         raise LogError(f"{src}: {col} is {a[i, j]} at sample {i}{at}; remove or repair the "
                        "rows with missing values")
+    bad = np.abs(a) >= MAX_ABS_VALUE
+    if bad.any():
+        i, j = (int(x) for x in np.argwhere(bad)[0])
+        col = f"{names[j]}/{what}" if names[j] else what
+        at = f" (t = {t[i]:.9g} s)" if what != "time" and math.isfinite(t[i]) else ""
+        raise LogError(f"{src}: {col} is {a[i, j]:.6g} at sample {i}{at}: beyond "
+                       f"±{MAX_ABS_VALUE:g}, not a {what.replace('_', ' ')} in SI units; repair "
+                       "the row")
 
 
 # ------------------------------------------------------------------------------------ reading
@@ -123,17 +136,53 @@ def read_log(path, joint_names, *, topic="/joint_states") -> JointLog:
     return log.check()
 
 
+def _csv_lines(path, src):
+    """The lines of a CSV log, bounded before they are parsed: the file's size
+    (``MAX_LOG_BYTES``, before reading), its rows (``MAX_LOG_ROWS``) and the length of each line
+    (``MAX_LINE_CHARS``); a byte that is not UTF-8 named with its line."""
+    from ..model import limits
+    try:
+        data = limits.read_bytes(path, "CSV log", limit="MAX_LOG_BYTES")
+    except limits.FileLimitError as exc:
+        raise LogError(str(exc)) from None
+    except OSError as exc:
+        raise LogError(f"{src}: cannot be read ({exc.strerror or exc})") from None
+    if data.startswith(b"\xef\xbb\xbf"):  # a BOM is not part of "time"
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise LogError(f"{src}: line {line}: byte 0x{data[exc.start]:02x} is not UTF-8 text "
+                       "(expected a CSV log)") from None
+    del data
+    nul = text.find("\x00")
+    if nul >= 0:
+        raise LogError(f"{src}: line {text.count(chr(10), 0, nul) + 1}: a NUL character "
+                       "(not a text file; expected a CSV log)")
+    lines = text.splitlines()
+    del text
+    if len(lines) > limits.MAX_LOG_ROWS + 1:
+        raise LogError(f"{src}: more than {limits.MAX_LOG_ROWS} rows "
+                       "(mbs_dynamics.model.limits.MAX_LOG_ROWS)")
+    most = limits.MAX_LINE_CHARS
+    if lines and max(map(len, lines)) > most:
+        i = next(k for k, ln in enumerate(lines) if len(ln) > most)
+        raise LogError(f"{src}: line {i + 1} has {len(lines[i])} characters, more than "
+                       f"{most} (mbs_dynamics.model.limits.MAX_LINE_CHARS)")
+    return lines
+
+
 def read_csv(path, joint_names) -> JointLog:
-    """A CSV log (see the module docstring); columns other than the wanted ones are ignored."""
+    """A CSV log (see the module docstring); columns other than the wanted ones are ignored.
+    Blank lines before the header are skipped."""
     path = Path(path)
     src = str(path)
-    try:
-        with open(path, newline="", encoding="utf-8-sig") as f:  # a BOM is not part of "time"
-            header = next(csv.reader(f), None)
-    except UnicodeDecodeError:
-        raise LogError(f"{src}: not a text file (expected CSV with a header row)") from None
-    if not header:
+    lines = _csv_lines(path, src)
+    first = next((k for k, ln in enumerate(lines) if ln.strip()), None)
+    if first is None:
         raise LogError(f"{src}: empty file (expected CSV with a header row)")
+    header = next(csv.reader([lines[first]]))
     header = [h.strip() for h in header]
     col = {}
     for i, h in enumerate(header):
@@ -160,11 +209,14 @@ def read_csv(path, joint_names) -> JointLog:
     names = ["time"] + [f"{j}/{k}" for k in ("position", "effort") for j in joint_names]
     names += [f"{j}/{k}" for k in ("velocity", "motor_position") if opt[k] for j in joint_names]
     use = [col[c] for c in names]
+    body = lines[first + 1:]
+    del lines
+    if not any(ln.strip() for ln in body):
+        raise LogError(f"{src}: no data rows")
     try:
-        table = np.loadtxt(path, delimiter=",", skiprows=1, usecols=use, ndmin=2,
-                           encoding="utf-8")
+        table = np.loadtxt(body, delimiter=",", usecols=use, ndmin=2)
     except ValueError:
-        table = _slow_csv(path, use, names, src)
+        table = _slow_csv(body, first + 2, use, names, src)
     n = len(joint_names)
     t = table[:, 0]
     blocks = [table[:, 1 + k * n:1 + (k + 1) * n] for k in range((len(names) - 1) // n)]
@@ -173,24 +225,22 @@ def read_csv(path, joint_names) -> JointLog:
     return JointLog(t, tuple(joint_names), blocks[0], blocks[1], vel, mot, src)
 
 
-def _slow_csv(path, use, names, src):
-    """Row by row, to name the first bad field (empty, text, or a short row)."""
+def _slow_csv(body, line0, use, names, src):
+    """Row by row, to name the first bad field (empty, text, or a short row); ``line0`` is the
+    file line of ``body[0]``."""
     rows = []
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.reader(f)
-        next(reader)
-        for r, row in enumerate(reader):
-            if not row:
-                continue
-            vals = []
-            for c, name in zip(use, names):
-                text = row[c].strip() if c < len(row) else ""
-                try:
-                    vals.append(float(text) if text else math.nan)
-                except ValueError:
-                    raise LogError(f"{src}: row {r + 2}: {name} is {text!r}, not a number") \
-                        from None
-            rows.append(vals)
+    for r, row in enumerate(csv.reader(body)):
+        if not row:
+            continue
+        vals = []
+        for c, name in zip(use, names):
+            text = row[c].strip() if c < len(row) else ""
+            try:
+                vals.append(float(text) if text else math.nan)
+            except ValueError:
+                raise LogError(f"{src}: row {r + line0}: {name} is {text[:40]!r}, not a "
+                               "number") from None
+        rows.append(vals)
     if not rows:
         raise LogError(f"{src}: no data rows")
     return np.array(rows)
@@ -213,48 +263,85 @@ def read_rosbag(path, joint_names, *, topic="/joint_states") -> JointLog:
     src = str(path)
     store = _typestore()
     want = list(joint_names)
+    _check_bag_size(Path(path), src)
     try:
         reader = Reader(path)
         reader.open()
     except Exception as exc:  # rosbags raises its own error types for broken bags
-        raise LogError(f"{src}: not a readable rosbag2 ({' '.join(str(exc).split())})") from None
+        raise LogError(f"{src}: not a readable rosbag2 ({_one_line(exc)})") from None
     try:
-        conns = [c for c in reader.connections if c.topic == topic]
-        if not conns:
-            topics = sorted({f"{c.topic} ({c.msgtype})" for c in reader.connections})
-            raise LogError(f"{src}: no topic {topic} (the bag has {', '.join(topics) or 'none'};"
-                           " use --topic)")
-        wrong = [c for c in conns if c.msgtype != JOINT_STATE]
-        if wrong:
-            raise LogError(f"{src}: topic {topic} carries {wrong[0].msgtype}, not "
-                           f"sensor_msgs/msg/JointState")
-        stamps, bag_t, pos, eff, vel = [], [], [], [], []
-        seen, skipped, no_vel = set(), 0, False
-        for conn, t_bag, raw in reader.messages(connections=conns):
-            msg = store.deserialize_cdr(raw, conn.msgtype)
-            names = list(msg.name)
-            seen.update(names)
-            index = {nm: i for i, nm in enumerate(names)}
-            if any(j not in index for j in want):
-                skipped += 1
-                continue
-            idx = [index[j] for j in want]
-            p, e, v = (np.asarray(x, dtype=float) for x in (msg.position, msg.effort,
-                                                              msg.velocity))
-            if p.shape[0] != len(names) or e.shape[0] != len(names):
-                raise LogError(f"{src}: a JointState at t = {t_bag * 1e-9:.9g} s has "
-                               f"{len(names)} names but {p.shape[0]} positions and "
-                               f"{e.shape[0]} efforts (efforts must be logged)")
-            stamps.append(int(msg.header.stamp.sec) * 10 ** 9 + int(msg.header.stamp.nanosec))
-            bag_t.append(int(t_bag))
-            pos.append(p[idx])
-            eff.append(e[idx])
-            if v.shape[0] == len(names):
-                vel.append(v[idx])
-            else:
-                no_vel = True
+        return _read_messages(reader, src, store, want, topic)
+    except LogError:
+        raise
+    except Exception as exc:  # a damaged message, chunk or index: rosbags' or struct's error
+        raise LogError(f"{src}: a damaged rosbag2 ({type(exc).__name__}: "
+                       f"{_one_line(exc)})") from None
     finally:
-        reader.close()
+        try:
+            reader.close()
+        except Exception:  # closing a damaged bag may fail again: the first error is the news
+            pass
+
+
+def _one_line(exc):
+    return " ".join(str(exc).split())[:300] or type(exc).__name__
+
+
+def _check_bag_size(path, src):
+    """LogError when the bag's files together exceed ``MAX_LOG_BYTES`` (before reading)."""
+    from ..model import limits
+    try:
+        files = [p for p in path.iterdir() if p.is_file()] if path.is_dir() else [path]
+        size = sum(p.stat().st_size for p in files)
+    except OSError as exc:
+        raise LogError(f"{src}: cannot be read ({exc.strerror or exc})") from None
+    if size > limits.MAX_LOG_BYTES:
+        raise LogError(f"{src}: rosbag2 of {limits._mib(size)} is more than the limit of "
+                       f"{limits._mib(limits.MAX_LOG_BYTES)} "
+                       "(mbs_dynamics.model.limits.MAX_LOG_BYTES)")
+
+
+def _read_messages(reader, src, store, want, topic):
+    """The JointLog of the JointState messages on ``topic`` of an open bag (at most
+    ``MAX_LOG_ROWS`` of them)."""
+    from ..model import limits
+    conns = [c for c in reader.connections if c.topic == topic]
+    if not conns:
+        topics = sorted({f"{c.topic} ({c.msgtype})" for c in reader.connections})
+        raise LogError(f"{src}: no topic {topic} (the bag has {', '.join(topics) or 'none'};"
+                       " use --topic)")
+    wrong = [c for c in conns if c.msgtype != JOINT_STATE]
+    if wrong:
+        raise LogError(f"{src}: topic {topic} carries {wrong[0].msgtype}, not "
+                       f"sensor_msgs/msg/JointState")
+    stamps, bag_t, pos, eff, vel = [], [], [], [], []
+    seen, skipped, no_vel = set(), 0, False
+    for conn, t_bag, raw in reader.messages(connections=conns):
+        if len(pos) + skipped >= limits.MAX_LOG_ROWS:
+            raise LogError(f"{src}: more than {limits.MAX_LOG_ROWS} messages on {topic} "
+                           "(mbs_dynamics.model.limits.MAX_LOG_ROWS)")
+        msg = store.deserialize_cdr(raw, conn.msgtype)
+        names = list(msg.name)
+        seen.update(names)
+        index = {nm: i for i, nm in enumerate(names)}
+        if any(j not in index for j in want):
+            skipped += 1
+            continue
+        idx = [index[j] for j in want]
+        p, e, v = (np.asarray(x, dtype=float) for x in (msg.position, msg.effort,
+                                                          msg.velocity))
+        if p.shape[0] != len(names) or e.shape[0] != len(names):
+            raise LogError(f"{src}: a JointState at t = {t_bag * 1e-9:.9g} s has "
+                           f"{len(names)} names but {p.shape[0]} positions and "
+                           f"{e.shape[0]} efforts (efforts must be logged)")
+        stamps.append(int(msg.header.stamp.sec) * 10 ** 9 + int(msg.header.stamp.nanosec))
+        bag_t.append(int(t_bag))
+        pos.append(p[idx])
+        eff.append(e[idx])
+        if v.shape[0] == len(names):
+            vel.append(v[idx])
+        else:
+            no_vel = True
     if not pos:
         missing = [j for j in want if j not in seen]
         if not seen:

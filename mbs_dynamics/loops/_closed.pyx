@@ -8,8 +8,9 @@ A :class:`LoopWork` is the workspace of one ``ClosedLoopRobot`` (the spanning tr
 1. assembly (seed 001 §4): ``q = last`` with the actuated ``q_a`` and the first-order predictor
    ``q_d −= K_d⁺K_a (q_a − last_a)``, then the Gauss–Newton steps of
    :meth:`~.kinematics.LoopKinematics.newton` (least squares through a Householder QR with
-   column pivoting of ``K_d``, step halving, one more full step once ``|h|_∞ ≤ tol``) — an
-   already assembled configuration costs one residual-and-Jacobian and one residual;
+   column pivoting of ``K_d``, step halving, then, once ``|h|_∞ ≤ tol``, one more full step and
+   K re-evaluated there: the assembly, K and G_d do not depend on where Newton started) — an
+   already assembled configuration costs two residual-and-Jacobians and one residual;
 2. the residual ``h`` and the exact ``K = ∂h/∂q`` from the world poses of the loop bodies:
    moving joint j changes ``C_ba = F_b⁻¹F_a`` by ``hat(V) C_ba``, ``V = ±Ad_{F_b⁻¹C_j} X_j``
    (+ on frame_a's path, − on frame_b's), so ``ṗ = ω × p + v``, ``Ṙ = ω̃R`` and the quotients of
@@ -60,6 +61,22 @@ cdef double HUGE = 1e150
 cdef double PIVOT_TOL = 1e-8
 # actuated columns of K outside range(K_d) beyond this (relative): too many actuated joints?
 cdef double RANGE_TOL = 1e-11
+#: |q_a| at or beyond this is refused (an angle there keeps no digit below 1e-7 rad; 1e16 and
+#: 1e200 were once assembled and poisoned the next call's start)
+Q_ABSURD = 1e9
+cdef double QABS = Q_ABSURD
+
+
+def _actuated_range(model, act):
+    """(lo, hi) (na,) float arrays: the actuated joints' URDF limits widened by a relative
+    1e-12 (±Q_ABSURD where absent or wider): the inputs assembly accepts."""
+    act = np.asarray(act, dtype=np.intp)
+    lo = np.asarray(model.lower, dtype=float)[act]
+    hi = np.asarray(model.upper, dtype=float)[act]
+    lo = np.where(np.isfinite(lo), lo - 1e-12 * (1.0 + np.abs(lo)), -Q_ABSURD)
+    hi = np.where(np.isfinite(hi), hi + 1e-12 * (1.0 + np.abs(hi)), Q_ABSURD)
+    lo, hi = np.maximum(lo, -Q_ABSURD), np.minimum(hi, Q_ABSURD)
+    return np.ascontiguousarray(lo), np.ascontiguousarray(hi)
 
 
 cdef inline bint _plain(object x, Py_ssize_t n):
@@ -329,6 +346,8 @@ cdef class LoopWork:
     cdef double* Gdf        # (nv, naf) Ġ_f
     cdef double* lastp
     cdef double* dqdp
+    cdef double* qlo        # (na,) the actuated joints' lower / upper limits, less a margin
+    cdef double* qhi
 
     def __init__(self, Data data, kin, act, dep, double tol):
         self.d = data
@@ -394,7 +413,9 @@ cdef class LoopWork:
         mk = np.ascontiguousarray([[k, o] for (mj, j, k, o) in kin.mimic] or [[0.0, 0.0]],
                                   dtype=float)
         self.mimk = _p(mk)
-        self._keep += [arrs, sg, S, mk]
+        lo, hi = _actuated_range(kin.model, act)
+        self.qlo, self.qhi = _p(lo), _p(hi)
+        self._keep += [arrs, sg, S, mk, lo, hi]
         na, nd = max(self.na, 1), max(self.nd, 1)
         sizes = {"q": nf, "qn": nf, "C": 12 * nf, "Cs": 36 * nf, "h": m, "K": m * nf,
                  "A": m * nd, "tq": nd, "B": m * na, "Ga": nd * na, "r": m, "v": nf, "a": nf,
@@ -1067,10 +1088,14 @@ cdef class LoopWork:
         """q (nf) with the actuated qa and the dependent joints by Newton from ``last``; K, its
         QR and G_d at the last Jacobian evaluation. 0, or 1: the NumPy path decides."""
         cdef int nf = self.nf, na = self.na, nd = self.nd, m = self.m, i, j, it, ls
+        cdef int polish = 0
         cdef double* q = self.q
         cdef double* qn = self.qn
         cdef double err, en, tstep, s
         cdef bint ok
+        for j in range(na):  # outside the joint's range or absurd: the NumPy path says so
+            if not (self.qlo[j] < qa[j] < self.qhi[j]):
+                return 1
         for i in range(nf):
             q[i] = self.lastp[i]
         for j in range(na):
@@ -1086,6 +1111,8 @@ cdef class LoopWork:
         for it in range(60):
             if self.factor():
                 return 1
+            if polish:  # K, its QR and G_d are those of the polished q
+                return 0 if _maxabs(q, nf) < QABS else 1
             for i in range(m):
                 self.r[i] = self.h[i]
             self.lstsq(self.r, self.lam)    # dq (nd) in lam
@@ -1093,16 +1120,22 @@ cdef class LoopWork:
                 if not fabs(self.lam[i]) < 1e300:
                     return 1
             if err <= self.tol:
+                # one more full step (to rounding: |h| ≤ tol², whatever the start), then K, its
+                # QR and G_d at the returned point, so the answer does not depend on the start
                 for i in range(nf):
                     qn[i] = q[i]
                 for i in range(nd):
                     qn[self.dep[i]] -= self.lam[i]
                 self.residual(qn, self.r, NULL)
                 en = _maxabs(self.r, m)
-                if en <= err:
-                    for i in range(nf):
-                        q[i] = qn[i]
-                return 0
+                if not en <= err:  # rounding: q stays, with its K and QR
+                    return 0 if _maxabs(q, nf) < QABS else 1
+                polish = 1
+                for i in range(nf):
+                    q[i] = qn[i]
+                self.residual(q, self.h, self.K)
+                err = _maxabs(self.h, m)
+                continue
             tstep = 1.0
             ok = False
             for ls in range(30):

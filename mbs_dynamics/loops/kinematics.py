@@ -276,8 +276,8 @@ class LoopKinematics:
         """Solve h(q) = 0 for the coordinates ``free`` (index array), the others fixed, by
         Gauss–Newton steps ``Δq_free = −K_free⁺ h`` (least squares: rank-revealing, also for
         redundant closures) with step halving; once |h|_∞ ≤ tol one more full step takes q to
-        rounding (reproducible whatever the start). Returns (q, |h|_∞, ok), and K(q) (m, n)
-        too with ``jacobian=True`` (from the last Jacobian evaluation: within the last step)."""
+        rounding (reproducible whatever the start). Returns (q, |h|_∞, ok), and
+        K(q) (m, n) too with ``jacobian=True`` (evaluated at the returned q)."""
         q = np.array(q, dtype=float)
         h, K = self.residual_jacobian(q)
         err = np.abs(h).max(initial=0.0)
@@ -286,11 +286,14 @@ class LoopKinematics:
             if not np.all(np.isfinite(dq)):
                 break
             if err <= tol:
+                # one more full step (to rounding, whatever the start), K at the returned q
                 qn = q.copy()
                 qn[free] -= dq
                 en = np.abs(self.residual(qn)).max(initial=0.0)
                 if en <= err:
                     q, err = qn, en
+                    if jacobian:
+                        K = self.residual_jacobian(q)[1]
                 return (q, err, True, K) if jacobian else (q, err, True)
             t, ok = 1.0, False
             for _ in range(30):

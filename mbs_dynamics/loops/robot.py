@@ -17,6 +17,7 @@ here. Both paths share the last assembly (``_last``, held by the compiled worksp
 """
 from __future__ import annotations
 
+import reprlib
 import warnings
 
 import numpy as np
@@ -110,6 +111,14 @@ class ClosedLoopRobot(SubsetDescription):
         else:
             if isinstance(actuated, str):
                 actuated = [actuated]
+            try:
+                given = list(actuated) if not isinstance(actuated, (bytes, dict)) else None
+            except TypeError:
+                given = None
+            if given is None or not all(isinstance(a, str) for a in given):
+                raise ValueError("actuated must be a joint name or a list of joint names, got "
+                                 f"{reprlib.repr(actuated)}")
+            actuated = given
             act = []
             for a in actuated:
                 if a not in names:
@@ -320,13 +329,14 @@ class ClosedLoopRobot(SubsetDescription):
         """(full q with the actuated ``qa`` and the dependent joints by Newton from ``guess``,
         K there); continuation from guess's actuated values if a direct Newton fails."""
         kin, act, dep = self._kin, self._act, self._dep
+        self._check_range(qa)
         q = guess.copy()
         q[act] = qa
         cw = self._cw
         if guess is cw.last and cw.has_pred:  # first-order predictor along the branch
             q[dep] -= cw.dqd @ (qa - guess[act])
         qn, err, ok, K = kin.newton(q, dep, self._tol, jacobian=True)
-        if ok:
+        if ok and self._same_actuated(qn, qa):
             return qn, K
         start = guess[act].copy()
         for steps in (8, 64):
@@ -338,12 +348,31 @@ class ClosedLoopRobot(SubsetDescription):
                 if not ok:
                     good = False
                     break
-            if good:
+            if good and self._same_actuated(qc, qa):
                 return qc, K
         name, e = kin.worst_loop(kin.residual(qn))
         raise ValueError(f"cannot assemble the loops at the actuated q = {np.round(qa, 6).tolist()}"
                          f": Newton stops at |h| = {e:.3g} (loop '{name}'); the configuration "
                          "may be unreachable or q_guess on another branch")
+
+    def _check_range(self, qa):
+        """ValueError naming the actuated joint whose input is outside its URDF limits, not
+        finite, or absurd (|q| ≥ 1e9: nothing of it is assembled or remembered)."""
+        lo, hi = _closed._actuated_range(self._full.model, self._act)
+        bad = np.flatnonzero(~((lo < qa) & (qa < hi)))
+        if bad.size:
+            j = int(bad[0])
+            name = self._full.model.joint_names[self._act[j]]
+            lim = (self._full.model.lower[self._act[j]], self._full.model.upper[self._act[j]])
+            why = ("is not finite" if not np.isfinite(qa[j]) else
+                   f"has magnitude ≥ {_closed.Q_ABSURD:g}" if abs(qa[j]) >= _closed.Q_ABSURD
+                   else f"is outside its limits [{lim[0]:g}, {lim[1]:g}]")
+            raise ValueError(f"q: the actuated joint '{name}' = {qa[j]:g} {why}")
+
+    def _same_actuated(self, q, qa):
+        """The assembly keeps exactly the actuated coordinates asked for (never another
+        configuration's)."""
+        return bool(np.all(q[self._act] == qa)) and bool(np.all(np.abs(q) < _closed.Q_ABSURD))
 
     def expand(self, qs, q_guess=None):
         """Full-coordinate jet of an actuated jet.

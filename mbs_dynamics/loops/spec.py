@@ -126,7 +126,7 @@ def parse_loops(loops, model):
             raise ValueError(f"{where}: duplicate loop name")
         names.add(name)
         typ = d.get("type", "connect")
-        if typ not in TYPES:
+        if not isinstance(typ, str) or typ not in TYPES:  # a list once gave "unhashable type"
             raise ValueError(f"{where}: type must be one of {sorted(TYPES)}, got {typ!r}")
         fr = []
         for key in ("frame_a", "frame_b"):

@@ -15,6 +15,9 @@ naming the file and the limit):
 ``MAX_NODES``             4,000,000           values after expanding every alias
 ``MAX_ITEMS``             100,000             entries of one list or mapping
 ``MAX_POINTS``            100,000             points of one trajectory (= ``MAX_ITEMS``)
+``MAX_LOG_BYTES``         256 MiB             one joint log (CSV, or a rosbag2's storage files)
+``MAX_LOG_ROWS``          2,000,000           samples of one log (33 min at 1 kHz)
+``MAX_LINE_CHARS``        65,536              characters of one CSV line
 ========================  ==================  ==================================================
 
 A 10⁶-point trajectory is thus refused after reading its size, or at the 100,001st point of the
@@ -35,6 +38,9 @@ MAX_ALIASES = 1000
 MAX_NODES = 4_000_000
 MAX_ITEMS = 100_000
 MAX_POINTS = MAX_ITEMS
+MAX_LOG_BYTES = 256 * 1024 ** 2
+MAX_LOG_ROWS = 2_000_000
+MAX_LINE_CHARS = 65_536
 
 
 class FileLimitError(ValueError):
@@ -53,27 +59,31 @@ def check_text_size(text, name):
                              f"{_mib(MAX_FILE_BYTES)} (mbs_dynamics.model.limits.MAX_FILE_BYTES)")
 
 
-def read_bytes(path, what="file"):
-    """The bytes of ``path``, refused before reading when larger than :data:`MAX_FILE_BYTES`.
+def read_bytes(path, what="file", limit="MAX_FILE_BYTES"):
+    """The bytes of ``path``, refused before reading when larger than the limit named
+    ``limit`` (a constant of this module: :data:`MAX_FILE_BYTES`, :data:`MAX_LOG_BYTES`).
 
     Raises:
         FileLimitError: too large. OSError: unreadable (as ``open``).
     """
     path = os.fspath(path)
+    most = globals()[limit]
     size = os.stat(path).st_size
-    if size > MAX_FILE_BYTES:
+    if size > most:
         raise FileLimitError(f"{path}: {what} of {_mib(size)} is more than the limit of "
-                             f"{_mib(MAX_FILE_BYTES)} (mbs_dynamics.model.limits.MAX_FILE_BYTES)")
+                             f"{_mib(most)} (mbs_dynamics.model.limits.{limit})")
     chunks, got = [], 0
     with open(path, "rb") as f:   # in chunks: a pipe or a growing file is bounded all the same
-        while got <= MAX_FILE_BYTES:
-            chunk = f.read(min(max(size, 1 << 16), MAX_FILE_BYTES + 1 - got))
+        while got <= most:
+            chunk = f.read(min(max(size, 1 << 16), most + 1 - got))
             if not chunk:
                 break
             chunks.append(chunk)
             got += len(chunk)
     data = b"".join(chunks)
-    check_text_size(data, path)
+    if len(data) > most:
+        raise FileLimitError(f"{path}: {what} is more than the limit of {_mib(most)} "
+                             f"(mbs_dynamics.model.limits.{limit})")
     return data
 
 
