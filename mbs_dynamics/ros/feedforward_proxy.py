@@ -284,7 +284,8 @@ class FeedforwardProxy(Node):
         if note:
             self.get_logger().warn(note)
         actuator = actuator_from_params(dict(cfg["actuator"]), robot.n)
-        enricher = TrajectoryEnricher(robot, output=cfg["output"], actuator=actuator,
+        output = cfg["output"] if cfg["feedforward"] else "effort"   # no ff: θ_d = q_d
+        enricher = TrajectoryEnricher(robot, output=output, actuator=actuator,
                                       sample_period=cfg["sample_period"])
         # warm up every kernel a goal uses, so the first goal is not slow (at rest where the
         # loops of a closed-loop robot are assembled)
@@ -447,7 +448,8 @@ class FeedforwardProxy(Node):
             return
         if note:
             self.get_logger().warn(f"~/joint_trajectory: {note}", throttle_duration_sec=10.0)
-        self._pub.publish(enriched_to_joint_trajectory(enriched, msg.header))
+        forward = enriched_to_joint_trajectory(enriched, msg.header)
+        self._pub.publish(forward if self._config["feedforward"] else without_effort(forward))
 
     # -- action variant -----------------------------------------------------------------------
     def _on_goal(self, goal_request):
@@ -490,6 +492,8 @@ class FeedforwardProxy(Node):
             if note:
                 self.get_logger().warn(note)
             trajectory = enriched_to_joint_trajectory(enriched, goal.trajectory.header)
+            if not cfg["feedforward"]:
+                trajectory = without_effort(trajectory)
             waypoints = enriched.waypoints
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
@@ -604,7 +608,7 @@ class FeedforwardProxy(Node):
         if not cfg["hold_after_stop"] and why != "start-up":
             return False
         enricher = self._enricher
-        if cfg["output"] != "effort" or enricher is None:
+        if cfg["output"] != "effort" or enricher is None or not cfg["feedforward"]:
             return False
         if self._interfaces is not None and "effort" not in self._interfaces:
             return False                         # JTC holds position by itself

@@ -136,11 +136,16 @@ PROXY_PARAMETERS = {
     "hold_on_start": (
         False, "Send such a hold goal once at start-up, as soon as the model, a joint state "
                "and the controller are available.", True, None),
+    "feedforward": (
+        True, "false: forward every goal resampled like an enriched one (positions, velocities, "
+              "accelerations of q_d; output motor too: θ_d = q_d) but without effort, and send "
+              "no hold goals: the controller's feedback alone at the same gains (the baseline "
+              "the feedforward is measured against).", True, None),
 }
 
 #: Boolean ``feedforward_proxy`` parameters.
 PROXY_BOOLEANS = ("pass_through_without_effort", "enrich_lead_in", "hold_after_stop",
-                  "hold_on_start")
+                  "hold_on_start", "feedforward")
 
 
 def proxy_parameter_table():
