@@ -147,7 +147,8 @@ def proxy_overrides(actuator, feedforward, use_sim_time=True):
         use_sim_time: the proxy's clock.
 
     Returns:
-        dict of dotted parameter names → values (lists of floats for per-joint values).
+        dict of dotted parameter names → values (lists of floats for per-joint values);
+        ``hold_on_start`` is on with feedforward.
     """
     from ..control.actuators import flatten_params
 
@@ -164,5 +165,8 @@ def proxy_overrides(actuator, feedforward, use_sim_time=True):
     kind = flat.get("actuator.type", "rigid")
     out["output"] = "motor" if kind in ("sea", "vsa") else "effort"
     out["feedforward"] = bool(feedforward)
+    # start from the feedforward's own equilibrium (g(q); SEA: θ = q + K⁻¹g, τ_m = g) rather
+    # than from JTC's activation hold (PID / motor loop alone), so a first goal has no jump
+    out["hold_on_start"] = bool(feedforward)
     out["use_sim_time"] = bool(use_sim_time)
     return out

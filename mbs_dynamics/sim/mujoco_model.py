@@ -332,7 +332,7 @@ def _param(parent, name, value):
 
 def ros2_control_block(model, mjcf_path, *, name="MujocoSystem", substeps=None,
                        real_time_factor=1.0, publish_clock=True,
-                       motor_state_topic="motor_states"):
+                       motor_state_topic="~/motor_states"):
     """The ``<ros2_control>`` element for :data:`HARDWARE_PLUGIN` (an ElementTree element).
 
     Args:
