@@ -1,9 +1,11 @@
 // See include/mbs_dynamics_mujoco/mujoco_system.hpp.
 #include "mbs_dynamics_mujoco/mujoco_system.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
