@@ -103,13 +103,12 @@ def _parse(urdf):
         raise CosimModelError(f"robot_description: longer than {_MAX_URDF_CHARS} characters")
     if "<!ENTITY" in urdf or "<!DOCTYPE" in urdf:
         raise CosimModelError("robot_description: DOCTYPE/ENTITY declarations are not accepted")
+    from ..model.urdf import URDFError, robot_element
+
     try:
-        root = ET.fromstring(urdf)
-    except ET.ParseError as exc:
-        raise CosimModelError(f"robot_description: not XML ({exc})") from None
-    if root.tag != "robot":
-        raise CosimModelError(f"robot_description: root element is <{root.tag}>, not <robot>")
-    return root
+        return robot_element(urdf if urdf.lstrip().startswith("<") else urdf.encode("utf-8"))
+    except URDFError as exc:
+        raise CosimModelError(f"robot_description: {exc}") from None
 
 
 def _float(text, what, default=0.0):

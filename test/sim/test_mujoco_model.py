@@ -164,7 +164,7 @@ def test_refusals_name_the_problem(change, match):
 
 
 @pytest.mark.parametrize("urdf, match", [
-    ("", "empty"), ("<robot", "not XML"), ("<foo/>", "not <robot>"),
+    ("", "empty"), ("<robot", "malformed"), ("<foo/>", "must be <robot>"),
     ('<!DOCTYPE r [<!ENTITY a "b">]><robot name="r"/>', "DOCTYPE"),
     ('<robot name="r"><link name="a"/></robot>', "no movable joint"),
     ('<robot name="r"><link name="a"/><link name="b"/><joint name="f" type="floating">'
@@ -175,6 +175,15 @@ def test_bad_urdf(urdf, match):
 
     with pytest.raises(CosimModelError, match=match):
         mujoco_model(urdf)
+
+
+def test_encoding_declaration_is_accepted():
+    _mujoco()
+    from mbs_dynamics.sim.mujoco_model import mujoco_model
+
+    text = ARM7.read_text().replace('<?xml version="1.0"?>',
+                                    '<?xml version="1.0" encoding="utf-8"?>')
+    assert len(mujoco_model(text).joints) == 7
 
 
 def test_mimic_chain_is_refused():
