@@ -190,8 +190,10 @@ def _run(robot, actuator, feedforward, tmp):
         _wait(lambda: probe.client.server_is_ready() or proc.poll() is not None, 180,
               "the proxy's action server")
         assert proc.poll() is None, log.read_text()[-3000:]
-        _wait(lambda: probe.latest() is not None and "Configured and activated "
-              "joint_trajectory_controller" in log.read_text(), 120, "the controllers")
+        # the spawners print "Configured and activated <name>" (the name colour-coded)
+        _wait(lambda: probe.latest() is not None
+              and log.read_text().count("Configured and activated") >= 2, 120,
+              "the controllers")
         names = probe.names
         idx = [names.index(j) for j in joints]
 
@@ -199,7 +201,7 @@ def _run(robot, actuator, feedforward, tmp):
             s = probe.samples[-200:]
             return len(s) == 200 and max(np.abs(v[idx]).max() for _, _, v in s) < 2e-3
         try:
-            _wait(settled, 60, "the robot to settle")
+            _wait(settled, 20, "the robot to settle")
         except AssertionError:
             pass                       # a lightly damped SEA link: start from where it is
         t_now, q_now, _ = probe.latest()
