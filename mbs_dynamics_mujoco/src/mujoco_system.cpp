@@ -200,7 +200,7 @@ CallbackReturn MujocoSystem::on_init(
   }
   RCLCPP_INFO(
     logger_, "MuJoCo %s: %zu joints (%d dofs), period %g s = %d steps of %g s (RK4=%d), "
-    "real_time_factor %g, %s", mj_versionString(), joints_.size(), model_->nv, dt_, substeps_,
+    "real_time_factor %g, %s", mj_versionString(), joints_.size(), static_cast<int>(model_->nv), dt_, substeps_,
     model_->opt.timestep, model_->opt.integrator == mjINT_RK4, real_time_factor_,
     publish_clock_ ? "publishing /clock" : "on the controller manager's clock");
   return CallbackReturn::SUCCESS;
