@@ -227,7 +227,8 @@ void MujocoSystem::clock_thread()
         sim_ns_ += dt_ns;
         publish_clock(sim_ns_);
       } else if (wall_ns() - last_write_wall_ns_.load() > 50'000'000) {
-        publish_clock(sim_ns_);
+        // 1 ns on: rclcpp's sleep_until wakes on a time jump of at least 1 ns, not on a repeat
+        publish_clock(sim_ns_ + 1);
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(loop_started_ ? 20 : 1));
