@@ -83,23 +83,67 @@ def _share_config(context, name):
     return value
 
 
+def _model_files(urdf_file, folder, actuator, gravity, loops, options):
+    """mbs_dynamics.sim.mujoco_model.write_cosim_files, here when this interpreter has the
+    ``mujoco`` package, else in the interpreter mbs_dynamics_mujoco was built with (recorded in
+    its share folder; ``MUJOCO_PYTHON`` overrides): ``ros2 launch`` runs the interpreter ROS was
+    built with, which need not have ``mujoco``."""
+    import json
+    import subprocess
+
+    try:
+        import mujoco  # noqa: F401
+    except ImportError:
+        python = os.environ.get("MUJOCO_PYTHON", "").strip()
+        if not python:
+            try:
+                from ament_index_python.packages import get_package_share_directory
+                share = get_package_share_directory("mbs_dynamics_mujoco")
+                with open(os.path.join(share, "mujoco_python"), encoding="utf-8") as f:
+                    python = f.read().strip()
+            except Exception:  # noqa: BLE001 - not installed: said below
+                python = ""
+        if not python:
+            raise RuntimeError(
+                "cosim.launch.py: this Python has no 'mujoco' package and no interpreter with "
+                "it is known (build mbs_dynamics_mujoco, or set MUJOCO_PYTHON)") from None
+        request = dict(options, urdf_file=urdf_file, folder=folder, actuator=actuator,
+                       gravity=list(gravity), loops=loops)
+        path = os.path.join(folder, "request.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(request, f)
+        done = subprocess.run([python, "-m", "mbs_dynamics.sim.mujoco_model", path],
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"cosim.launch.py: {done.stderr.strip()}") from None
+        with open(os.path.join(folder, "joints.json"), encoding="utf-8") as f:
+            return json.load(f)
+    from mbs_dynamics.sim.mujoco_model import CosimModelError, write_cosim_files
+
+    with open(urdf_file, encoding="utf-8") as f:
+        urdf = f.read()
+    try:
+        return write_cosim_files(urdf, folder, actuator, gravity=gravity, loops=loops,
+                                 **options)
+    except CosimModelError as exc:
+        raise RuntimeError(f"cosim.launch.py: {exc}") from None
+
+
 def _setup(context):
-    import numpy as np
+    import math
+
     import yaml
 
     from mbs_dynamics.control.actuators import flatten_params
     from mbs_dynamics.ros.cosim_setup import (controllers_config, find_actuator_section,
                                               proxy_overrides)
     from mbs_dynamics.ros.parameters import read_loops_parameter
-    from mbs_dynamics.sim.mujoco_model import CosimModelError, cosim_description
 
     urdf_file = LaunchConfiguration("robot_description_file").perform(context).strip()
     if not urdf_file:
         from mbs_dynamics import demo
         urdf_file = str(demo.BUNDLED["arm7"][0])
         context.launch_configurations["robot_description_file"] = urdf_file
-    with open(urdf_file, encoding="utf-8") as f:
-        urdf = f.read()
     kind = LaunchConfiguration("actuator").perform(context).strip()
     if kind not in ("rigid", "sea"):
         raise RuntimeError(f"actuator:={kind}: expected rigid or sea")
@@ -126,27 +170,25 @@ def _setup(context):
 
     rtf = float(LaunchConfiguration("real_time_factor").perform(context))
     substeps = int(LaunchConfiguration("substeps").perform(context))
-    if not (np.isfinite(rtf) and rtf >= 0.0) or not 1 <= substeps <= 1000:
+    if not (math.isfinite(rtf) and rtf >= 0.0) or not 1 <= substeps <= 1000:
         raise RuntimeError("real_time_factor must be >= 0 and substeps 1..1000")
     controllers_file = _share_config(context, "controllers_file")
     ctrl_doc = _yaml_file(controllers_file, "controllers_file")
     tmp = tempfile.mkdtemp(prefix="mbs_cosim_")
-    model_path = os.path.join(tmp, "model.mjb")
+    files = _model_files(urdf_file, tmp, {"actuator": actuator}, gravity, loops,
+                         {"substeps": substeps, "real_time_factor": rtf,
+                          "publish_clock": use_sim_time})
     try:
-        description, model = cosim_description(
-            urdf, model_path, {"actuator": actuator}, gravity=gravity, loops=loops,
-            substeps=substeps, real_time_factor=rtf, publish_clock=use_sim_time)
-        ctrl_doc, _ = controllers_config(
-            ctrl_doc, [j.name for j in model.joints], kind == "sea", use_sim_time)
-    except (CosimModelError, ValueError) as exc:
+        ctrl_doc, _ = controllers_config(ctrl_doc, files["joints"], files["elastic"],
+                                         use_sim_time)
+    except ValueError as exc:
         raise RuntimeError(f"cosim.launch.py: {exc}") from None
-    with open(model_path, "wb") as f:
-        f.write(model.mjb)
-    with open(os.path.join(tmp, "model.xml"), "w", encoding="utf-8") as f:
-        f.write(model.mjcf)                          # for reading; the plugin loads model.mjb
+    with open(files["description"], encoding="utf-8") as f:
+        description = f.read()
     ctrl_path = os.path.join(tmp, "controllers.yaml")
     with open(ctrl_path, "w", encoding="utf-8") as f:
         yaml.safe_dump(ctrl_doc, f, sort_keys=False)
+
     sim = {"use_sim_time": use_sim_time}
     state_publisher = Node(
         package="robot_state_publisher", executable="robot_state_publisher", output="screen",

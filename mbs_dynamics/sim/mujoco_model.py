@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["CosimModelError", "CosimJoint", "CosimModel", "mujoco_model", "ros2_control_block",
-           "cosim_description", "HARDWARE_PLUGIN", "MOTOR_SUFFIX", "SPRING_SUFFIX"]
+           "cosim_description", "write_cosim_files", "HARDWARE_PLUGIN", "MOTOR_SUFFIX",
+           "SPRING_SUFFIX"]
 
 #: pluginlib name of the hardware interface (package ``mbs_dynamics_mujoco``).
 HARDWARE_PLUGIN = "mbs_dynamics_mujoco/MujocoSystem"
@@ -395,3 +396,66 @@ def cosim_description(urdf, mjcf_path, actuator=None, *, gravity=(0.0, 0.0, -9.8
         root.remove(el)
     root.append(ros2_control_block(model, mjcf_path, **block_options))
     return ET.tostring(root, encoding="unicode"), model
+
+
+def write_cosim_files(urdf, folder, actuator=None, *, gravity=(0.0, 0.0, -9.81), loops=None,
+                      **block_options):
+    """:func:`cosim_description` written to ``folder``: ``description.urdf`` (with the
+    ``<ros2_control>`` block), ``model.mjb`` (what the plugin loads), ``model.xml`` (for
+    reading) and ``joints.json`` (joint names, elastic flags).
+
+    Returns:
+        dict: ``description`` (path), ``model`` (path), ``joints`` (list of names),
+        ``elastic`` (bool).
+
+    Raises:
+        CosimModelError: as :func:`mujoco_model`.
+    """
+    import json
+    import os
+
+    mjb = os.path.join(folder, "model.mjb")
+    description, model = cosim_description(urdf, mjb, actuator, gravity=gravity, loops=loops,
+                                           **block_options)
+    with open(mjb, "wb") as f:
+        f.write(model.mjb)
+    with open(os.path.join(folder, "model.xml"), "w", encoding="utf-8") as f:
+        f.write(model.mjcf)
+    out = {"description": os.path.join(folder, "description.urdf"), "model": mjb,
+           "joints": [j.name for j in model.joints],
+           "elastic": any(j.elastic for j in model.joints)}
+    with open(out["description"], "w", encoding="utf-8") as f:
+        f.write(description)
+    with open(os.path.join(folder, "joints.json"), "w", encoding="utf-8") as f:
+        json.dump(out, f)
+    return out
+
+
+def main(argv=None):
+    """``python -m mbs_dynamics.sim.mujoco_model REQUEST.json``: :func:`write_cosim_files` for
+    an interpreter that has ``mujoco`` when the launching one has not. The request holds
+    ``urdf_file``, ``folder``, ``actuator``, ``gravity``, ``loops`` and the block options;
+    exit status 2 and the reason on stderr when the model is refused."""
+    import json
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m mbs_dynamics.sim.mujoco_model REQUEST.json", file=sys.stderr)
+        return 2
+    with open(args[0], encoding="utf-8") as f:
+        req = json.load(f)
+    with open(req.pop("urdf_file"), encoding="utf-8") as f:
+        urdf = f.read()
+    try:
+        write_cosim_files(urdf, req.pop("folder"), req.pop("actuator", None),
+                          gravity=req.pop("gravity", (0.0, 0.0, -9.81)),
+                          loops=req.pop("loops", None), **req)
+    except CosimModelError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
