@@ -334,3 +334,30 @@ def test_the_feedforward_drives_the_derived_model(kind):
     without = _emulate(kind, False)
     assert without[0] >= 100.0 * with_ff[0], (with_ff, without)
     assert with_ff[1] < 2e-3
+
+
+def test_the_module_writes_the_files_or_refuses_with_status_2(tmp_path):
+    """``python -m mbs_dynamics.sim.mujoco_model REQUEST.json`` (what cosim.launch.py runs when
+    the launching interpreter has no mujoco)."""
+    _mujoco()
+    import json
+    import subprocess
+    import sys
+
+    req = tmp_path / "req.json"
+    req.write_text(json.dumps({"urdf_file": str(ARM7), "folder": str(tmp_path),
+                               "actuator": {"actuator": {"type": "sea"}},
+                               "gravity": [0, 0, -9.81], "substeps": 4}))
+    env = dict(__import__("os").environ, PYTHONPATH=str(REPO))
+    done = subprocess.run([sys.executable, "-m", "mbs_dynamics.sim.mujoco_model", str(req)],
+                          capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0, done.stderr
+    out = json.loads((tmp_path / "joints.json").read_text())
+    assert out["elastic"] and len(out["joints"]) == 7
+    assert "<ros2_control" in (tmp_path / "description.urdf").read_text()
+    assert (tmp_path / "model.mjb").stat().st_size > 0
+    req.write_text(json.dumps({"urdf_file": str(ARM7), "folder": str(tmp_path),
+                               "loops": [{"name": "x"}]}))
+    done = subprocess.run([sys.executable, "-m", "mbs_dynamics.sim.mujoco_model", str(req)],
+                          capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 2 and "closed loops" in done.stderr
