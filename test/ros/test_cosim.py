@@ -212,7 +212,7 @@ def _run(robot, actuator, feedforward, tmp):
         times = [0.0, 1.5, 3.0, 4.5]
         traj = JointTrajectory()
         traj.joint_names = joints
-        start = t_now + 0.5
+        start = t_now + 2.0            # JTC holds until the stamp: the proxy has time
         traj.header.stamp.sec = int(start)
         traj.header.stamp.nanosec = int(round((start - int(start)) * 1e9))
         for t, off in zip(times, offsets):
