@@ -271,9 +271,10 @@ def _emulate(kind, feedforward, seconds=3.0):
     names = list(robot.joint_names)
     act = _sea_section() if kind == "sea" else None
     q0 = np.array([0.0, 0.4, 0.0, -1.2, 0.0, 0.9, 0.0])
+    mid = q0 + [0.5, -0.4, 0.3, 0.5, -0.6, 0.4, 0.7]
     goal = {"joint_names": names, "points": [
         {"time_from_start": 0.0, "positions": list(q0)},
-        {"time_from_start": seconds / 2, "positions": list(q0 + [0.5, -0.4, 0.3, 0.5, -0.6, 0.4, 0.7])},
+        {"time_from_start": seconds / 2, "positions": list(mid)},
         {"time_from_start": seconds, "positions": list(q0)}]}
     output = "motor" if kind == "sea" and feedforward else "effort"
     sea = actuator_from_params({"actuator": act}, robot.n) if kind == "sea" else None
