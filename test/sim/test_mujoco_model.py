@@ -362,3 +362,17 @@ def test_the_module_writes_the_files_or_refuses_with_status_2(tmp_path):
     done = subprocess.run([sys.executable, "-m", "mbs_dynamics.sim.mujoco_model", str(req)],
                           capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 2 and "closed loops" in done.stderr
+
+
+def test_proxy_overrides_are_valid_proxy_parameters():
+    from mbs_dynamics.ros.cosim_setup import proxy_overrides
+    from mbs_dynamics.ros.parameters import check_proxy_config
+
+    sea = proxy_overrides(_sea_section(), feedforward=True)
+    assert sea["output"] == "motor" and sea["hold_on_start"] is True
+    assert sea["actuator.stiffness"][0] == 3000.0 and sea["actuator.motor_damping"] == 0.0
+    cfg = check_proxy_config(sea)
+    assert cfg["output"] == "motor" and cfg["feedforward"] is True
+    rigid = check_proxy_config(proxy_overrides({"type": "rigid"}, feedforward=False))
+    assert rigid["output"] == "effort" and rigid["feedforward"] is False
+    assert rigid["hold_on_start"] is False
