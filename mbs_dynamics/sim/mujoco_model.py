@@ -229,7 +229,10 @@ def mujoco_model(urdf, actuator=None, *, gravity=(0.0, 0.0, -9.81), timestep=0.0
 
     ET.SubElement(root, "mujoco").append(ET.Element("compiler", {
         "discardvisual": "true", "inertiafromgeom": "false", "balanceinertia": "false",
-        "fusestatic": "true", "strippath": "true", "angle": "radian"}))
+        "fusestatic": "true", "strippath": "true", "angle": "radian",
+        # point masses and massless intermediate links are valid URDF (the package handles
+        # them); MuJoCo needs positive values: 1e-12 kg / kg m² changes no dynamics visibly
+        "boundmass": "1e-12", "boundinertia": "1e-12"}))
     try:
         spec = mujoco.MjSpec.from_string(ET.tostring(root, encoding="unicode"))
         spec.compile()
