@@ -92,6 +92,14 @@ ACTUATOR_PARAMETERS = {
     "actuator.vsa.max_iterations": (
         50,
         "Newton iteration limit; failing to converge raises SpringInversionError."),
+    "actuator.motor_loop.p": (
+        0.0,
+        "Drive motor-loop position gain [Nm/rad] of a simulated SEA (MuJoCo co-simulation): "
+        "τ = τ_m + p (θ_d − θ) + d (θ'_d − θ'). One number or a list of n, each >= 0; 0: K."),
+    "actuator.motor_loop.d": (
+        0.0,
+        "Drive motor-loop velocity gain [Nm s/rad] of a simulated SEA: one number or a list of "
+        "n, each >= 0; 0: 2 √(K B) (critically damped rotor at the spring's frequency)."),
 }
 
 

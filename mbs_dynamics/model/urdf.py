@@ -137,8 +137,12 @@ def read_text(source) -> str | bytes:
     return text
 
 
-def parse(source) -> URDF:
-    """Parse URDF XML text, bytes or a file path into a :class:`URDF` tree."""
+def robot_element(source) -> ET.Element:
+    """The ``<robot>`` element of URDF XML text, bytes or a file path.
+
+    Raises:
+        URDFError: not XML, or the root element is not ``<robot>``.
+    """
     text = read_text(source)
     if isinstance(text, str):
         # ElementTree refuses str input with an encoding declaration: hand it bytes.
@@ -149,6 +153,12 @@ def parse(source) -> URDF:
         raise URDFError(f"malformed URDF XML: {e}") from None
     if root.tag != "robot":
         raise URDFError(f"URDF root element must be <robot>, got <{root.tag}>")
+    return root
+
+
+def parse(source) -> URDF:
+    """Parse URDF XML text, bytes or a file path into a :class:`URDF` tree."""
+    root = robot_element(source)
 
     links = {}
     for el in root.findall("link"):

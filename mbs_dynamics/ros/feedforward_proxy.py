@@ -37,7 +37,9 @@ interface. MoveIt (or any FollowJointTrajectory client) talks to this node inste
   from its state, enriched (``enrich_lead_in``; the measured state from ``joint_states`` at
   t = 0, JTC's quintic to the first point, effort = ID along it; :mod:`.proxy_logic`);
 * after a cancel or an abort (not a preemption), and at start-up with ``hold_on_start``, JTC
-  gets a hold goal: measured position, at rest, effort = g(q) (``hold_after_stop``).
+  gets a hold goal: measured position, at rest, effort = g(q) (``hold_after_stop``; output
+  motor: θ = q + K⁻¹g(q), τ_m = g(q); none with ``feedforward`` false, which forwards goals
+  resampled but without effort: the controller's feedback alone at the same gains).
 * ``joint_states`` is subscribed to only while a measured state is needed (a lead-in, a hold),
   for at most ``joint_state_timeout`` s, and only a message received after the need counts:
   joint_state_broadcaster publishes at the controller manager's rate, and a permanent
@@ -79,7 +81,8 @@ from .runner import run
 
 from .conversions import point_to_joint_trajectory, without_effort  # noqa: E402,I100
 from .proxy_logic import (DoneWaiter, JointStateCache, controller_node_name,  # noqa: E402
-                          decide_forwarding, hold_point, lead_in, rejection_reason)
+                          decide_forwarding, hold_point, lead_in, motor_hold_point,
+                          rejection_reason)
 
 NODE_NAME = "feedforward_proxy"
 PREEMPTED = "Current goal preempted by new incoming action."  # JTC's text (Jazzy)
@@ -284,7 +287,8 @@ class FeedforwardProxy(Node):
         if note:
             self.get_logger().warn(note)
         actuator = actuator_from_params(dict(cfg["actuator"]), robot.n)
-        enricher = TrajectoryEnricher(robot, output=cfg["output"], actuator=actuator,
+        output = cfg["output"] if cfg["feedforward"] else "effort"   # no ff: θ_d = q_d
+        enricher = TrajectoryEnricher(robot, output=output, actuator=actuator,
                                       sample_period=cfg["sample_period"])
         # warm up every kernel a goal uses, so the first goal is not slow (at rest where the
         # loops of a closed-loop robot are assembled)
@@ -447,7 +451,8 @@ class FeedforwardProxy(Node):
             return
         if note:
             self.get_logger().warn(f"~/joint_trajectory: {note}", throttle_duration_sec=10.0)
-        self._pub.publish(enriched_to_joint_trajectory(enriched, msg.header))
+        forward = enriched_to_joint_trajectory(enriched, msg.header)
+        self._pub.publish(forward if self._config["feedforward"] else without_effort(forward))
 
     # -- action variant -----------------------------------------------------------------------
     def _on_goal(self, goal_request):
@@ -490,6 +495,8 @@ class FeedforwardProxy(Node):
             if note:
                 self.get_logger().warn(note)
             trajectory = enriched_to_joint_trajectory(enriched, goal.trajectory.header)
+            if not cfg["feedforward"]:
+                trajectory = without_effort(trajectory)
             waypoints = enriched.waypoints
         if goal_handle.is_cancel_requested:
             goal_handle.canceled()
@@ -604,7 +611,7 @@ class FeedforwardProxy(Node):
         if not cfg["hold_after_stop"] and why != "start-up":
             return False
         enricher = self._enricher
-        if cfg["output"] != "effort" or enricher is None:
+        if enricher is None or not cfg["feedforward"] or enricher.output != cfg["output"]:
             return False
         if self._interfaces is not None and "effort" not in self._interfaces:
             return False                         # JTC holds position by itself
@@ -617,6 +624,8 @@ class FeedforwardProxy(Node):
         try:
             with self._enrich_lock:
                 point = hold_point(enricher.robot, names, q)
+                if cfg["output"] == "motor":     # the drive holds θ = q + K⁻¹g, τ_m = g
+                    point = motor_hold_point(enricher.actuator, point)
         except ValueError as exc:
             self.get_logger().warn(f"no hold goal after {why}: {exc}")
             return False
@@ -667,8 +676,8 @@ class FeedforwardProxy(Node):
             self._start_timer.cancel()
 
     def _hold_impossible(self):
-        """A hold can never be sent (output motor, or a controller without effort)."""
-        return self._config["output"] != "effort" or (
+        """A hold can never be sent (feedforward off, or a controller without effort)."""
+        return not self._config["feedforward"] or (
             self._interfaces is not None and "effort" not in self._interfaces)
 
     # -- terminal states ----------------------------------------------------------------------

@@ -131,16 +131,22 @@ PROXY_PARAMETERS = {
              "received after the need counts); 0: 1 s.", True, (0.0, 3600.0)),
     "hold_after_stop": (
         True, "After a goal is cancelled or aborted (not preempted), send the controller a hold "
-              "goal at the measured position with effort = gravity torque g(q) (output effort "
-              "only), so the drive does not hold a stale or zero effort.", True, None),
+              "goal at the measured position with effort = gravity torque g(q) (output motor: "
+              "θ = q + K⁻¹g(q) with τ_m = g(q)), so the drive does not hold a stale or zero "
+              "effort.", True, None),
     "hold_on_start": (
         False, "Send such a hold goal once at start-up, as soon as the model, a joint state "
                "and the controller are available.", True, None),
+    "feedforward": (
+        True, "false: forward every goal resampled like an enriched one (positions, velocities, "
+              "accelerations of q_d; output motor too: θ_d = q_d) but without effort, and send "
+              "no hold goals: the controller's feedback alone at the same gains (the baseline "
+              "the feedforward is measured against).", True, None),
 }
 
 #: Boolean ``feedforward_proxy`` parameters.
 PROXY_BOOLEANS = ("pass_through_without_effort", "enrich_lead_in", "hold_after_stop",
-                  "hold_on_start")
+                  "hold_on_start", "feedforward")
 
 
 def proxy_parameter_table():

@@ -343,6 +343,35 @@ def hold_point(robot, names, positions):
             "accelerations": zero.copy(), "effort": g}
 
 
+def motor_hold_point(actuator, point):
+    """A :func:`hold_point` for a drive commanded on the motor side (``output: motor``): at
+    rest, the flatness reference of :mod:`mbs_dynamics.control.actuators` with τ = g(q) and
+    all derivatives zero — θ = q + φ⁻¹(g) (SEA: q + K⁻¹g), θ' = θ'' = 0, τ_m = g.
+
+    Args:
+        actuator: the SEA/VSA object of the enricher (``reference``).
+        point: the dict of :func:`hold_point` (link side, in the model's joint order).
+
+    Returns:
+        dict like ``point`` with ``positions`` = θ and ``effort`` = τ_m.
+
+    Raises:
+        ValueError: the reference is not finite.
+    """
+    q = np.asarray(point["positions"], dtype=float)
+    n = q.shape[0]
+    qs = np.zeros((5, n))
+    qs[0] = q
+    taus = np.zeros((3, n))
+    taus[0] = point["effort"]
+    ref = np.asarray(actuator.reference(qs, taus))
+    if not np.all(np.isfinite(ref)):
+        raise ValueError("motor-side hold reference is not finite")
+    zero = np.zeros(n)
+    return {"time_from_start": 0.0, "positions": ref[0], "velocities": zero,
+            "accelerations": zero.copy(), "effort": ref[3]}
+
+
 class JointStateCache:
     """The latest measured position/velocity of each joint (from sensor_msgs/JointState).
 

@@ -356,3 +356,22 @@ def test_waiter_timeout_and_shutdown():
     assert not w.wait(fut.done, timeout=0.2)
     assert 0.18 <= time.monotonic() - t0 < 0.5
     assert not w.wait(fut.done, ok=lambda: False)
+
+
+def test_motor_hold_point_is_the_sea_rest_reference():
+    """At rest the flatness reference is θ = q + K⁻¹g, τ_m = g (MATH.md with τ' = τ'' = 0)."""
+    from mbs_dynamics.control.actuators import SEA
+    from mbs_dynamics.ros.proxy_logic import motor_hold_point
+
+    K = np.array([3000.0, 1500.0, 800.0])
+    sea = SEA(K, [0.5, 0.1, 0.2], [0.3, 0.0, 1.0], n=3)
+    q = np.array([0.2, -0.4, 1.1])
+    g = np.array([12.0, -3.0, 0.5])
+    hold = motor_hold_point(sea, {"time_from_start": 0.0, "positions": q,
+                                  "velocities": np.zeros(3), "accelerations": np.zeros(3),
+                                  "effort": g})
+    np.testing.assert_allclose(hold["positions"], q + g / K, rtol=1e-15)
+    np.testing.assert_array_equal(hold["effort"], g)
+    assert not np.any(hold["velocities"]) and not np.any(hold["accelerations"])
+    with pytest.raises(ValueError, match="not finite"):
+        motor_hold_point(sea, {"positions": q, "effort": np.array([np.nan, 0.0, 0.0])})
