@@ -1,39 +1,35 @@
-"""Co-simulation in Gazebo (gz sim) through gz_ros2_control: the bundled arm7, effort-controlled
-by feedforward_node's ``~/torque``.
+"""Co-simulation in Gazebo (gz sim, server only) through gz_ros2_control, in the arrangement of
+``cosim.launch.py``: joint_trajectory_controller (JTC) with effort command interfaces on
+gz_ros2_control's ``GazeboSimSystem``, and ``feedforward_proxy`` in front of it.
 
-    ros2 launch mbs_dynamics gazebo.launch.py
+    ros2 launch mbs_dynamics gazebo.launch.py robot_description_file:=/path/robot.urdf \\
+        feedforward:=true|false controllers_file:=/path/controllers.yaml
 
-Needs ``ros_gz_sim``, ``ros_gz_bridge``, ``gz_ros2_control``, ``robot_state_publisher``,
-``controller_manager``, ``joint_state_broadcaster`` and ``effort_controllers`` (e.g.
-``sudo apt install ros-$ROS_DISTRO-gz-ros2-control ros-$ROS_DISTRO-ros-gz
-ros-$ROS_DISTRO-ros2-controllers``). What it starts, following the gz_ros2_control demos:
+Needs ``ros_gz_sim``, ``ros_gz_bridge`` and ``gz_ros2_control`` (Gazebo Harmonic with Jazzy).
+What it starts:
 
-1. Gazebo (``ros_gz_sim``'s ``gz_sim.launch.py``, ``gz_args``, default ``-r empty.sdf``) and a
-   ``/clock`` bridge (``ros_gz_bridge parameter_bridge``);
-2. ``robot_state_publisher`` with arm7's URDF plus a ``<ros2_control>`` block (hardware
-   ``gz_ros2_control/GazeboSimSystem``; per joint an ``effort`` command interface and
-   ``position``/``velocity`` state interfaces, initial positions = the trajectory's start) and the
-   ``gz_ros2_control-system`` plugin reading ``config/gazebo_controllers.yaml``;
-3. ``ros_gz_sim create`` spawning the robot from ``robot_description``, then the spawners of
-   ``joint_state_broadcaster`` and ``effort_controller``
-   (``effort_controllers/JointGroupEffortController``, command topic
-   ``/effort_controller/commands``, std_msgs/Float64MultiArray);
-4. ``feedforward_node`` with ``use_sim_time: true``, reading ``/joint_states`` and remapping
-   ``~/torque`` onto ``/effort_controller/commands``;
-5. after ``delay`` seconds, the bundled trajectory sent once to
-   ``/feedforward_node/joint_trajectory``.
+1. Gazebo's server (``ros_gz_sim``'s ``gz_sim.launch.py`` with ``gz_args``, default
+   ``-r -s empty.sdf``: running, no GUI) and a ``/clock`` bridge;
+2. ``robot_state_publisher`` with the URDF plus gz_ros2_control's ``<ros2_control>`` block and
+   Gazebo plugin (:func:`mbs_dynamics.ros.gazebo_setup.gazebo_description`), the robot spawned
+   from ``robot_description``;
+3. after the spawn, the spawners of ``joint_state_broadcaster`` and
+   ``joint_trajectory_controller`` (the controllers file patched as the MuJoCo co-simulation
+   does: :func:`mbs_dynamics.ros.cosim_setup.controllers_config`);
+4. ``feedforward_proxy`` (``output: effort``; ``feedforward:=false`` forwards the same goals
+   without effort: JTC's PID alone at the same gains). Goals go to
+   ``/feedforward_proxy/follow_joint_trajectory``.
 
-The effort controller only forwards torques, so this loop is pure feedforward (no feedback):
-it shows the model and Gazebo agree, and drifts slowly where they do not (Gazebo's integrator,
-joint limits). JointGroupEffortController keeps applying its last command if the node stops
-publishing.
+Gazebo's joints are rigid: ``actuator:=sea`` is for ``cosim.launch.py`` (MuJoCo), and closed
+loops or mimic joints are refused here with a message.
 """
 
-import re
+import os
+import tempfile
 
 from launch import LaunchDescription
-from launch.actions import (DeclareLaunchArgument, ExecuteProcess, IncludeLaunchDescription,
-                            OpaqueFunction, RegisterEventHandler, TimerAction)
+from launch.actions import (DeclareLaunchArgument, IncludeLaunchDescription, OpaqueFunction,
+                            RegisterEventHandler)
 from launch.event_handlers import OnProcessExit
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
@@ -41,51 +37,50 @@ from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
+from mbs_dynamics.ros.launch_args import common_arguments, node_parameters
 
-def _ros2_control_urdf(urdf, joints, q0, effort_limits, controllers_yaml):
-    """arm7's URDF with the gz_ros2_control hardware block and Gazebo plugin inserted."""
-    blocks = ['  <ros2_control name="GazeboSimSystem" type="system">',
-              "    <hardware>",
-              "      <plugin>gz_ros2_control/GazeboSimSystem</plugin>",
-              "    </hardware>"]
-    for name, q, eff in zip(joints, q0, effort_limits):
-        blocks += [f'    <joint name="{name}">',
-                   '      <command_interface name="effort">',
-                   f'        <param name="min">{-eff:g}</param>',
-                   f'        <param name="max">{eff:g}</param>',
-                   "      </command_interface>",
-                   '      <state_interface name="position">',
-                   f'        <param name="initial_value">{q:.9g}</param>',
-                   "      </state_interface>",
-                   '      <state_interface name="velocity"/>',
-                   '      <state_interface name="effort"/>',
-                   "    </joint>"]
-    blocks += ["  </ros2_control>",
-               "  <gazebo>",
-               '    <plugin filename="gz_ros2_control-system" '
-               'name="gz_ros2_control::GazeboSimROS2ControlPlugin">',
-               f"      <parameters>{controllers_yaml}</parameters>",
-               "    </plugin>",
-               "  </gazebo>"]
-    head, tail = re.split(r"</robot>\s*$", urdf, maxsplit=1)
-    return head + "\n".join(blocks) + "\n</robot>\n" + tail
+_TRUE = ("true", "True", "1", "yes")
+_BOOL = _TRUE + ("false", "False", "0", "no")
 
 
 def _setup(context):
+    import numpy as np
+    import yaml
+
     import mbs_dynamics as mbs
     from mbs_dynamics import demo
-    from mbs_dynamics.control.trajectory import Trajectory
+    from mbs_dynamics.ros.cosim_setup import controllers_config, proxy_overrides
+    from mbs_dynamics.ros.gazebo_setup import gazebo_description
 
-    urdf_file, traj_file = demo.BUNDLED["arm7"]
-    urdf = urdf_file.read_text()
+    urdf_file = LaunchConfiguration("robot_description_file").perform(context).strip()
+    if not urdf_file:
+        urdf_file = str(demo.BUNDLED["arm7"][0])
+        context.launch_configurations["robot_description_file"] = urdf_file
+    if LaunchConfiguration("loops").perform(context).strip():
+        raise RuntimeError("gazebo.launch.py: closed loops are not simulated in Gazebo here")
+    ff = LaunchConfiguration("feedforward").perform(context).strip()
+    if ff not in _BOOL:
+        raise RuntimeError(f"feedforward:={ff}: expected true or false")
+    with open(urdf_file, encoding="utf-8") as f:
+        urdf = f.read()
     robot = mbs.load_urdf(urdf)
-    traj = Trajectory.load(traj_file).reorder(robot.joint_names)
-    q0 = traj.sample(0.0)[0]
-    controllers = PathJoinSubstitution(
-        [FindPackageShare("mbs_dynamics"), "config", "gazebo_controllers.yaml"]).perform(context)
-    description = _ros2_control_urdf(urdf, robot.joint_names, q0, robot.effort_limit,
-                                     controllers)
-    desc_param = ParameterValue(description, value_type=str)
+    if getattr(robot, "mimic_joints", None):
+        raise RuntimeError("gazebo.launch.py: mimic joints are not simulated in Gazebo here")
+    q0 = np.clip(0.0, robot.model.lower, robot.model.upper)
+    ctrl = LaunchConfiguration("controllers_file").perform(context).strip()
+    if not os.path.isabs(ctrl) and not os.path.isfile(ctrl):
+        ctrl = os.path.join(FindPackageShare("mbs_dynamics").perform(context), "config", ctrl)
+    with open(ctrl, encoding="utf-8") as f:
+        doc = yaml.safe_load(f)
+    try:
+        doc, _ = controllers_config(doc, robot.joint_names, elastic=False, use_sim_time=True)
+    except ValueError as exc:
+        raise RuntimeError(f"gazebo.launch.py: {exc}") from None
+    ctrl_path = os.path.join(tempfile.mkdtemp(prefix="mbs_gazebo_"), "controllers.yaml")
+    with open(ctrl_path, "w", encoding="utf-8") as f:
+        yaml.safe_dump(doc, f, sort_keys=False)
+    description = gazebo_description(urdf, robot.joint_names, q0, robot.model.effort_limit,
+                                      ctrl_path)
 
     gazebo = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(PathJoinSubstitution(
@@ -96,43 +91,34 @@ def _setup(context):
         arguments=["/clock@rosgraph_msgs/msg/Clock[gz.msgs.Clock"])
     state_publisher = Node(
         package="robot_state_publisher", executable="robot_state_publisher", output="screen",
-        parameters=[{"robot_description": desc_param, "use_sim_time": True}])
+        parameters=[{"robot_description": ParameterValue(description, value_type=str),
+                     "use_sim_time": True}])
     spawn = Node(
         package="ros_gz_sim", executable="create", output="screen",
-        arguments=["-topic", "robot_description", "-name", "arm7", "-allow_renaming", "true"])
-    jsb = Node(package="controller_manager", executable="spawner",
-               arguments=["joint_state_broadcaster"])
-    effort = Node(package="controller_manager", executable="spawner",
-                  arguments=["effort_controller", "--param-file", controllers])
-    feedforward = Node(
-        package="mbs_dynamics", executable="feedforward_node", name="feedforward_node",
-        output="screen",
-        parameters=[{"robot_description": ParameterValue(urdf, value_type=str),
-                     "use_sim_time": True, "control_rate": 1000.0,
-                     "joint_state_timeout": 0.1, "actuator.type": "rigid"}],
-        remappings=[("joint_states", "/joint_states"),
-                    ("~/torque", "/effort_controller/commands")])
-    publish = TimerAction(
-        period=float(LaunchConfiguration("delay").perform(context)),
-        actions=[ExecuteProcess(
-            cmd=["ros2", "topic", "pub", "--once", "-w", "1",
-                 "/feedforward_node/joint_trajectory", "trajectory_msgs/msg/JointTrajectory",
-                 demo.trajectory_message_yaml(traj)],
-            output="screen")])
-    return [
-        gazebo, clock_bridge, state_publisher, spawn,
-        RegisterEventHandler(OnProcessExit(target_action=spawn, on_exit=[jsb])),
-        RegisterEventHandler(OnProcessExit(target_action=jsb, on_exit=[effort, feedforward])),
-        RegisterEventHandler(OnProcessExit(target_action=effort, on_exit=[publish])),
-    ]
+        arguments=["-topic", "robot_description", "-name", robot.model.name or "robot",
+                   "-allow_renaming", "true"])
+    spawners = [Node(package="controller_manager", executable="spawner", output="screen",
+                     arguments=[name, "--param-file", ctrl_path,
+                                "--controller-manager-timeout", "120"])
+                for name in ("joint_state_broadcaster", "joint_trajectory_controller")]
+    proxy = Node(
+        package="mbs_dynamics", executable="feedforward_proxy", name="feedforward_proxy",
+        namespace=LaunchConfiguration("namespace"), output="screen", emulate_tty=True,
+        parameters=node_parameters(context, extra=[proxy_overrides(
+            {"type": "rigid"}, ff in _TRUE, use_sim_time=True)]))
+    return [gazebo, clock_bridge, state_publisher, spawn,
+            RegisterEventHandler(OnProcessExit(target_action=spawn, on_exit=spawners + [proxy]))]
 
 
 def generate_launch_description():
-    return LaunchDescription([
-        DeclareLaunchArgument("gz_args", default_value="-r empty.sdf",
-                              description="arguments of gz sim (-r: run at start)"),
-        DeclareLaunchArgument("delay", default_value="2.0",
-                              description="seconds after the controllers are up before the "
-                                          "trajectory is sent"),
+    return LaunchDescription(common_arguments("feedforward_proxy.yaml", "proxy namespace") + [
+        DeclareLaunchArgument("gz_args", default_value="-r -s empty.sdf",
+                              description="arguments of gz sim (-r: run, -s: server only)"),
+        DeclareLaunchArgument(
+            "feedforward", default_value="true",
+            description="false: goals forwarded without effort (JTC's PID alone, same gains)"),
+        DeclareLaunchArgument(
+            "controllers_file", default_value="jtc_feedforward_example.yaml",
+            description="ros2_control controllers file (name under config/ or path)"),
         OpaqueFunction(function=_setup),
     ])

@@ -1,0 +1,74 @@
+"""What ``launch/gazebo.launch.py`` prepares before it starts Gazebo (plain Python, no ROS): the
+URDF with gz_ros2_control's ``<ros2_control>`` block and Gazebo plugin added.
+
+The arrangement is the co-simulation's (:mod:`mbs_dynamics.ros.cosim_setup`): the hardware is
+``gz_ros2_control/GazeboSimSystem`` with an ``effort`` command interface and ``position`` /
+``velocity`` state interfaces per joint, joint_trajectory_controller (JTC) commands the efforts
+(its PID plus the feedforward effort the proxy puts in each trajectory point), and
+``feedforward_proxy`` sits in front of JTC. Gazebo's joints are rigid: series-elastic joints are
+simulated only by the MuJoCo co-simulation (``cosim.launch.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import xml.etree.ElementTree as ET
+
+__all__ = ["HARDWARE_PLUGIN", "SYSTEM_PLUGIN", "gazebo_description"]
+
+HARDWARE_PLUGIN = "gz_ros2_control/GazeboSimSystem"
+SYSTEM_PLUGIN = ("gz_ros2_control-system", "gz_ros2_control::GazeboSimROS2ControlPlugin")
+
+
+def gazebo_description(urdf, joints, q0, effort_limits, controllers_file):
+    """The URDF with the ``<ros2_control>`` block for Gazebo and the ``<gazebo>`` plugin tag.
+
+    Args:
+        urdf: URDF XML text; an existing ``<ros2_control>`` element or gz_ros2_control plugin
+            is replaced.
+        joints: the movable joints JTC commands (URDF names).
+        q0: (n,) initial joint positions [rad or m] (the state interfaces' ``initial_value``).
+        effort_limits: (n,) |effort| bounds of the command interfaces (inf: unbounded).
+        controllers_file: path of the controllers YAML gz_ros2_control's controller manager
+            loads.
+
+    Returns:
+        str: the URDF text. Names and values are written by ElementTree (escaped), never
+        spliced into the text.
+
+    Raises:
+        ValueError: sizes differ, a value is not finite (``q0``), or the URDF is not XML.
+    """
+    joints = list(joints)
+    q0 = [float(x) for x in q0]
+    effort_limits = [float(x) for x in effort_limits]
+    if not (len(joints) == len(q0) == len(effort_limits)):
+        raise ValueError(f"gazebo_description: {len(joints)} joints, {len(q0)} initial positions,"
+                         f" {len(effort_limits)} effort limits")
+    if not all(math.isfinite(x) for x in q0):
+        raise ValueError("gazebo_description: initial positions must be finite")
+    try:
+        root = ET.fromstring(urdf)
+    except ET.ParseError as exc:
+        raise ValueError(f"gazebo_description: the URDF is not XML ({exc})") from None
+    for el in root.findall("ros2_control"):
+        root.remove(el)
+    for g in root.findall("gazebo"):
+        if any(p.get("filename") == SYSTEM_PLUGIN[0] for p in g.findall("plugin")):
+            root.remove(g)
+    rc = ET.SubElement(root, "ros2_control", {"name": "GazeboSimSystem", "type": "system"})
+    ET.SubElement(ET.SubElement(rc, "hardware"), "plugin").text = HARDWARE_PLUGIN
+    for name, q, eff in zip(joints, q0, effort_limits):
+        j = ET.SubElement(rc, "joint", {"name": name})
+        cmd = ET.SubElement(j, "command_interface", {"name": "effort"})
+        if math.isfinite(eff) and eff > 0:
+            ET.SubElement(cmd, "param", {"name": "min"}).text = repr(-eff)
+            ET.SubElement(cmd, "param", {"name": "max"}).text = repr(eff)
+        pos = ET.SubElement(j, "state_interface", {"name": "position"})
+        ET.SubElement(pos, "param", {"name": "initial_value"}).text = repr(q)
+        ET.SubElement(j, "state_interface", {"name": "velocity"})
+        ET.SubElement(j, "state_interface", {"name": "effort"})
+    plugin = ET.SubElement(ET.SubElement(root, "gazebo"), "plugin",
+                           {"filename": SYSTEM_PLUGIN[0], "name": SYSTEM_PLUGIN[1]})
+    ET.SubElement(plugin, "parameters").text = str(controllers_file)
+    return ET.tostring(root, encoding="unicode")
