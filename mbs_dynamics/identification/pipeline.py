@@ -185,8 +185,9 @@ class Solution:
 def solve_statistics(robot, problem, neq, consistent=True):
     """The one solve of identification, from the sufficient statistics ``neq`` of a log (or of
     many chunks added together): OLS, WLS, σ (:func:`.estimate.solve`), then the physically
-    consistent estimate (:mod:`.consistent`) or the least-squares one; residual RMS per joint
-    of the identified model and of the URDF's from the same statistics.
+    consistent estimate (:mod:`.consistent`) or the least-squares one (``consistent=None``:
+    neither, only the estimate, its σ and the residuals); residual RMS per joint of the
+    identified model and of the URDF's from the same statistics.
 
     Returns:
         :class:`Solution` with estimate, x (unknowns of the returned model), robot,
@@ -205,6 +206,10 @@ def solve_statistics(robot, problem, neq, consistent=True):
     if est.poorly_excited:
         warn.append("poorly excited (large variance inflation): " +
                     ", ".join(est.poorly_excited))
+    N = max(neq.N, 1)
+    if consistent is None:  # the estimate and σ only (a fleet's windows)
+        return Solution(estimate=est, x=est.x, warnings=warn, rms=np.sqrt(neq.rss(est.x) / N),
+                        rms_urdf=np.sqrt(neq.rss(x0) / N))
     if consistent:
         pi, fr, dchi2 = _consistent.consistent_estimate(T, est.x, est.information, prior, nfr)
         # warn when the constraint costs more than 1 % of residual RMS (2 % of χ²): the true
@@ -233,7 +238,6 @@ def solve_statistics(robot, problem, neq, consistent=True):
     base_params = {nm: {"value": float(est.x[i]), "sigma": float(est.sigma[i])}
                    for i, nm in enumerate(problem.base.names)}
     x = np.concatenate([T @ pi.ravel(), fr])
-    N = max(neq.N, 1)
     return Solution(estimate=est, x=x, robot=new_robot, inertial_parameters=pi, friction=fric,
                     base_parameters=base_params, friction_sigma=fr_out, warnings=warn,
                     chi2_increase=dchi2, rms=np.sqrt(neq.rss(x) / N),
