@@ -68,7 +68,8 @@ def run_chunks(client, function, problem, chunks, progress=None):
     """
     from dask.distributed import as_completed
     run = uuid.uuid4().hex[:8]
-    prob = client.scatter(problem, broadcast=True)
+    # a key of its own per run (hash=False): a finished run's release cannot take it away
+    prob = client.scatter(problem, broadcast=True, hash=False)
     futures = {}
     for ch in chunks:
         key = f"mbs-chunk-{run}-" + "-".join(str(x) for x in ch.id)
@@ -77,10 +78,10 @@ def run_chunks(client, function, problem, chunks, progress=None):
     done = 0
     for fut in as_completed(list(futures)):
         cid = futures[fut]
-        if fut.status == "error":
-            errors[cid] = fut.exception()
-        else:
+        try:
             results[cid] = fut.result()  # keyed by chunk: a rerun replaces, never adds
+        except Exception as exc:  # the chunk's own error (a corrupt file), or lost for good
+            errors[cid] = exc
         fut.release()
         done += 1
         if progress is not None:

@@ -339,6 +339,10 @@ def identify(robot, log, friction=True, consistent=True, *, cutoff=None, topic="
         "rms_urdf": dict(zip(names, rms_urdf.tolist())),
         "noise_sigma": dict(zip(names, est.noise.tolist())),
         "consistent": bool(consistent), "consistent_chi2_increase": dchi2,
+        "prior": ({"divergence": "log-det of the pseudo-inertias (Lee, Wensing & Park 2020)",
+                   "weight": _consistent.PRIOR_WEIGHT,
+                   "smallest_eigenvalue_ratio": float(_consistent.margin(pi).min())}
+                  if consistent else None),
         "unexcited": list(est.unexcited), "poorly_excited": list(est.poorly_excited),
         "warnings": warn,
         "inertial_parameters": {b: dict(zip(PARAMETER_KINDS, row.tolist()))

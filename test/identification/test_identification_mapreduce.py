@@ -128,3 +128,60 @@ def test_a_bad_row_is_named(arm7_log, tmp_path):
         chunked.read_rows(index, 1500, 2500)
     with pytest.raises(logs.LogError, match="missing"):
         chunked.scan(path, ("a", "b"))
+
+
+# ---------------------------------------------------------------- consistent, with a margin
+def test_divergence_residuals_are_the_log_det_divergence():
+    """Σ r² of the relative log-Cholesky residuals equals tr(J̄⁻¹J) − log det(J̄⁻¹J) − 4
+    computed directly (numpy slogdet), and their derivative equals finite differences."""
+    from mbs_dynamics.identification import consistent as C
+    robot = mbs.load_urdf(data.robot("arm7"))
+    prior = robot.inertial_parameters()
+    _, Ubar = C._factor(C.theta_of_pi(prior, floor=2 * C.MARGIN))
+    rng = np.random.default_rng(4)
+    th = rng.normal(scale=0.3, size=(prior.shape[0], 10))
+    th[0, :4] = [0.0, 1e-6, -2e-5, 0.5]  # across the series branch
+    r, dr = C._divergence_residuals(th)
+    pi = C.pi_of_theta(th, Ubar)
+    pi_bar = C.pi_of_theta(np.zeros_like(th), Ubar)
+    np.testing.assert_allclose((r ** 2).sum(1), C.divergence(pi, pi_bar), rtol=1e-9,
+                               atol=1e-13)
+    h = 1e-6
+    for c in range(4):
+        tp, tm = th.copy(), th.copy()
+        tp[:, c] += h
+        tm[:, c] -= h
+        fd = (C._divergence_residuals(tp)[0][:, c] - C._divergence_residuals(tm)[0][:, c]) / 2 / h
+        np.testing.assert_allclose(dr[:, c], fd, rtol=1e-6, atol=1e-8)
+
+
+def test_consistent_estimate_keeps_the_prior_and_a_margin():
+    """Without information the prior is returned; an estimate pushed outside the physical bodies
+    comes back with every pseudo-inertia's smallest eigenvalue ≥ 1e-6 of its largest."""
+    from mbs_dynamics.identification import consistent as C
+    robot = mbs.load_urdf(data.robot("arm7"))
+    unk = Unknowns(robot, friction=False)
+    prior = unk.prior
+    pi, _, _ = C.consistent_estimate(unk.T, unk.T @ prior.ravel(), np.zeros((unk.p,) * 2),
+                                     prior)
+    np.testing.assert_allclose(pi, prior, rtol=1e-9, atol=1e-12)
+    bad = prior.copy()
+    bad[:, 4:] *= -0.5  # negative inertias: not a body
+    bad[:, 0] *= 0.2
+    info = np.eye(unk.p) * 1e6
+    pi, _, _ = C.consistent_estimate(unk.T, unk.T @ bad.ravel(), info, prior)
+    assert np.all(C.margin(pi) >= C.MARGIN * (1 - 1e-9)), C.margin(pi)
+    robot.with_inertial_parameters(pi)  # this package's checks
+
+
+def test_identified_urdf_loads_in_pinocchio_with_a_margin(arm7_log, tmp_path):
+    robot, log = arm7_log
+    res = identify(robot, log, urdf=data.robot("arm7"))
+    assert res.report["prior"]["smallest_eigenvalue_ratio"] >= 1e-6
+    res.write(tmp_path / "out")
+    model = pin.buildModelFromUrdf(str(tmp_path / "out.urdf"))
+    assert model.check(model.createData())
+    for inertia in model.inertias[1:]:
+        lam = np.linalg.eigvalsh(inertia.toPseudoInertia().toMatrix())
+        assert lam[0] >= 1e-6 * (1 - 1e-6) * lam[-1]
+    mbs.load_urdf(tmp_path / "out.urdf")
