@@ -160,3 +160,27 @@ def test_dask_two_workers_one_killed_mid_run(tree, local):
             np.testing.assert_allclose(vb, va, rtol=1e-10, atol=0)
     assert [(f["robot"], f["window"], f["parameter"]) for f in res.flags] == \
         [(f["robot"], f["window"], f["parameter"]) for f in local.flags]
+
+
+def test_cli_fleet(tree, tmp_path, capsys):
+    from mbs_dynamics.cli import main
+
+    robot, root = tree
+    rc = main(["fleet", str(data.robot("arm7")), str(root), "-o", str(tmp_path / "out"),
+               "--workers", "0", "--window", "1d", "--quiet", "--scheduler",
+               "tcp://127.0.0.1:9"])
+    assert rc == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "tcp://127.0.0.1:9" in err[0] and "warning" in err[0]
+    rep = json.loads((tmp_path / "out" / "fleet_report.json").read_text())
+    assert {(f["robot"], f["window"], f["parameter"]) for f in rep["flags"]
+            if f["robot"] == "r1"} == PLANTED_FRICTION
+    assert (tmp_path / "out" / "r1_drift.png").exists()
+    for bad, what in ((["--window", "1 fortnight"], "--window"),
+                      (["-k", "-1"], "-k")):
+        rc = main(["fleet", str(data.robot("arm7")), str(root), "-o", str(tmp_path / "o2")]
+                  + bad)
+        assert rc == 2 and what in capsys.readouterr().err
+    rc = main(["fleet", str(data.robot("arm7")), str(tmp_path / "nowhere"), "-o",
+               str(tmp_path / "o3")])
+    assert rc == 2 and "nowhere: no such directory" in capsys.readouterr().err
