@@ -303,58 +303,128 @@ def _scan_bag(path, joint_names, topic):
                     np.array(marks, np.int64), np.array(ties, np.int64), topic, stamped)
 
 
+def _cdr_layout(raw):
+    """Where a little-endian CDR ``sensor_msgs/JointState``'s fields lie: (names, end of the
+    names, [(offset, count)] of position, velocity, effort), offsets from the message start;
+    None when it is not little-endian CDR or is cut short."""
+    if len(raw) < 16 or raw[1] != 1:
+        return None
+    u32 = (lambda o: int.from_bytes(raw[4 + o:8 + o], "little"))
+    try:
+        pos = 8
+        pos += 4 + u32(pos)                     # frame_id
+        pos = -(-pos // 4) * 4
+        count, pos = u32(pos), pos + 4
+        names = []
+        for _ in range(count):
+            pos = -(-pos // 4) * 4
+            k = u32(pos)
+            names.append(raw[8 + pos:8 + pos + k - 1].decode("utf-8"))
+            pos += 4 + k
+        end, fields = pos, []
+        for _ in range(3):
+            pos = -(-pos // 4) * 4
+            cnt, pos = u32(pos), pos + 4
+            if cnt:
+                pos = -(-pos // 8) * 8
+            fields.append((4 + pos, cnt))
+            pos += 8 * cnt
+    except (UnicodeDecodeError, IndexError):
+        return None
+    return (names, 4 + end, fields) if 4 + pos <= len(raw) else None
+
+
+def _decode_joint_states(raws, want, src, stamped, bag_times, store, conn_type):
+    """(stamps int64 (m,), position, effort, velocity or None) of JointState messages ``raws``
+    in the joints ``want``: messages with the first one's layout (same length, frame_id and
+    names) are read all at once from their bytes; the others one by one by rosbags."""
+    m, n = len(raws), len(want)
+    stamps = np.empty(m, np.int64)
+    pos, eff, vel = np.empty((m, n)), np.empty((m, n)), np.empty((m, n))
+    has_vel = np.ones(m, bool)
+    lay = _cdr_layout(raws[0])
+    fast = np.zeros(m, bool)
+    if lay is not None and all(j in lay[0] for j in want):
+        names, end, fields = lay
+        L = len(raws[0])
+        same_len = np.fromiter((len(r) == L for r in raws), bool, m)
+        rows = np.flatnonzero(same_len)
+        buf = np.frombuffer(b"".join(raws[i] for i in rows), np.uint8).reshape(rows.size, L)
+        # the same encapsulation, frame_id and names (bytes 4..12 are the stamp)
+        ok = (buf[:, 12:end] == buf[0, 12:end]).all(axis=1) & (buf[:, :4] == buf[0, :4]).all(1)
+        rows, buf = rows[ok], buf[ok]
+        idx = [names.index(j) for j in want]
+        (po, pc), (vo, vc), (eo, ec) = fields
+        if pc == len(names) and ec == len(names) and rows.size:
+            f8 = (lambda off, c: np.ascontiguousarray(buf[:, off:off + 8 * c]).view("<f8"))
+            pos[rows] = f8(po, pc)[:, idx]
+            eff[rows] = f8(eo, ec)[:, idx]
+            if vc == len(names):
+                vel[rows] = f8(vo, vc)[:, idx]
+            else:
+                has_vel[rows] = False
+            if stamped:
+                sec = np.ascontiguousarray(buf[:, 4:8]).view("<i4")[:, 0].astype(np.int64)
+                nsec = np.ascontiguousarray(buf[:, 8:12]).view("<u4")[:, 0].astype(np.int64)
+                stamps[rows] = sec * 10 ** 9 + nsec
+            else:
+                stamps[rows] = bag_times[rows]
+            fast[rows] = True
+    for r in np.flatnonzero(~fast):
+        msg = store.deserialize_cdr(raws[r], conn_type)
+        names = list(msg.name)
+        where = {nm: i for i, nm in enumerate(names)}
+        t_bag = int(bag_times[r])
+        if any(j not in where for j in want):
+            raise LogError(f"{src}: the JointState at t = {t_bag * 1e-9:.9g} s lacks joint(s) "
+                           f"{', '.join(j for j in want if j not in where)}")
+        idx = [where[j] for j in want]
+        p, e, v = (np.asarray(x, float) for x in (msg.position, msg.effort, msg.velocity))
+        if p.shape[0] != len(names) or e.shape[0] != len(names):
+            raise LogError(f"{src}: a JointState at t = {t_bag * 1e-9:.9g} s has {len(names)} "
+                           f"names but {p.shape[0]} positions and {e.shape[0]} efforts "
+                           "(efforts must be logged)")
+        stamps[r] = (int(msg.header.stamp.sec) * 10 ** 9 + int(msg.header.stamp.nanosec)
+                     if stamped else t_bag)
+        pos[r], eff[r] = p[idx], e[idx]
+        if v.shape[0] == len(names):
+            vel[r] = v[idx]
+        else:
+            has_vel[r] = False
+    return stamps, pos, eff, (vel if has_vel.all() else None)
+
+
 def _read_bag_rows(index, a, b):
     src = index.path
     store = _logs._typestore()
-    want = list(index.joint_names)
-    n = len(want)
     k0 = a // STRIDE
     skip = int(index.ties[k0]) + (a - k0 * STRIDE)
     m = b - a
-    stamps = np.empty(m, np.int64)
-    pos, eff, vel = np.empty((m, n)), np.empty((m, n)), np.empty((m, n))
-    has_vel = True
+    raws, times, conn_type = [], [], None
     reader = _open_bag(index.path)
     try:
         conns = _connections(reader, src, index.topic)
+        conn_type = conns[0].msgtype
         r = -skip
         try:
-            for conn, t_bag, raw in reader.messages(connections=conns,
-                                                    start=int(index.marks[k0])):
+            for _, t_bag, raw in reader.messages(connections=conns, start=int(index.marks[k0])):
                 if r >= 0:
-                    msg = store.deserialize_cdr(raw, conn.msgtype)
-                    names = list(msg.name)
-                    if names != want:
-                        where = {nm: i for i, nm in enumerate(names)}
-                        if any(j not in where for j in want):
-                            raise LogError(f"{src}: the JointState at t = {t_bag * 1e-9:.9g} s "
-                                           f"lacks joint(s) {', '.join(j for j in want if j not in where)}")
-                        idx = [where[j] for j in want]
-                    else:
-                        idx = slice(None)
-                    p, e, v = (np.asarray(x, float) for x in (msg.position, msg.effort,
-                                                            msg.velocity))
-                    if p.shape[0] != len(names) or e.shape[0] != len(names):
-                        raise LogError(f"{src}: a JointState at t = {t_bag * 1e-9:.9g} s has "
-                                       f"{len(names)} names but {p.shape[0]} positions and "
-                                       f"{e.shape[0]} efforts (efforts must be logged)")
-                    stamps[r] = (int(msg.header.stamp.sec) * 10 ** 9 + int(msg.header.stamp.nanosec)
-                                 if index.stamped else int(t_bag))
-                    pos[r], eff[r] = p[idx], e[idx]
-                    if v.shape[0] == len(names):
-                        vel[r] = v[idx]
-                    else:
-                        has_vel = False
+                    raws.append(bytes(raw))
+                    times.append(t_bag)
                 r += 1
                 if r == m:
                     break
+            if len(raws) < m:
+                raise LogError(f"{src}: {m - len(raws)} JointState messages fewer than when it "
+                               "was indexed")
+            stamps, pos, eff, vel = _decode_joint_states(
+                raws, list(index.joint_names), src, index.stamped,
+                np.array(times, np.int64), store, conn_type)
         except LogError:
             raise
         except Exception as exc:
             raise _bag_failure(src, exc) from None
     finally:
         reader.close()
-    if r < m:
-        raise LogError(f"{src}: {m - r} JointState messages fewer than when it was indexed")
     t = (stamps - index.start_ns).astype(float) * 1e-9
-    return _logs.JointLog(t, index.joint_names, pos, eff, vel if has_vel else None, None, src)
+    return _logs.JointLog(t, index.joint_names, pos, eff, vel, None, src)
