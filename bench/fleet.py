@@ -13,7 +13,9 @@ reading and parsing the rows, filtering, the statistics (regressor + Gram update
 compiled regressor alone on the same states, the peer the map step is compared with. With
 ``--dask``: wall time of the map steps of the log on a local cluster of 1 and of 2 worker
 processes (one thread each; imports done on every worker before the clock starts),
-alternating, and the ratio 1-worker / 2-worker per repeat.
+alternating, the ratio 1-worker / 2-worker per repeat, and the workers' CPU time (how many
+cores they got: on a shared machine with the kernel's autogroup scheduling, the processes of one
+session share one session's slice of the CPU, however many there are).
 """
 from __future__ import annotations
 
@@ -72,7 +74,7 @@ def main():
               f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; "
               f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}")
         unk = Unknowns(robot)
-        problem = mapreduce.make_problem(unk)
+        problem = mapreduce.make_problem(unk, type(robot))
         index = chunked.scan(csv, robot.joint_names)
         chunks = mapreduce.plan(index, problem.cutoff, a.rows)
         N = sum(c.keep_b - c.keep_a for c in chunks)
@@ -109,20 +111,24 @@ def main():
             from mbs_dynamics.identification import distributed
             ratios = []
             for r in range(a.repeats):
-                wall = {}
+                wall, work = {}, {}
                 for n in (1, 2):
                     with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
                                       host="127.0.0.1", dashboard_address=None) as cl, \
                             Client(cl) as c:
                         c.run(_warm)  # imports (scipy.signal takes seconds) on every worker
+                        c0 = sum(c.run(time.process_time).values())
                         w0 = time.perf_counter()
                         res, err = distributed.run_chunks(c, mapreduce.map_chunk, problem,
                                                           chunks)
                         wall[n] = time.perf_counter() - w0
+                        work[n] = sum(c.run(time.process_time).values()) - c0
                         assert not err and len(res) == len(chunks)
                 ratios.append(wall[1] / wall[2])
-                print(f"repeat {r}: 1 worker {wall[1]:.2f} s, 2 workers {wall[2]:.2f} s wall, "
-                      f"speed-up {ratios[-1]:.2f}x; load average {os.getloadavg()[0]:.1f}")
+                print(f"repeat {r}: 1 worker {wall[1]:.2f} s wall ({work[1]:.2f} s CPU), "
+                      f"2 workers {wall[2]:.2f} s wall ({work[2]:.2f} s CPU, "
+                      f"{work[2] / wall[2]:.2f} cores busy), speed-up {ratios[-1]:.2f}x; "
+                      f"load average {os.getloadavg()[0]:.1f}")
             print(f"speed-up median {statistics.median(ratios):.2f}x "
                   f"[{min(ratios):.2f}-{max(ratios):.2f}]")
 

@@ -200,15 +200,14 @@ def fleet(robot, logs_dir, window="1d", k=5.0, *, friction=True, cutoff=None,
     Raises:
         FileNotFoundError: ``logs_dir`` is not a directory. ValueError: a bad window or k.
     """
-    if getattr(robot, "floating_base", False):
-        raise ValueError("identification from joint logs needs a fixed-base robot")
+    _mr._check_robot(robot)
     window_ns = parse_window(window)
     k = float(k)
     if not (math.isfinite(k) and k > 0):
         raise ValueError(f"k must be a positive number, got {k!r}")
     tree = find_logs(logs_dir)
     unk = Unknowns(robot, friction)
-    problem = _mr.make_problem(unk, cutoff, torque_constants, window_ns)
+    problem = _mr.make_problem(unk, type(robot), cutoff, torque_constants, window_ns)
     errors, chunks, owner, logs_of = [], [], {}, {}
     for rid, paths in tree.items():
         for path in paths:

@@ -68,6 +68,8 @@ class Problem:
         torque_constants: None or (n,) k_t (effort is a current). window_ns: None (one window)
         or the window length [ns]; windows start at multiples of it since the epoch (UTC).
         key: identifies the model within a worker process (its Robot is built once).
+        robot_type: the class of the caller's robot, which a worker builds from ``model``
+            (pickled by reference).
     """
 
     model: object
@@ -78,6 +80,7 @@ class Problem:
     torque_constants: object = None
     window_ns: int | None = None
     key: str = ""
+    robot_type: type = None
 
 
 def plan(index, cutoff=_filtering.DEFAULT_CUTOFF, rows=None, log_id=0):
@@ -98,12 +101,11 @@ _ROBOTS = {}
 
 def _robot(problem):
     """A Robot of the problem's model, one per model per process (the map step's workspace)."""
-    from ..robot import Robot
     hit = _ROBOTS.get(problem.key) if problem.key else None
     if hit is None:
         if len(_ROBOTS) > 8:
             _ROBOTS.clear()
-        hit = Robot(problem.model)
+        hit = problem.robot_type(problem.model)
         if problem.key:
             _ROBOTS[problem.key] = hit
     return hit
@@ -164,10 +166,9 @@ def statistics(robot, logs, *, friction=True, cutoff=None, topic="/joint_states"
     """Map and reduce in this process (the reference for a distributed run): the statistics of
     ``logs`` (paths) per window, and the :class:`Problem`."""
     from .pipeline import Unknowns
-    if getattr(robot, "floating_base", False):
-        raise ValueError("identification from joint logs needs a fixed-base robot")
+    _check_robot(robot)
     unk = Unknowns(robot, friction)
-    problem = make_problem(unk, cutoff, torque_constants, window_ns)
+    problem = make_problem(unk, type(robot), cutoff, torque_constants, window_ns)
     results = {}
     for i, path in enumerate(logs):
         index = _chunked.scan(path, unk.joint_names, topic=topic)
@@ -176,8 +177,17 @@ def statistics(robot, logs, *, friction=True, cutoff=None, topic="/joint_states"
     return reduce(results), unk
 
 
-def make_problem(unknowns, cutoff=None, torque_constants=None, window_ns=None):
-    """The :class:`Problem` of :class:`~.pipeline.Unknowns` ``unknowns``."""
+def _check_robot(robot):
+    if getattr(robot, "floating_base", False):
+        raise ValueError("identification from joint logs needs a fixed-base robot")
+    if getattr(robot, "full_robot", None) is not None:
+        raise ValueError("a robot with mimic joints is identified one log at a time with "
+                         "identify(), not in chunks")
+
+
+def make_problem(unknowns, robot_type, cutoff=None, torque_constants=None, window_ns=None):
+    """The :class:`Problem` of :class:`~.pipeline.Unknowns` ``unknowns`` of a robot of class
+    ``robot_type`` (built from a Model: mimic joints are not supported here)."""
     cutoff = _filtering.DEFAULT_CUTOFF if cutoff is None else float(cutoff)
     kt = None
     if torque_constants is not None:
@@ -189,4 +199,4 @@ def make_problem(unknowns, cutoff=None, torque_constants=None, window_ns=None):
     import pickle
     key = hashlib.sha1(pickle.dumps(unknowns.model)).hexdigest()
     return Problem(unknowns.model, unknowns.F, unknowns.names, unknowns.friction, cutoff, kt,
-                   None if window_ns is None else int(window_ns), key)
+                   None if window_ns is None else int(window_ns), key, robot_type)
