@@ -17,6 +17,7 @@ date and time in the file name (``2026-11-28T14-30-00``, ``rosbag2_2026_11_28-14
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as _dt
 import os
@@ -261,34 +262,39 @@ def _connections(reader, src, topic):
     return conns
 
 
-def _bag_failure(src, exc):
-    return LogError(f"{src}: unreadable rosbag2 data ({type(exc).__name__}: "
-                    f"{' '.join(str(exc).split())[:200]})")
+@contextlib.contextmanager
+def _bag(path, topic):
+    """The open bag's reader and the JointState connections of ``topic``; any failure of
+    rosbags inside becomes one LogError line naming the bag."""
+    src = str(path)
+    reader = _open_bag(path)
+    try:
+        conns = _connections(reader, src, topic)
+        try:
+            yield reader, conns
+        except LogError:
+            raise
+        except Exception as exc:  # rosbags' own errors for broken chunks, CDR, indexes
+            raise LogError(f"{src}: unreadable rosbag2 data ({type(exc).__name__}: "
+                           f"{' '.join(str(exc).split())[:200]})") from None
+    finally:
+        reader.close()
 
 
 def _scan_bag(path, joint_names, topic):
     src = str(path)
-    reader = _open_bag(path)
     store = _logs._typestore()
-    try:
-        conns = _connections(reader, src, topic)
+    with _bag(path, topic) as (reader, conns):
         marks, ties, rows, prev, run, first = [], [], 0, None, 0, None
-        try:
-            for conn, t_bag, raw in reader.messages(connections=conns):
-                run = run + 1 if t_bag == prev else 0
-                if rows % STRIDE == 0:
-                    marks.append(int(t_bag))
-                    ties.append(run)
-                if first is None:
-                    first = (store.deserialize_cdr(raw, conn.msgtype), int(t_bag))
-                prev = t_bag
-                rows += 1
-        except LogError:
-            raise
-        except Exception as exc:
-            raise _bag_failure(src, exc) from None
-    finally:
-        reader.close()
+        for conn, t_bag, raw in reader.messages(connections=conns):
+            run = run + 1 if t_bag == prev else 0
+            if rows % STRIDE == 0:
+                marks.append(int(t_bag))
+                ties.append(run)
+            if first is None:
+                first = (store.deserialize_cdr(raw, conn.msgtype), int(t_bag))
+            prev = t_bag
+            rows += 1
     if first is None:
         raise LogError(f"{src}: no JointState messages on {topic}")
     msg, t_bag = first
@@ -400,31 +406,21 @@ def _read_bag_rows(index, a, b):
     k0 = a // STRIDE
     skip = int(index.ties[k0]) + (a - k0 * STRIDE)
     m = b - a
-    raws, times, conn_type = [], [], None
-    reader = _open_bag(index.path)
-    try:
-        conns = _connections(reader, src, index.topic)
-        conn_type = conns[0].msgtype
+    raws, times = [], []
+    with _bag(index.path, index.topic) as (reader, conns):
         r = -skip
-        try:
-            for _, t_bag, raw in reader.messages(connections=conns, start=int(index.marks[k0])):
-                if r >= 0:
-                    raws.append(bytes(raw))
-                    times.append(t_bag)
-                r += 1
-                if r == m:
-                    break
-            if len(raws) < m:
-                raise LogError(f"{src}: {m - len(raws)} JointState messages fewer than when it "
-                               "was indexed")
-            stamps, pos, eff, vel = _decode_joint_states(
-                raws, list(index.joint_names), src, index.stamped,
-                np.array(times, np.int64), store, conn_type)
-        except LogError:
-            raise
-        except Exception as exc:
-            raise _bag_failure(src, exc) from None
-    finally:
-        reader.close()
+        for _, t_bag, raw in reader.messages(connections=conns, start=int(index.marks[k0])):
+            if r >= 0:
+                raws.append(bytes(raw))
+                times.append(t_bag)
+            r += 1
+            if r == m:
+                break
+        if len(raws) < m:
+            raise LogError(f"{src}: {m - len(raws)} JointState messages fewer than when it "
+                           "was indexed")
+        stamps, pos, eff, vel = _decode_joint_states(
+            raws, list(index.joint_names), src, index.stamped, np.array(times, np.int64),
+            store, conns[0].msgtype)
     t = (stamps - index.start_ns).astype(float) * 1e-9
     return _logs.JointLog(t, index.joint_names, pos, eff, vel, None, src)

@@ -70,6 +70,16 @@ def test_chunked_filter_equals_the_whole_log_filtered_at_once(arm7_log):
             np.abs(a).max(), k
 
 
+def _write(log, tmp_path, kind):
+    """The log as a CSV file or a rosbag2 ("mcap", "sqlite3") in tmp_path."""
+    if kind == "csv":
+        logs.write_csv(tmp_path / "log.csv", log)
+        return tmp_path / "log.csv"
+    pytest.importorskip("rosbags")
+    logs.write_rosbag(tmp_path / "bag", log, storage=kind)
+    return tmp_path / "bag"
+
+
 def _values(sol):
     return np.array([v["value"] for v in sol.base_parameters.values()] +
                     [f[k] for f in sol.friction_sigma.values() for k in ("viscous", "coulomb")])
@@ -78,13 +88,7 @@ def _values(sol):
 @pytest.mark.parametrize("kind", ["csv", "mcap"])
 def test_map_reduce_equals_identify(arm7_log, tmp_path, kind):
     robot, log = arm7_log
-    if kind == "csv":
-        path = tmp_path / "log.csv"
-        logs.write_csv(path, log)
-    else:
-        pytest.importorskip("rosbags")
-        path = tmp_path / "bag"
-        logs.write_rosbag(path, log, storage="mcap")
+    path = _write(log, tmp_path, kind)
     res = identify(robot, path, chunk_rows=3000)
     stats, unk = mapreduce.statistics(robot, [path], rows=3000)
     (neq, t0, t1), = stats.values()
@@ -107,13 +111,7 @@ def test_chunks_are_slices_of_the_log(arm7_log, tmp_path, kind):
     """Rows read by chunked.read_rows equal the whole log read by logs.read_log (rosbags'
     deserializer for bags; the chunk reader decodes the CDR bytes itself)."""
     robot, log = arm7_log
-    if kind == "csv":
-        path = tmp_path / "log.csv"
-        logs.write_csv(path, log)
-    else:
-        pytest.importorskip("rosbags")
-        path = tmp_path / "bag"
-        logs.write_rosbag(path, log, storage=kind)
+    path = _write(log, tmp_path, kind)
     index = chunked.scan(path, robot.joint_names)
     assert index.rows == log.n_samples
     whole = logs.read_log(path, robot.joint_names)
