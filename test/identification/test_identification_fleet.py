@@ -21,7 +21,7 @@ from mbs_dynamics import data
 from mbs_dynamics.identification import fleet as fleet_mod
 from mbs_dynamics.identification import logs
 
-from identification_sim import fourier, perturbed_model, pin, simulate
+from identification_sim import fourier, perturbed_model, pin, simulate, true_parameters
 
 _NO_SCIPY = importlib.util.find_spec("scipy") is None
 _NO_DASK = importlib.util.find_spec("distributed") is None
@@ -32,6 +32,7 @@ RATE = 250.0
 SIGMA = np.array([0.08, 0.2, 0.1, 0.1, 0.04, 0.03, 0.02])
 DAY0 = 20_400 * 86400  # 2025-11-08, midnight UTC
 DAYS = ("2025-11-08", "2025-11-09", "2025-11-10")
+TRUTH = {}  # (robot, day) -> base parameters and friction of the simulation (filled by `tree`)
 
 
 def _payload(model, mass=1.5, lever=(0.02, 0.01, 0.08)):
@@ -50,6 +51,8 @@ def tree(tmp_path_factory):
     model = perturbed_model(path.read_text(), rng)
     Fv, Fc = rng.uniform(0.1, 0.5, 7), rng.uniform(0.1, 0.4, 7)
     t = np.arange(0.0, 30.0, 1.0 / RATE)
+    base = mbs.identification.base_parameters(robot)
+    truth = {}
     for r in ("r0", "r1", "r2"):
         (root / r).mkdir()
         for d in range(3):
@@ -57,6 +60,8 @@ def tree(tmp_path_factory):
             if r == "r1" and d == 2:
                 fv[1] += 0.6
             mdl = _payload(model) if (r == "r2" and d >= 1) else model
+            truth[r, DAYS[d]] = np.concatenate([base.to_base(true_parameters(mdl)),
+                                                np.column_stack([fv, Fc]).ravel()])
             q, qd, qdd = fourier(t, 7, rng)
             tau = simulate(mdl, t, q, qd, qdd, fv, Fc, SIGMA, rng)
             stamp = DAY0 + d * 86400 + 3600.0 * (2 + d)
@@ -65,6 +70,7 @@ def tree(tmp_path_factory):
                 logs.write_rosbag(root / r / f"day{d}", log, storage="mcap")
             else:
                 logs.write_csv(root / r / f"day{d}.csv", log)
+    TRUTH.update(truth)
     return robot, root
 
 
@@ -103,7 +109,13 @@ def test_fleet_flags_exactly_the_planted_changes(tree, local, tmp_path):
             noise = np.array([w["noise_sigma"][j] for j in robot.joint_names])
             np.testing.assert_allclose(noise, SIGMA, rtol=0.1)
     _check_planted(res)
-    # the truth of r0 (no change) lies within 3σ: friction of every joint
+    # every robot's parameters (base and friction) in every window within 3σ of its truth
+    for rid, wins in res.robots.items():
+        for w in wins:
+            est = np.array([v["value"] for v in w["parameters"].values()])
+            sig = np.array([v["sigma"] for v in w["parameters"].values()])
+            ok = np.abs(est - TRUTH[rid, w["window"]]) <= 3 * sig
+            assert ok.mean() >= 0.9, (rid, w["window"], np.array(list(w["parameters"]))[~ok])
     paths = res.write(tmp_path / "out")
     rep = json.loads((tmp_path / "out" / "fleet_report.json").read_text())
     assert rep["flags"] == json.loads(json.dumps(res.flags))
