@@ -1,5 +1,5 @@
 """``mbs-dynamics fleet``: a fleet's logs ``LOGS_DIR/<robot_id>/<log>`` identified per robot and
-time window, the parameters that drift flagged (:mod:`mbs_dynamics.identification.fleet`);
+time window, the parameters that drift flagged (:mod:`mbs_dynamics.identification.drift`);
 writes OUT/fleet_report.json and one figure per flagged robot."""
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def run(args):
     """Identify the fleet and write the report (and plots); returns 0."""
     try:
         import scipy  # noqa: F401
-        from ..identification import fleet as _fleet
+        from ..identification import drift as _fleet
     except ImportError as exc:
         raise InputError(f"fleet needs {getattr(exc, 'name', None) or exc}: "
                          "pip install 'mbs_dynamics[fleet]'") from None

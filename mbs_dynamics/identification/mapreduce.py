@@ -6,8 +6,8 @@ equations A_j = Σ Y_b,jᵀ Y_b,j, b_j = Σ Y_b,jᵀ τ_j, c_j = Σ τ_j² and t
 are c_j − 2 b_jᵀx + xᵀA_j x. These are sums over samples, so
 
 * **map** (:func:`map_chunk`): read rows [a, b) of one log (:mod:`.chunked`) plus
-  :func:`~.filtering.overlap_samples` on each side, filter and differentiate the whole segment at the log's rate
-  (the overlap carries the zero-phase filter's start-up transients, which decay below 1e-16 of
+  :func:`~.filtering.overlap_samples` on each side, filter and differentiate the whole segment
+  at the log's rate (the overlap carries the zero-phase filter's start-up transients, which decay below 1e-16 of
   the signal there, so the kept rows equal those of the whole log filtered at once), build the
   regressor in the compiled batch path and add the statistics
   (:class:`~.estimate.Accumulator`), separately for each time window the samples fall in;

@@ -18,7 +18,7 @@ import pytest
 
 import mbs_dynamics as mbs
 from mbs_dynamics import data
-from mbs_dynamics.identification import fleet as fleet_mod
+from mbs_dynamics.identification import drift as fleet_mod
 from mbs_dynamics.identification import logs
 
 from identification_sim import fourier, perturbed_model, pin, simulate, true_parameters
