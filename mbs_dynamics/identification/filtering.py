@@ -133,7 +133,7 @@ def chunks(N, rate, cutoff, rows=None, source="log"):
 #: The sampling rate is measured on the first RATE_INTERVALS intervals of a log, so that a chunk
 #: of a long log (:mod:`.mapreduce`) is filtered with the same rate, to the last bit, as the
 #: whole log.
-RATE_INTERVALS = 4096
+RATE_INTERVALS = 65536
 
 
 def sampling_rate(log, cutoff):
