@@ -10,7 +10,10 @@ From logs: :func:`identify` (:mod:`.pipeline`) reads a CSV or rosbag2 log (:mod:
 filters and differentiates q (:mod:`.filtering`), estimates base parameters, friction and SEA
 springs (:mod:`.estimate`), makes them physically consistent (:mod:`.consistent`) and writes the
 URDF and actuator YAML (:mod:`.urdf_writer`); :func:`excite` (:mod:`.excite`) designs exciting
-trajectories. These need scipy (and rosbags for bags) and load on first use.
+trajectories. :func:`fleet` (:mod:`.drift`) identifies a fleet's logs per robot and time
+window and flags drift, as map-reduce over chunks (:mod:`.chunked`, :mod:`.mapreduce`), on Dask
+(:mod:`.distributed`) or in this process. These need scipy (and rosbags for bags, dask for a
+cluster) and load on first use.
 """
 from .base import BaseParameters, base_parameters  # noqa: F401
 
@@ -21,10 +24,11 @@ _LAZY = {
     "read_log": ("logs", "read_log"),
     "JointLog": ("logs", "JointLog"),
     "LogError": ("logs", "LogError"),
+    "fleet": ("drift", "fleet"),
 }
 #: Submodules reachable as attributes (``mbs.identification.excite.excite(robot)``).
 _SUBMODULES = ("logs", "filtering", "estimate", "consistent", "urdf_writer", "excite", "report",
-               "pipeline")
+               "pipeline", "chunked", "mapreduce", "distributed", "drift")
 
 
 def __getattr__(name):

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["NormalEquations", "Estimate", "accumulate", "solve", "base_map", "CHUNK",
-           "NULL_TOL"]
+__all__ = ["NormalEquations", "Accumulator", "Estimate", "accumulate", "solve", "base_map",
+           "row_supports", "CHUNK", "NULL_TOL"]
 
 CHUNK = 2000
 #: Eigenvalues of the scaled information matrix below NULL_TOL · λ_max are "not excited".
@@ -63,6 +63,16 @@ class NormalEquations:
         self.c += np.einsum("kj,kj->j", tau, tau)
         self.N += tau.shape[0]
 
+    def merge(self, other):
+        """Add another sample set's statistics (same unknowns); returns self."""
+        if other.names != self.names or other.A.shape != self.A.shape:
+            raise ValueError("normal equations of different unknowns cannot be added")
+        self.A += other.A
+        self.b += other.b
+        self.c += other.c
+        self.N += other.N
+        return self
+
     def rss(self, x):
         """(n,) residual sums of squares per joint at x."""
         Ax = self.A @ x
@@ -86,30 +96,119 @@ def friction_columns(qd):
     return out
 
 
+def row_supports(robot, ncols):
+    """Per joint j, the columns of the regressor's row j that the kernels can fill: the
+    parameters of the bodies in j's subtree (τ_j carries the wrenches of those bodies only).
+    A robot whose rows are not one per body (a floating base, mimic joints) gets every column."""
+    model = getattr(robot, "model", None)
+    n = getattr(robot, "nv", 0)
+    if (model is None or getattr(model, "floating_base", True) or model.n != n
+            or ncols != 10 * n or getattr(robot, "full_robot", None) is not None):
+        return [np.arange(ncols)] * n
+    parent = np.asarray(model.parent)
+    inside = np.eye(n, dtype=bool)  # inside[j, i]: body i in the subtree of joint j
+    for i in range(n):  # parent[i] < i: ancestors are known when i is reached
+        if parent[i] >= 0:
+            inside[:, i] |= inside[:, parent[i]]
+    return [np.flatnonzero(np.repeat(inside[j], 10)) for j in range(n)]
+
+
+class Accumulator:
+    """Sufficient statistics of τ = Y F β (+ friction) sample block by sample block.
+
+    Per joint j the regressor row is gathered on its support S_j (:func:`row_supports`) with the
+    joint's two friction columns appended, W_j = [Y_j[:, S_j], q̇_j, sign q̇_j], and only the
+    small Gram matrix G_j = Σ W_jᵀ W_j (a symmetric rank-k update), h_j = Σ W_jᵀ τ_j, c_j = Σ τ_j²
+    are summed; :meth:`result` maps them to the unknowns once, A_j = E_jᵀ G_j E_j with
+    E_j = diag(F[S_j], I₂) placed at the unknowns' columns. Memory: one block of the regressor.
+    """
+
+    def __init__(self, robot, F, *, friction=True, names=(), chunk=CHUNK):
+        self.robot, self.friction, self.chunk = robot, bool(friction), int(chunk)
+        n, p = robot.nv, F.shape[1]
+        self.n, self.names = n, tuple(names)
+        P = p + (2 * n if friction else 0)
+        if len(self.names) != P:
+            raise ValueError(f"{len(self.names)} names for {P} unknowns")
+        self.S = row_supports(robot, F.shape[0])
+        k = 2 if friction else 0
+        self.E = []
+        for j, S in enumerate(self.S):
+            E = np.zeros((S.size + k, P))
+            E[:S.size, :p] = F[S]
+            if friction:
+                E[S.size, p + 2 * j] = E[S.size + 1, p + 2 * j + 1] = 1.0
+            self.E.append(E)
+        # S_j as runs of consecutive columns (one run per subtree on a chain): slices copy
+        # ~6x faster than a gather (np.take)
+        self.runs = []
+        for S in self.S:
+            cut = np.flatnonzero(np.diff(S) != 1) + 1
+            self.runs.append([(int(r[0]), int(r[-1]) + 1) for r in np.split(S, cut) if r.size])
+        self.G = [np.zeros((S.size + k,) * 2) for S in self.S]
+        self.h = [np.zeros(S.size + k) for S in self.S]
+        self.c = np.zeros(n)
+        self.N = 0
+        self._Y = np.empty((self.chunk, n, F.shape[0]))
+        self._W = np.empty((self.chunk, max(S.size for S in self.S) + k)) if n else None
+
+    def add(self, q, qd, qdd, tau):
+        """Add the samples q, qd, qdd, tau (N, n)."""
+        N = tau.shape[0]
+        for a in range(0, N, self.chunk):
+            b = min(N, a + self.chunk)
+            m = b - a
+            Y = self.robot.regressor(q[a:b], qd[a:b], qdd[a:b], out=self._Y[:m])
+            t = tau[a:b]
+            for j, S in enumerate(self.S):
+                s = S.size
+                W = self._W[:m, :s + (2 if self.friction else 0)]
+                o = 0
+                for lo, hi in self.runs[j]:
+                    W[:, o:o + hi - lo] = Y[:, j, lo:hi]
+                    o += hi - lo
+                if self.friction:
+                    v = qd[a:b, j]
+                    moving = np.abs(v) >= REST
+                    W[:, s] = np.where(moving, v, 0.0)
+                    W[:, s + 1] = np.where(moving, np.sign(v), 0.0)
+                self.G[j] += W.T @ W
+                self.h[j] += W.T @ t[:, j]
+            self.c += np.einsum("kj,kj->j", t, t)
+            self.N += m
+
+    def result(self):
+        """The :class:`NormalEquations` of the samples added so far."""
+        neq = NormalEquations(self.n, self.names)
+        for j, E in enumerate(self.E):
+            neq.A[j] = E.T @ self.G[j] @ E
+            neq.b[j] = E.T @ self.h[j]
+        neq.c[:] = self.c
+        neq.N = self.N
+        return neq
+
+
 def accumulate(robot, F, q, qd, qdd, tau, *, friction=True, names=(), progress=None,
                chunk=CHUNK):
-    """Normal equations of τ = Y F β (+ friction) over all samples, chunk by chunk.
+    """Normal equations of τ = Y F β (+ friction) over all samples, chunk by chunk
+    (:class:`Accumulator`).
 
     Args:
-        robot: with ``regressor(q, qd, qdd)`` → (N, nv, 10 nb).
+        robot: with ``regressor(q, qd, qdd, out=)`` → (N, nv, 10 nb).
         F: (10 nb, p) from_base matrix.
         q, qd, qdd, tau: (N, n) states and measured torques.
         friction: append the viscous and Coulomb columns of every joint.
         names: the names of the P unknowns.
         progress: optional callable(done, total).
     """
-    N, n = tau.shape
-    neq = NormalEquations(n, names)
+    N = tau.shape[0]
+    acc = Accumulator(robot, F, friction=friction, names=names, chunk=chunk)
     for a in range(0, N, chunk):
         b = min(N, a + chunk)
-        Y = robot.regressor(q[a:b], qd[a:b], qdd[a:b])
-        Yb = Y.reshape(b - a, n, -1) @ F
-        if friction:
-            Yb = np.concatenate([Yb, friction_columns(qd[a:b])], axis=2)
-        neq.add(Yb, tau[a:b])
+        acc.add(q[a:b], qd[a:b], qdd[a:b], tau[a:b])
         if progress is not None:
             progress(b, N)
-    return neq
+    return acc.result()
 
 
 class Estimate:

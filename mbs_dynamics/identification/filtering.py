@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["DEFAULT_CUTOFF", "FilteredStates", "filter_states", "edge_samples"]
+__all__ = ["DEFAULT_CUTOFF", "FilteredStates", "filter_states", "filter_segment", "edge_samples",
+           "sampling_rate", "overlap_samples", "OVERLAP_PERIODS", "chunks", "CHUNK_ROWS",
+           "RATE_INTERVALS"]
 
 #: Default cut-off [Hz]: above the bandwidth of exciting trajectories (a few Hz), well below the
 #: noise of twice-differentiated encoder positions at 0.5–2 kHz logging.
@@ -26,17 +28,20 @@ ORDER = 4
 class FilteredStates:
     """q, q̇, q̈ at the kept samples ``rows`` of a log (see :func:`filter_states`)."""
 
-    __slots__ = ("rows", "q", "qd", "qdd", "cutoff", "rate", "theta", "thetad", "thetadd")
+    __slots__ = ("rows", "q", "qd", "qdd", "cutoff", "rate", "theta", "thetad", "thetadd",
+                 "pieces")
 
     def __init__(self, rows, q, qd, qdd, cutoff, rate, theta=None, thetad=None, thetadd=None):
         self.rows, self.q, self.qd, self.qdd = rows, q, qd, qdd
         self.cutoff, self.rate = cutoff, rate
         self.theta, self.thetad, self.thetadd = theta, thetad, thetadd
+        self.pieces = [(0, q.shape[0])]
 
 
 def edge_samples(rate, cutoff):
-    """Samples dropped at each end: three periods of the cut-off (at least 10)."""
-    return max(10, int(np.ceil(3.0 * rate / cutoff)))
+    """Samples dropped at each end: three periods of the cut-off (at least 10; a rate that
+    misses an integer count by rounding, 1/median(Δt) = 1000.0000001 Hz, gives that count)."""
+    return max(10, int(np.ceil(3.0 * rate / cutoff - 1e-6)))
 
 
 def _lowpass(x, rate, cutoff):
@@ -67,33 +72,98 @@ def _derivatives(t, x, rate, cutoff, xd=None):
     return xf, xd, np.gradient(xd, dt, axis=0)
 
 
-def filter_states(log, cutoff=DEFAULT_CUTOFF) -> FilteredStates:
+def filter_states(log, cutoff=DEFAULT_CUTOFF, rows=None) -> FilteredStates:
     """Zero-phase filtered q, q̇, q̈ (and θ, θ̇, θ̈ of a series elastic log) of a checked
-    :class:`~.logs.JointLog`.
+    :class:`~.logs.JointLog`, filtered in the chunks of :func:`chunks` (exactly as the map
+    steps of :mod:`.mapreduce` filter them).
 
     Args:
         log: the log (times strictly increasing, finite values).
         cutoff: low-pass cut-off [Hz]; must lie below the Nyquist frequency of the median
             sampling rate.
+        rows: rows per chunk (default :data:`CHUNK_ROWS`).
+    Returns:
+        :class:`FilteredStates` at the rows ``slice(edge, N − edge)``; its ``pieces`` are the
+        (start, stop) of each chunk's rows in the returned arrays.
     Raises:
         ValueError: the cut-off is not below Nyquist, or the log is too short for the filter.
     """
-    t = log.time
-    rate = 1.0 / float(np.median(np.diff(t)))
-    if not (0 < cutoff < 0.5 * rate):
-        raise ValueError(f"{log.source}: cut-off {cutoff:g} Hz must lie below the Nyquist "
-                         f"frequency {0.5 * rate:g} Hz of the {rate:g} Hz log")
-    N = t.shape[0]
+    rate = sampling_rate(log, cutoff)
+    N = log.time.shape[0]
+    plan = chunks(N, rate, cutoff, rows, log.source)
+    parts = [filter_segment(log.select(slice(lo, hi)), cutoff, slice(ka - lo, kb - lo), rate)
+             for lo, ka, kb, hi in plan]
+    cat = (lambda k: None if getattr(parts[0], k) is None
+           else np.concatenate([getattr(x, k) for x in parts]))
+    out = FilteredStates(slice(plan[0][1], plan[-1][2]), cat("q"), cat("qd"), cat("qdd"),
+                         cutoff, rate, cat("theta"), cat("thetad"), cat("thetadd"))
+    sizes = np.cumsum([0] + [x.q.shape[0] for x in parts])
+    out.pieces = list(zip(sizes[:-1].tolist(), sizes[1:].tolist()))
+    return out
+
+
+#: Rows of a log per chunk (a map task of :mod:`.mapreduce`; memory ~0.5 kB per row of a
+#: 7-joint arm).
+CHUNK_ROWS = 100_000
+
+
+def chunks(N, rate, cutoff, rows=None, source="log"):
+    """How a log of N samples is cut: (lo, keep_a, keep_b, hi) per chunk — its rows
+    [keep_a, keep_b) are read and filtered as the segment [lo, hi), i.e. with
+    :func:`overlap_samples` more on each side, and the whole log's first and last ``edge``
+    samples (:func:`edge_samples`; a short log keeps its middle half) are in no chunk.
+
+    Raises:
+        ValueError: fewer than 60 samples.
+    """
+    if N < 60:
+        raise ValueError(f"{source}: {N} samples are too few to filter and differentiate "
+                         "(identification needs many more)")
     edge = edge_samples(rate, cutoff)
     if N < 4 * edge + 10:  # a short log: keep the middle half (the ends are less accurate)
         edge = max(5, N // 4)
-    if N < 60:
-        raise ValueError(f"{log.source}: {N} samples are too few to filter and differentiate "
-                         "(identification needs many more)")
-    q, qd, qdd = _derivatives(t, log.position, rate, cutoff, log.velocity)
-    rows = slice(edge, N - edge)
-    out = FilteredStates(rows, q[rows], qd[rows], qdd[rows], cutoff, rate)
+    ov = overlap_samples(rate, cutoff)
+    rows = max(int(CHUNK_ROWS if rows is None else rows), ov)
+    cuts = list(range(edge, N - edge, rows)) + [N - edge]
+    if len(cuts) > 2 and cuts[-1] - cuts[-2] < ov:  # no short last chunk
+        del cuts[-2]
+    return [(max(0, a - ov), a, b, min(N, b + ov)) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+#: The sampling rate is measured on the first RATE_INTERVALS intervals of a log, so that a chunk
+#: of a long log (:mod:`.mapreduce`) is filtered with the same rate, to the last bit, as the
+#: whole log.
+RATE_INTERVALS = 65536
+
+
+def sampling_rate(log, cutoff):
+    """1 / the median of the first :data:`RATE_INTERVALS` sampling intervals of ``log`` [Hz];
+    ValueError unless ``cutoff`` lies below its Nyquist frequency."""
+    rate = 1.0 / float(np.median(np.diff(log.time[:RATE_INTERVALS + 1])))
+    if not (0 < cutoff < 0.5 * rate):
+        raise ValueError(f"{log.source}: cut-off {cutoff:g} Hz must lie below the Nyquist "
+                         f"frequency {0.5 * rate:g} Hz of the {rate:g} Hz log")
+    return rate
+
+
+#: Samples a chunk of a log is read beyond its rows on each side, in periods of the cut-off:
+#: the slowest pole of the order-4 Butterworth decays as exp(−2π cos(3π/8) f_c t) ≈ e^(−2.4) per
+#: period, so after 16 periods the start-up transient of the forward-backward filter is below
+#: 1e-16 of the signal and a chunk's rows equal those of the whole log filtered at once.
+OVERLAP_PERIODS = 16
+
+
+def overlap_samples(rate, cutoff):
+    """Samples a chunk is read beyond its rows on each side (:data:`OVERLAP_PERIODS`)."""
+    return int(np.ceil(OVERLAP_PERIODS * rate / cutoff)) + 2
+
+
+def filter_segment(log, cutoff, keep, rate) -> FilteredStates:
+    """Filter and differentiate all of ``log`` (a whole log or a chunk read with its overlap)
+    and return the states at the rows ``keep`` (a slice of the segment's rows)."""
+    q, qd, qdd = _derivatives(log.time, log.position, rate, cutoff, log.velocity)
+    out = FilteredStates(keep, q[keep], qd[keep], qdd[keep], cutoff, rate)
     if log.motor_position is not None:
-        th, thd, thdd = _derivatives(t, log.motor_position, rate, cutoff)
-        out.theta, out.thetad, out.thetadd = th[rows], thd[rows], thdd[rows]
+        th, thd, thdd = _derivatives(log.time, log.motor_position, rate, cutoff)
+        out.theta, out.thetad, out.thetadd = th[keep], thd[keep], thdd[keep]
     return out

@@ -25,7 +25,8 @@ from . import estimate as _estimate
 from . import filtering as _filtering
 from . import logs as _logs
 
-__all__ = ["identify", "IdentificationResult", "IdentificationWarning", "PARAMETER_KINDS"]
+__all__ = ["identify", "IdentificationResult", "IdentificationWarning", "PARAMETER_KINDS",
+           "Unknowns", "solve_statistics"]
 
 PARAMETER_KINDS = ("m", "mx", "my", "mz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 
@@ -150,8 +151,101 @@ def _sea_motor_equation(log, fs, names):
     return out, sig
 
 
+class Unknowns:
+    """The unknowns of a robot's identification, shared by :func:`identify` and the map step of
+    :mod:`.mapreduce` (picklable: the model, not the Robot, travels to workers).
+
+    Attributes:
+        model: the robot's Model; joint_names; base: its :class:`~.base.BaseParameters`;
+        T, F: (p, 10 nb) to_base and (10 nb, p) from_base matrices; p: base parameters;
+        prior: (nb, 10) the URDF's parameters; friction: (Fv, Fc) per joint are unknowns;
+        names: the P unknowns (base parameters, then ``<joint>.viscous``, ``<joint>.coulomb``).
+    """
+
+    def __init__(self, robot, friction=True):
+        self.model = _full_model(robot)
+        self.joint_names = tuple(robot.joint_names)
+        self.base = _base_parameters(robot)
+        self.prior = np.asarray(robot.inertial_parameters(), float)
+        self.T, self.F = _estimate.base_map(self.base, self.prior.size)
+        self.p = self.T.shape[0]
+        self.friction = bool(friction)
+        fr = [f"{j}.{k}" for j in self.joint_names for k in ("viscous", "coulomb")]
+        self.names = tuple(self.base.names) + (tuple(fr) if friction else ())
+
+
+class Solution:
+    """What :func:`solve_statistics` returns (attributes named as in :class:`IdentificationResult`
+    where they coincide)."""
+
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+def solve_statistics(robot, problem, neq, consistent=True):
+    """The one solve of identification, from the sufficient statistics ``neq`` of a log (or of
+    many chunks added together): OLS, WLS, σ (:func:`.estimate.solve`), then the physically
+    consistent estimate (:mod:`.consistent`) or the least-squares one (``consistent=None``:
+    neither, only the estimate, its σ and the residuals); residual RMS per joint of the
+    identified model and of the URDF's from the same statistics.
+
+    Returns:
+        :class:`Solution` with estimate, x (unknowns of the returned model), robot,
+        inertial_parameters, friction, base_parameters, friction_sigma, warnings,
+        chi2_increase, rms, rms_urdf.
+    """
+    names, p, T, prior = problem.joint_names, problem.p, problem.T, problem.prior
+    nfr = len(problem.names) - p
+    x0 = np.concatenate([T @ prior.ravel(), np.zeros(nfr)])
+    est = _estimate.solve(neq, x0)
+    warn = []
+    if est.unexcited:
+        warn.append("the log does not excite " + ", ".join(est.unexcited) +
+                    ": kept at the URDF's values (excite every joint, e.g. with "
+                    "`mbs-dynamics excite`)")
+    if est.poorly_excited:
+        warn.append("poorly excited (large variance inflation): " +
+                    ", ".join(est.poorly_excited))
+    N = max(neq.N, 1)
+    if consistent is None:  # the estimate and σ only (a fleet's windows)
+        return Solution(estimate=est, x=est.x, warnings=warn, rms=np.sqrt(neq.rss(est.x) / N),
+                        rms_urdf=np.sqrt(neq.rss(x0) / N))
+    if consistent:
+        pi, fr, dchi2 = _consistent.consistent_estimate(T, est.x, est.information, prior, nfr)
+        # warn when the constraint costs more than 1 % of residual RMS (2 % of χ²): the true
+        # parameters are consistent, so the URDF's structure or the log is off
+        if dchi2 > max(0.02 * est.dof, 4.0 * p):
+            warn.append(f"the physically consistent estimate fits {dchi2 / est.dof:.1%} worse "
+                        f"(chi-square +{dchi2:.3g}) than the least-squares one: the URDF's "
+                        "structure (joints, fixed links) or the log may be off")
+    else:
+        pi = (prior.ravel() + _consistent.least_norm(T, est.x[:p] - T @ prior.ravel())
+              ).reshape(prior.shape)
+        fr, dchi2 = est.x[p:], 0.0
+    try:
+        new_robot = robot.with_inertial_parameters(pi)
+    except ValueError as exc:
+        if consistent:
+            raise
+        raise ValueError(f"the least-squares estimate is not a physical robot "
+                         f"({' '.join(str(exc).split())}); use the physically consistent "
+                         "estimate (consistent=True, without --least-squares)") from None
+    fric, fr_out = {}, {}
+    for j, nm in enumerate(names[:nfr // 2]):
+        fric[nm] = {"viscous": float(fr[2 * j]), "coulomb": float(fr[2 * j + 1])}
+        fr_out[nm] = dict(fric[nm], viscous_sigma=float(est.sigma[p + 2 * j]),
+                          coulomb_sigma=float(est.sigma[p + 2 * j + 1]))
+    base_params = {nm: {"value": float(est.x[i]), "sigma": float(est.sigma[i])}
+                   for i, nm in enumerate(problem.base.names)}
+    x = np.concatenate([T @ pi.ravel(), fr])
+    return Solution(estimate=est, x=x, robot=new_robot, inertial_parameters=pi, friction=fric,
+                    base_parameters=base_params, friction_sigma=fr_out, warnings=warn,
+                    chi2_increase=dchi2, rms=np.sqrt(neq.rss(x) / N),
+                    rms_urdf=np.sqrt(neq.rss(x0) / N))
+
+
 def identify(robot, log, friction=True, consistent=True, *, cutoff=None, topic="/joint_states",
-             torque_constants=None, urdf=None, progress=None):
+             torque_constants=None, urdf=None, progress=None, chunk_rows=None):
     """Identify the inertial parameters (and friction, and SEA K, B) of ``robot`` from a log.
 
     Args:
@@ -166,6 +260,9 @@ def identify(robot, log, friction=True, consistent=True, *, cutoff=None, topic="
         torque_constants: scalar or (n,): the logged effort is a motor current; τ = k_t · i.
         urdf: the URDF text or path the robot came from (needed by ``result.write``).
         progress: optional callable(done, total) called while the regressor is accumulated.
+        chunk_rows: rows per chunk (default :data:`~.filtering.CHUNK_ROWS`): the log is
+            filtered and its statistics accumulated chunk by chunk, exactly as the map steps of
+            :mod:`.mapreduce` do, so both give the same result.
     Returns:
         :class:`IdentificationResult`.
     Raises:
@@ -192,7 +289,7 @@ def identify(robot, log, friction=True, consistent=True, *, cutoff=None, topic="
         jl = _logs.JointLog(jl.time, jl.joint_names, jl.position, jl.effort * kt,
                             jl.velocity, jl.motor_position, jl.source)
     cutoff = _filtering.DEFAULT_CUTOFF if cutoff is None else float(cutoff)
-    fs = _filtering.filter_states(jl, cutoff)
+    fs = _filtering.filter_states(jl, cutoff, chunk_rows)
 
     sea = sea_sigma = None
     if jl.motor_position is not None:
@@ -201,75 +298,26 @@ def identify(robot, log, friction=True, consistent=True, *, cutoff=None, topic="
     else:
         tau = jl.effort[fs.rows]
 
-    # unknowns: base parameters, then (Fv, Fc) per joint
-    base = _base_parameters(robot)
-    prior = np.asarray(robot.inertial_parameters(), float)
-    T, F = _estimate.base_map(base, prior.size)
-    fr_names = [f"{j}.{k}" for j in names for k in ("viscous", "coulomb")] if friction else []
-    unknowns = list(base.names) + fr_names
-    neq = _estimate.accumulate(robot, F, fs.q, fs.qd, fs.qdd, tau, friction=friction,
-                               names=unknowns, progress=progress)
-    x0 = np.concatenate([T @ prior.ravel(), np.zeros(len(fr_names))])
-    est = _estimate.solve(neq, x0)
-    p = T.shape[0]
-    warn = []
-    if est.unexcited:
-        warn.append("the log does not excite " + ", ".join(est.unexcited) +
-                    ": kept at the URDF's values (excite every joint, e.g. with "
-                    "`mbs-dynamics excite`)")
-    if est.poorly_excited:
-        warn.append("poorly excited (large variance inflation): " +
-                    ", ".join(est.poorly_excited))
-
-    # physically consistent estimate (or the least-squares one on the prior's null space)
-    if consistent:
-        pi, fr, dchi2 = _consistent.consistent_estimate(T, est.x, est.information, prior,
-                                                        len(fr_names))
-        # warn when the constraint costs more than 1 % of residual RMS (2 % of χ²): the true
-        # parameters are consistent, so the URDF's structure or the log is off
-        if dchi2 > max(0.02 * est.dof, 4.0 * p):
-            warn.append(f"the physically consistent estimate fits {dchi2 / est.dof:.1%} worse "
-                        f"(chi-square +{dchi2:.3g}) than the least-squares one: the URDF's "
-                        "structure (joints, fixed links) or the log may be off")
-    else:
-        pi = (prior.ravel() + _consistent.least_norm(T, est.x[:p] - T @ prior.ravel())
-              ).reshape(prior.shape)
-        fr, dchi2 = est.x[p:], 0.0
-    try:
-        new_robot = robot.with_inertial_parameters(pi)
-    except ValueError as exc:
-        if consistent:
-            raise
-        raise ValueError(f"the least-squares estimate is not a physical robot "
-                         f"({' '.join(str(exc).split())}); use the physically consistent "
-                         "estimate (consistent=True, without --least-squares)") from None
-    fric = {}
-    if friction:
-        for j, nm in enumerate(names):
-            fric[nm] = {"viscous": float(fr[2 * j]), "coulomb": float(fr[2 * j + 1])}
-
-    # residual RMS per joint of the URDF and of the identified model at the logged states
-    def rms_of(rb, fdict):
-        pred = rb.inverse_dynamics(fs.q, fs.qd, fs.qdd)
-        if fdict:
-            fc = _estimate.friction_columns(fs.qd)
-            fx = np.ravel([[fdict[j]["viscous"], fdict[j]["coulomb"]] for j in names])
-            pred = pred + fc @ fx
-        return np.sqrt(np.mean((tau - pred) ** 2, axis=0)), pred
-
-    rms_new, pred = rms_of(new_robot, fric)
-    rms_urdf, pred_urdf = rms_of(robot, None)
+    problem = Unknowns(robot, friction)
+    # the map steps of mbs_dynamics.identification.mapreduce, in this process: the statistics
+    # of each chunk the filter cut the log into, added in order
+    neq = _estimate.NormalEquations(n, problem.names)
+    for a, b in fs.pieces:
+        neq.merge(_estimate.accumulate(robot, problem.F, fs.q[a:b], fs.qd[a:b], fs.qdd[a:b],
+                                       tau[a:b], friction=friction, names=problem.names))
+        if progress is not None:
+            progress(b, fs.q.shape[0])
+    sol = solve_statistics(robot, problem, neq, consistent)
+    est, pi, fric, warn = sol.estimate, sol.inertial_parameters, sol.friction, sol.warnings
+    dchi2, new_robot = sol.chi2_increase, sol.robot
+    base_params, fr_out = sol.base_parameters, sol.friction_sigma
+    pred = new_robot.inverse_dynamics(fs.q, fs.qd, fs.qdd)
+    if fric:
+        pred = pred + _estimate.friction_columns(fs.qd) @ sol.x[problem.p:]
+    pred_urdf = robot.inverse_dynamics(fs.q, fs.qd, fs.qdd)
+    rms_new, rms_urdf = sol.rms, sol.rms_urdf
     for w in warn:
         warnings.warn(IdentificationWarning(w), stacklevel=2)
-
-    base_params = {nm: {"value": float(est.x[i]), "sigma": float(est.sigma[i])}
-                   for i, nm in enumerate(base.names)}
-    fr_out = {}
-    if friction:
-        for j, nm in enumerate(names):
-            i = p + 2 * j
-            fr_out[nm] = dict(fric[nm], viscous_sigma=float(est.sigma[i]),
-                              coulomb_sigma=float(est.sigma[i + 1]))
 
     def rel(v, s):
         return 100.0 * s / abs(v) if v != 0 else math.inf
@@ -291,6 +339,10 @@ def identify(robot, log, friction=True, consistent=True, *, cutoff=None, topic="
         "rms_urdf": dict(zip(names, rms_urdf.tolist())),
         "noise_sigma": dict(zip(names, est.noise.tolist())),
         "consistent": bool(consistent), "consistent_chi2_increase": dchi2,
+        "prior": ({"divergence": "log-det of the pseudo-inertias (Lee, Wensing & Park 2020)",
+                   "weight": _consistent.PRIOR_WEIGHT,
+                   "smallest_eigenvalue_ratio": float(_consistent.margin(pi).min())}
+                  if consistent else None),
         "unexcited": list(est.unexcited), "poorly_excited": list(est.poorly_excited),
         "warnings": warn,
         "inertial_parameters": {b: dict(zip(PARAMETER_KINDS, row.tolist()))
