@@ -1,6 +1,6 @@
 """Write iiwa14.urdf: seed 004 §6.2's KUKA LBR iiwa 14 R820 with the identified inertial data.
 
-Kinematics (Müller et al., closed-form time derivatives of the EOM, §6.2, eq. 58 ff.): modified
+Kinematics (seed 004 §6.2, eq. 58 ff.): modified
 Denavit–Hartenberg body-fixed frames, every joint axis the local z axis, ``X_i = (0,0,1,0,0,0)``;
 ``r_{i-1,i} = 0`` except ``²r_{2,3} = (0, r3, 0)`` and ``⁴r_{4,5} = (0, -r5, 0)``;
 ``R_{0,1} = I``, ``R_{i-1,i} = Rx(+90°)`` for i = 2, 5, 6 and ``Rx(-90°)`` for i = 3, 4, 7.
@@ -8,7 +8,8 @@ The seed's text omits the lengths: r3 = 0.42 m and r5 = 0.40 m (the iiwa 14 R820
 and forearm, KUKA's data sheet), and the base frame sits 0.36 m below joint 1 (the shoulder
 height).  The base offset is along gravity on a fixed base, so it changes no joint torque.
 
-Dynamics: Table 1 of the seed = Stürz, Affolter & Smith (2017), "Parameter identification of the
+Dynamics: Table 1 of the seed (Kumar & Müller, "Closed-form time derivatives of the equations of
+motion of rigid body systems", 2021) = Stürz, Affolter & Smith (2017), "Parameter identification of the
 KUKA LBR iiwa robot including constraints on physical feasibility", IFAC-PapersOnLine 50(1).
 Masses, COMs (in the link frames above) and inertias [Ixx Iyy Izz Iyz Ixz Ixy] about the COM in
 the link frame, transcribed from the public copy in github.com/ESTEKI/iiwa14-control
