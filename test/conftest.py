@@ -39,6 +39,74 @@ def _rooms_on_the_path():
 _rooms_on_the_path()
 
 
+# ---- ROS 2 tests: the ``ros`` marker ------------------------------------------------------------
+# A test that needs ROS 2 (rclpy, launch_testing, control_msgs, ros2_control) carries the ``ros``
+# marker: ``pytestmark = pytest.mark.ros`` in its module, ``@pytest.mark.ros`` on a test, and on a
+# launch test's ``generate_test_description`` (launch_testing's plugin hands those marks to its
+# items). Where rclpy cannot be found, those tests are *deselected* (counted as "deselected", not
+# as skipped). ``pytest -m ros`` selects only them. With ``MBS_REQUIRE_ROS=1`` (CI's ROS run) a
+# missing rclpy or launch_testing plugin is a usage error, a ROS test module whose ROS imports
+# failed is an error, and a ``ros`` test that skips fails: nothing is skipped for want of ROS.
+
+def _ros_required():
+    return os.environ.get("MBS_REQUIRE_ROS", "").strip() not in ("", "0")
+
+
+def ros_available():
+    """Whether rclpy can be found by this interpreter (found, not imported: no ROS start-up)."""
+    import importlib.util
+    try:
+        return importlib.util.find_spec("rclpy") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def pytest_configure(config):
+    if _ros_required():
+        if not ros_available():
+            raise pytest.UsageError(
+                "MBS_REQUIRE_ROS is set but rclpy cannot be imported: source ROS 2's setup "
+                "(env.sh) and use the Python that built it")
+        if not config.pluginmanager.hasplugin("launch_testing"):
+            raise pytest.UsageError(
+                "MBS_REQUIRE_ROS is set but launch_testing's pytest plugin is not loaded "
+                "(launch_testing missing, or disabled with -p no:launch_testing)")
+
+
+def _ros_test_module(item):
+    """The Python module of a test item; launch_testing's items are named after theirs."""
+    mod = getattr(item, "module", None)
+    return mod if mod is not None else sys.modules.get(item.name)
+
+
+def pytest_collection_modifyitems(config, items):
+    ros = [it for it in items if it.get_closest_marker("ros") is not None]
+    if not ros:
+        return
+    if not ros_available():
+        config.hook.pytest_deselected(items=ros)
+        keep = set(map(id, ros))
+        items[:] = [it for it in items if id(it) not in keep]
+        return
+    if _ros_required():
+        broken = sorted({f"{it.nodeid.split('::')[0]}: {mod._MISSING}" for it in ros
+                         for mod in [_ros_test_module(it)]
+                         if mod is not None and getattr(mod, "_MISSING", "")})
+        if broken:
+            raise pytest.UsageError("MBS_REQUIRE_ROS: ROS imports failed in\n  "
+                                    + "\n  ".join(broken))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if (rep.skipped and not hasattr(rep, "wasxfail") and _ros_required()
+            and item.get_closest_marker("ros") is not None):
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        rep.outcome = "failed"
+        rep.longrepr = f"a ROS test skipped in a run that requires ROS 2 (MBS_REQUIRE_ROS): {reason}"
+
 
 def erd_path(rel):
     """Path of a URDF shipped by the example-robot-data wheel (skips if it is not installed)."""

@@ -51,6 +51,7 @@ except ImportError:  # Jazzy: isolate by a per-process domain id instead
     EnableRmwIsolation = None
     os.environ["ROS_DOMAIN_ID"] = str(1 + (os.getpid() + 37) % 100)
 
+pytestmark = pytest.mark.ros   # deselected where rclpy is missing (test/conftest.py)
 _skip_without_ros = unittest.skipIf(bool(_MISSING), f"ROS 2 / launch_testing missing: {_MISSING}")
 
 NAME = "parallelogram_arm"
@@ -76,7 +77,7 @@ def launch_file(name):
 
 
 @pytest.mark.launch_test
-@pytest.mark.rostest
+@pytest.mark.ros
 def generate_test_description():
     urdf_text, loops, act = lm.ALL[NAME]()
     files = {}
