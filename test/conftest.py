@@ -61,7 +61,23 @@ def ros_available():
         return False
 
 
+def _isolate_ros_domain():
+    """The ROS tests talk only to themselves: one DDS domain for the whole run,
+    ``MBS_TEST_ROS_DOMAIN_ID`` if set (CI sets one), else 1 + pid mod 100 — never the shell's
+    ``ROS_DOMAIN_ID``, which may be a robot's — and discovery on this machine only (what
+    ``ROS_AUTOMATIC_DISCOVERY_RANGE`` says if set, as in ROS's env; else LOCALHOST). The launch
+    tests' modules read the same variable (they also run alone under ``launch_test``)."""
+    domain = os.environ.get("MBS_TEST_ROS_DOMAIN_ID") or str(1 + os.getpid() % 100)
+    if not (domain.isdigit() and 0 <= int(domain) <= 232):
+        raise pytest.UsageError(f"MBS_TEST_ROS_DOMAIN_ID={domain!r}: a ROS domain id is an "
+                                "integer in 0..232 (0..101 is safe on Linux)")
+    os.environ["MBS_TEST_ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"] = domain
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+
+
 def pytest_configure(config):
+    if ros_available():
+        _isolate_ros_domain()
     if _ros_required():
         if not ros_available():
             raise pytest.UsageError(
