@@ -98,7 +98,6 @@ joint_trajectory_controller:
     state_interfaces: [position, velocity]
     constraints:
       goal_time: 1.0
-      stopped_velocity_tolerance: 0.0
 """
 PARAMS = """/**/feedforward_proxy:
   ros__parameters:
