@@ -39,6 +39,90 @@ def _rooms_on_the_path():
 _rooms_on_the_path()
 
 
+# ---- ROS 2 tests: the ``ros`` marker ------------------------------------------------------------
+# A test that needs ROS 2 (rclpy, launch_testing, control_msgs, ros2_control) carries the ``ros``
+# marker: ``pytestmark = pytest.mark.ros`` in its module, ``@pytest.mark.ros`` on a test, and on a
+# launch test's ``generate_test_description`` (launch_testing's plugin hands those marks to its
+# items). Where rclpy cannot be found, those tests are *deselected* (counted as "deselected", not
+# as skipped). ``pytest -m ros`` selects only them. With ``MBS_REQUIRE_ROS=1`` (CI's ROS run) a
+# missing rclpy or launch_testing plugin is a usage error, a ROS test module whose ROS imports
+# failed is an error, and a ``ros`` test that skips fails: nothing is skipped for want of ROS.
+
+def _ros_required():
+    return os.environ.get("MBS_REQUIRE_ROS", "").strip() not in ("", "0")
+
+
+def ros_available():
+    """Whether rclpy can be found by this interpreter (found, not imported: no ROS start-up)."""
+    import importlib.util
+    try:
+        return importlib.util.find_spec("rclpy") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _isolate_ros_domain():
+    """The ROS tests talk only to themselves: one DDS domain for the whole run,
+    ``MBS_TEST_ROS_DOMAIN_ID`` if set (CI sets one), else 1 + pid mod 100 — never the shell's
+    ``ROS_DOMAIN_ID``, which may be a robot's — and discovery on this machine only (what
+    ``ROS_AUTOMATIC_DISCOVERY_RANGE`` says if set, as in ROS's env; else LOCALHOST). The launch
+    tests' modules read the same variable (they also run alone under ``launch_test``)."""
+    domain = os.environ.get("MBS_TEST_ROS_DOMAIN_ID") or str(1 + os.getpid() % 100)
+    if not (domain.isdigit() and 0 <= int(domain) <= 232):
+        raise pytest.UsageError(f"MBS_TEST_ROS_DOMAIN_ID={domain!r}: a ROS domain id is an "
+                                "integer in 0..232 (0..101 is safe on Linux)")
+    os.environ["MBS_TEST_ROS_DOMAIN_ID"] = os.environ["ROS_DOMAIN_ID"] = domain
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+
+
+def pytest_configure(config):
+    if ros_available():
+        _isolate_ros_domain()
+    if _ros_required():
+        if not ros_available():
+            raise pytest.UsageError(
+                "MBS_REQUIRE_ROS is set but rclpy cannot be imported: source ROS 2's setup "
+                "(env.sh) and use the Python that built it")
+        if not config.pluginmanager.hasplugin("launch_testing"):
+            raise pytest.UsageError(
+                "MBS_REQUIRE_ROS is set but launch_testing's pytest plugin is not loaded "
+                "(launch_testing missing, or disabled with -p no:launch_testing)")
+
+
+def _ros_test_module(item):
+    """The Python module of a test item; launch_testing's items are named after theirs."""
+    mod = getattr(item, "module", None)
+    return mod if mod is not None else sys.modules.get(item.name)
+
+
+def pytest_collection_modifyitems(config, items):
+    ros = [it for it in items if it.get_closest_marker("ros") is not None]
+    if not ros:
+        return
+    if not ros_available():
+        config.hook.pytest_deselected(items=ros)
+        keep = set(map(id, ros))
+        items[:] = [it for it in items if id(it) not in keep]
+        return
+    if _ros_required():
+        broken = sorted({f"{it.nodeid.split('::')[0]}: {mod._MISSING}" for it in ros
+                         for mod in [_ros_test_module(it)]
+                         if mod is not None and getattr(mod, "_MISSING", "")})
+        if broken:
+            raise pytest.UsageError("MBS_REQUIRE_ROS: ROS imports failed in\n  "
+                                    + "\n  ".join(broken))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if (rep.skipped and not hasattr(rep, "wasxfail") and _ros_required()
+            and item.get_closest_marker("ros") is not None):
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        rep.outcome = "failed"
+        rep.longrepr = f"a ROS test skipped in a run that requires ROS 2 (MBS_REQUIRE_ROS): {reason}"
+
 
 def erd_path(rel):
     """Path of a URDF shipped by the example-robot-data wheel (skips if it is not installed)."""

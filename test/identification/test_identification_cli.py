@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import builtins
 import json
+import sys
 
 import numpy as np
 import pytest
@@ -19,6 +20,9 @@ from mbs_dynamics.identification import logs
 from identification_sim import fourier, perturbed_model, pin, simulate
 
 _NO_SCIPY = importlib.util.find_spec("scipy") is None   # a skip per test, not per module
+# --plot needs matplotlib (optional: ROS's Python has none); without it the tests run without
+# --plot, and test_identify_plot_without_matplotlib_is_a_one_line_hint checks that case
+_HAS_MPL = importlib.util.find_spec("matplotlib") is not None
 pytestmark = [pytest.mark.skipif(pin is None, reason="pinocchio is not installed"),
               pytest.mark.skipif(_NO_SCIPY, reason="scipy is not installed")]
 URDF = data.robot("arm7")
@@ -44,12 +48,13 @@ def _outputs(prefix):
 def test_identify_csv_writes_urdf_yaml_report_and_plot(tmp_path, log_table, capsys):
     logs.write_csv(tmp_path / "log.csv", log_table)
     out = tmp_path / "arm7_id"
-    rc = cli.main(["identify", str(URDF), str(tmp_path / "log.csv"), "-o", str(out),
-                   "--plot", str(tmp_path / "tau.png")])
+    plot = ["--plot", str(tmp_path / "tau.png")] if _HAS_MPL else []
+    rc = cli.main(["identify", str(URDF), str(tmp_path / "log.csv"), "-o", str(out)] + plot)
     text = capsys.readouterr().out
     assert rc == 0
     assert all(p.is_file() for p in _outputs(out))
-    assert (tmp_path / "tau.png").read_bytes()[:4] == b"\x89PNG"
+    if _HAS_MPL:
+        assert (tmp_path / "tau.png").read_bytes()[:4] == b"\x89PNG"
     rep = json.loads((tmp_path / "arm7_id_report.json").read_text())
     assert set(rep["rms"]) == set(log_table.joint_names)
     assert all(v < 1.2 * SIGMA for v in rep["rms"].values())
@@ -106,12 +111,25 @@ def test_identify_bad_input_one_line_exit_2_nothing_written(tmp_path, log_table,
     else:
         path = _bad_csv(tmp_path, log_table, case)
     out = tmp_path / "out"
-    rc = cli.main(["identify", str(URDF), str(path), "-o", str(out), "--plot",
-                   str(tmp_path / "p.png")])
+    plot = ["--plot", str(tmp_path / "p.png")] if _HAS_MPL else []
+    rc = cli.main(["identify", str(URDF), str(path), "-o", str(out)] + plot)
     err = capsys.readouterr().err
     assert rc == 2
     assert err.startswith("mbs-dynamics: error: ") and err.count("\n") == 1, err
     assert match in err and "Traceback" not in err
+    assert not any(p.exists() for p in _outputs(out)) and not (tmp_path / "p.png").exists()
+
+
+def test_identify_plot_without_matplotlib_is_a_one_line_hint(tmp_path, monkeypatch, capsys):
+    for mod in [m for m in sys.modules if m == "matplotlib" or m.startswith("matplotlib.")]:
+        monkeypatch.delitem(sys.modules, mod)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    out = tmp_path / "o"
+    rc = cli.main(["identify", str(URDF), str(tmp_path / "log.csv"), "-o", str(out), "--plot",
+                   str(tmp_path / "p.png")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1, err
+    assert "plots need matplotlib: pip install 'mbs_dynamics[plot]'" in err
     assert not any(p.exists() for p in _outputs(out)) and not (tmp_path / "p.png").exists()
 
 

@@ -36,10 +36,12 @@ except ImportError as exc:
 
 try:  # Kilted and later
     from launch_testing_ros.actions import EnableRmwIsolation
-except ImportError:  # Jazzy: isolate by a per-process domain id instead
+except ImportError:  # Jazzy: isolate by a per-process domain id instead (see test/conftest.py)
     EnableRmwIsolation = None
-    os.environ["ROS_DOMAIN_ID"] = str(1 + os.getpid() % 100)
+    os.environ["ROS_DOMAIN_ID"] = (os.environ.get("MBS_TEST_ROS_DOMAIN_ID")
+                                   or str(1 + os.getpid() % 100))
 
+pytestmark = pytest.mark.ros   # deselected where rclpy is missing (test/conftest.py)
 _skip_without_ros = unittest.skipIf(bool(_MISSING), f"ROS 2 / launch_testing missing: {_MISSING}")
 
 
@@ -92,7 +94,7 @@ def gravity_torque(q):
 
 
 @pytest.mark.launch_test
-@pytest.mark.rostest
+@pytest.mark.ros
 def generate_test_description():
     urdf = tempfile.NamedTemporaryFile("w", suffix=".urdf", delete=False)
     urdf.write(URDF)

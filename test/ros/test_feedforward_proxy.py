@@ -41,6 +41,9 @@ except ImportError as exc:
 from mbs_dynamics.control.trajectory import Trajectory  # noqa: E402
 
 
+pytestmark = pytest.mark.ros   # deselected where rclpy is missing (test/conftest.py)
+
+
 @pytest.fixture(autouse=True)
 def _needs_ros():
     """Skip each test without rclpy / control_msgs."""

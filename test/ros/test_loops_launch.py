@@ -47,10 +47,12 @@ except ImportError:
 
 try:  # Kilted and later
     from launch_testing_ros.actions import EnableRmwIsolation
-except ImportError:  # Jazzy: isolate by a per-process domain id instead
+except ImportError:  # Jazzy: isolate by a per-process domain id instead (see test/conftest.py)
     EnableRmwIsolation = None
-    os.environ["ROS_DOMAIN_ID"] = str(1 + (os.getpid() + 37) % 100)
+    os.environ["ROS_DOMAIN_ID"] = (os.environ.get("MBS_TEST_ROS_DOMAIN_ID")
+                                   or str(1 + os.getpid() % 100))
 
+pytestmark = pytest.mark.ros   # deselected where rclpy is missing (test/conftest.py)
 _skip_without_ros = unittest.skipIf(bool(_MISSING), f"ROS 2 / launch_testing missing: {_MISSING}")
 
 NAME = "parallelogram_arm"
@@ -76,7 +78,7 @@ def launch_file(name):
 
 
 @pytest.mark.launch_test
-@pytest.mark.rostest
+@pytest.mark.ros
 def generate_test_description():
     urdf_text, loops, act = lm.ALL[NAME]()
     files = {}

@@ -46,8 +46,9 @@ def test_without_ros_one_line_and_exit_2(program):
     assert "Traceback" not in proc.stderr and proc.stdout == ""
 
 
+@pytest.mark.ros
 def test_proxy_without_control_msgs_names_the_package():
-    pytest.importorskip("rclpy")   # with rclpy present, only control_msgs is missing
+    import rclpy  # noqa: F401 - with rclpy present, only control_msgs is missing
     proc = run_blocked("feedforward_proxy", {"control_msgs"})
     assert proc.returncode == 2
     assert "control_msgs" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1

@@ -41,6 +41,9 @@ except ImportError:
     pinocchio = None
 
 
+pytestmark = pytest.mark.ros   # deselected where rclpy is missing (test/conftest.py)
+
+
 @pytest.fixture(autouse=True)
 def _needs_ros():
     """Skip each test without ROS 2 (or without Pinocchio, the oracle)."""

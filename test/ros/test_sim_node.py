@@ -26,6 +26,9 @@ except ImportError as exc:
     _MISSING = str(exc)
 
 
+pytestmark = pytest.mark.ros   # deselected where rclpy is missing (test/conftest.py)
+
+
 @pytest.fixture(autouse=True)
 def _needs_ros():
     """Skip each test without ROS 2."""
