@@ -270,7 +270,7 @@ def _run(robot, actuator, feedforward, tmp):
     }
 
 
-@pytest.mark.rostest
+@pytest.mark.ros
 @pytest.mark.parametrize("actuator", ["rigid", "sea"])
 @pytest.mark.parametrize("robot", ["arm7", "panda"])
 def test_cosim_feedforward_vs_feedback_alone(robot, actuator):
