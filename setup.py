@@ -59,12 +59,11 @@ setup(
         ("share/" + package_name + "/config", glob("config/*.yaml")),
     ],
     python_requires=">=3.10",
-    install_requires=["numpy>=1.25", "pyyaml>=6"],
+    install_requires=["numpy>=1.25", "pyyaml>=6", "scipy>=1.10"],
     extras_require={
         "plot": ["matplotlib>=3.7"],
-        # mbs-dynamics identify / excite, mbs_dynamics.identification.identify: least squares,
-        # filters and optimisers (scipy), rosbag2 logs without ROS (rosbags)
-        "identify": ["scipy>=1.10", "rosbags>=0.10"],
+        # mbs-dynamics identify, mbs_dynamics.identification.logs: rosbag2 logs without ROS
+        "identify": ["rosbags>=0.10"],
         "test": ["pytest>=7", "hypothesis>=6", "pin>=3", "mujoco>=3.1", "example-robot-data>=4",
                  "matplotlib>=3.7", "scipy>=1.10", "dynibo>=0.5", "rosbags>=0.10"],
         "bench": ["pin>=3", "dynibo>=0.5", "mujoco>=3.1", "example-robot-data>=4",
