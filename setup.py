@@ -68,6 +68,8 @@ setup(
                  "matplotlib>=3.7", "scipy>=1.10", "dynibo>=0.5", "rosbags>=0.10"],
         "bench": ["pin>=3", "dynibo>=0.5", "mujoco>=3.1", "example-robot-data>=4",
                   "matplotlib>=3.7"],
+        # the documentation: sphinx-build -W -b html doc build/html (offline)
+        "doc": ["sphinx>=7.2", "myst-parser>=2", "furo>=2024.1"],
     },
     zip_safe=False,
     maintainer="mbs_dynamics maintainers",
