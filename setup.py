@@ -59,18 +59,19 @@ setup(
         ("share/" + package_name + "/config", glob("config/*.yaml")),
     ],
     python_requires=">=3.10",
-    install_requires=["numpy>=1.25", "pyyaml>=6"],
+    install_requires=["numpy>=1.25", "pyyaml>=6", "scipy>=1.10"],
     extras_require={
         "plot": ["matplotlib>=3.7"],
-        # mbs-dynamics identify / excite, mbs_dynamics.identification.identify: least squares,
-        # filters and optimisers (scipy), rosbag2 logs without ROS (rosbags)
-        "identify": ["scipy>=1.10", "rosbags>=0.10"],
+        # mbs-dynamics identify, mbs_dynamics.identification.logs: rosbag2 logs without ROS
+        "identify": ["rosbags>=0.10"],
         # mbs_dynamics.identification.fleet on Dask (identification.distributed)
-        "fleet": ["scipy>=1.10", "rosbags>=0.10", "dask[distributed]>=2024.1", "matplotlib>=3.7"],
+        "fleet": ["rosbags>=0.10", "dask[distributed]>=2024.1", "matplotlib>=3.7"],
         "test": ["pytest>=7", "hypothesis>=6", "pin>=3", "mujoco>=3.1", "example-robot-data>=4",
                  "matplotlib>=3.7", "scipy>=1.10", "dynibo>=0.5", "rosbags>=0.10"],
         "bench": ["pin>=3", "dynibo>=0.5", "mujoco>=3.1", "example-robot-data>=4",
                   "matplotlib>=3.7"],
+        # the documentation: sphinx-build -W -b html doc build/html (offline)
+        "doc": ["sphinx>=7.2", "myst-parser>=2", "furo>=2024.1"],
     },
     zip_safe=False,
     maintainer="mbs_dynamics maintainers",

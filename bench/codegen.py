@@ -7,7 +7,7 @@ wall time swing 2×), interleaved per repeat, best of the repeats:
 - τ = RNEA(q, v, a): ours ``robot_inverse_dynamics`` vs a CasADi SX RNEA written here by hand
   from the Model (``pinocchio.casadi`` is not in the pip ``pin`` wheel): the textbook recursion on
   the model's joint poses, screws and inertias; SX folds its zeros and ones as it builds.
-- τ, τ′, τ″ from (q, v, v′, v″, v‴): ours ``robot_torque_derivatives`` (MATH.md recursion, K = 2)
+- τ, τ′, τ″ from (q, v, v′, v″, v‴): ours ``robot_torque_derivatives`` (doc/math.md recursion, K = 2)
   vs CasADi's forward mode on that RNEA: ``τ′ = jtimes(τ, (q, v, a), (v, a, v″))``,
   ``τ″ = jtimes(τ′, (q, v, a, v″), (v, a, v″, v‴))``, then ``casadi.cse``.
 

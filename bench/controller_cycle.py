@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Per-cycle compute of the feedforward controller core for a 7-DOF SEA arm.
 
-One cycle = trajectory sample (q…q'''') + τ, τ′, τ″ (recursive, MATH.md) + SEA motor references
+One cycle = trajectory sample (q…q'''') + τ, τ′, τ″ (recursive, doc/math.md) + SEA motor references
 + output checks: exactly what ``FeedforwardController.update`` does at 1 kHz in the node.
 Reports median / p90 / p99 in µs for trajectory and hold cycles, and, for scale, Pinocchio's
 ``rnea`` on the same URDF in the same run (a plain inverse dynamics, far less work than a cycle).

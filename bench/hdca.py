@@ -3,13 +3,13 @@ one run, per call.
 
     PYTHONPATH=$PWD python bench/hdca.py [--reps 7]
 
-* ``forward_dynamics(method="hdca")`` (the compiled divide-and-conquer assembly,
+* ``forward_dynamics(method="dca")`` (the compiled divide-and-conquer assembly,
   ``loops/_hdca.pyx``, + one refinement step) / ``forward_dynamics()`` (the compiled ABA) on the
   same robot and state, and / ``pin.aba`` where the model is the same (no mimic joints);
 * the compiled assembly alone (no refinement) / the compiled ABA;
 * the NumPy assembly (``HDCA.acceleration`` + refinement with the compiled RNEA: the path before
   the compiled kernel, now the fallback) / the compiled ABA — "before" in the same run;
-* closed loops (test/loops/loops_mechanisms.py): ``forward_dynamics(method="hdca")`` of the
+* closed loops (test/loops/loops_mechanisms.py): ``forward_dynamics(method="dca")`` of the
   ClosedLoopRobot / its ``method="lagrange"`` (the acceleration-level baseline), and the
   full-coordinate HDCA (``hdca.acceleration``, compiled and NumPy) / the compiled ABA of the
   spanning tree at the same full state;
@@ -142,10 +142,10 @@ def loops(reps, rng):
         qa = r.q_assembled[r.actuated_index] + 0.05 * rng.standard_normal(r.n)
         qd, tau = rng.standard_normal((2, r.n))
         ref = r.forward_dynamics(qa, qd, tau, method="lagrange")
-        ours = r.forward_dynamics(qa, qd, tau, method="hdca")
+        ours = r.forward_dynamics(qa, qd, tau, method="dca")
         lab = f"{name} (loops)"
-        out.append((lab, r.n, "forward_dynamics(method='hdca') / method='lagrange'",
-                    ratio(lambda: r.forward_dynamics(qa, qd, tau, method="hdca"),
+        out.append((lab, r.n, "forward_dynamics(method='dca') / method='lagrange'",
+                    ratio(lambda: r.forward_dynamics(qa, qd, tau, method="dca"),
                           lambda: r.forward_dynamics(qa, qd, tau, method="lagrange"), reps),
                     np.abs(ours - ref).max() / max(1.0, np.abs(ref).max())))
         X = r.copy().expand(np.stack([qa, qd]))
@@ -175,18 +175,18 @@ def main(argv=None):
     for label, r, pm in robots():
         q, v, tau = state(r, rng)
         aba = r.forward_dynamics(q, v, tau)
-        ours = r.forward_dynamics(q, v, tau, method="hdca")
+        ours = r.forward_dynamics(q, v, tau, method="dca")
         peer = ("MimicRobot's ABA (projected solve)" if isinstance(r, mbs.MimicRobot)
                 else "compiled ABA")
-        rows.append((label, r.nv, f"forward_dynamics(method='hdca') / {peer}",
-                     ratio(lambda: r.forward_dynamics(q, v, tau, method="hdca"),
+        rows.append((label, r.nv, f"forward_dynamics(method='dca') / {peer}",
+                     ratio(lambda: r.forward_dynamics(q, v, tau, method="dca"),
                            lambda: r.forward_dynamics(q, v, tau), a.reps),
                      np.abs(ours - aba).max() / max(1.0, np.abs(aba).max())))
         if pm is not None:
             pd = pm.createData()
             ref = pin.aba(pm, pd, q, v, tau)
-            rows.append((label, r.nv, "forward_dynamics(method='hdca') / pin.aba",
-                         ratio(lambda: r.forward_dynamics(q, v, tau, method="hdca"),
+            rows.append((label, r.nv, "forward_dynamics(method='dca') / pin.aba",
+                         ratio(lambda: r.forward_dynamics(q, v, tau, method="dca"),
                                lambda: pin.aba(pm, pd, q, v, tau), a.reps),
                          np.abs(ours - ref).max() / max(1.0, np.abs(ref).max())))
             h = hdca._tree(r.model)
@@ -205,9 +205,9 @@ def main(argv=None):
             K = h.compiled()
             try:
                 h._ck = None  # the NumPy path (before)
-                old = r.forward_dynamics(q, v, tau, method="hdca")
+                old = r.forward_dynamics(q, v, tau, method="dca")
                 rows.append((label, r.nv, "NumPy HDCA (before; the fallback) / MimicRobot's ABA",
-                             ratio(lambda: r.forward_dynamics(q, v, tau, method="hdca"),
+                             ratio(lambda: r.forward_dynamics(q, v, tau, method="dca"),
                                    lambda: r.forward_dynamics(q, v, tau), a.reps),
                              np.abs(old - aba).max() / max(1.0, np.abs(aba).max())))
             finally:

@@ -10,7 +10,7 @@
   oracle's code). (Pinocchio 4.1's
   ``computeInverseDynamicsConstraintForces`` is the point-contact NCP solver — c_ref, contact
   points — not a loop-closure inverse dynamics, so it is not the peer.)
-* forward dynamics ``forward_dynamics(method="lagrange" | "hdca")`` vs ``pin.constraintDynamics``
+* forward dynamics ``forward_dynamics(method="lagrange" | "dca")`` vs ``pin.constraintDynamics``
   (ProximalSettings(1e-12, 1e-12, 10)) on the same mechanism and state;
 * the same two calls "along a trajectory": every call a new sample of an analytic actuated
   motion at 1 kHz (200 samples in turn: Newton from the previous assembly with its predictor,
@@ -18,7 +18,7 @@
   inverse dynamics only, Pinocchio 4.1 has no 5-D constraint) and the parallelogram arm on a
   floating base (a free-flyer in Pinocchio); ``torque_derivatives`` (τ, τ′, τ″ along the
   trajectory) against the inverse-dynamics peer's τ alone (Pinocchio has no constrained jets);
-* HDCA vs the compiled ABA on a tree (arm7) — ``Robot.forward_dynamics(method="hdca")``;
+* HDCA vs the compiled ABA on a tree (arm7) — ``Robot.forward_dynamics(method="dca")``;
 * HDCA vs the acceleration-level baseline: one right-hand side of seed 002's cases (``--seed002``:
   only these rows), the compiled momentum level and the NumPy one (the fallback) in the same run.
 """
@@ -218,8 +218,8 @@ def main(argv=None):
         def pin_fd():
             return pin.constraintDynamics(pm, pd, X[0], X[1], tf, cms, cds, ps)
 
-        for m in ("lagrange", "hdca"):
-            if floating and m == "hdca":
+        for m in ("lagrange", "dca"):
+            if floating and m == "dca":
                 continue
             diff = np.abs(r.forward_dynamics(q, qd, tau, method=m) - pin_fd()[act]).max()
             rows.append((label, f"forward_dynamics(method='{m}') / pin.constraintDynamics",
@@ -238,10 +238,10 @@ def main(argv=None):
     arm = mbs.load_urdf(os.path.join(ROOT, "mbs_dynamics", "data", "robots", "arm7.urdf"))
     q, qd, t = np.random.default_rng(1).standard_normal((3, arm.n))
     if not a.seed002:
-        rows.append(("arm7 (tree)", "forward_dynamics(method='hdca') / ABA (compiled)",
-                     ratio(lambda: arm.forward_dynamics(q, qd, t, method="hdca"),
+        rows.append(("arm7 (tree)", "forward_dynamics(method='dca') / ABA (compiled)",
+                     ratio(lambda: arm.forward_dynamics(q, qd, t, method="dca"),
                            lambda: arm.forward_dynamics(q, qd, t), a.reps),
-                     np.abs(arm.forward_dynamics(q, qd, t, method="hdca")
+                     np.abs(arm.forward_dynamics(q, qd, t, method="dca")
                             - arm.forward_dynamics(q, qd, t)).max()))
     import mechanisms as me
     from mbs_dynamics.loops.lagrange import acceleration

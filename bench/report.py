@@ -229,7 +229,7 @@ def write_report(path, res, args):
           f"{FD_STEP:g} s, the states at t ± h from the quartic Taylor expansion of "
           "(q, q′, q″, q‴, q⁗): three τ′ routes in all, giving τ, τ′ and τ″.",
           "- Ours: `torque_derivatives(qs)` with qs = (q, q′, q″, q‴, q⁗) returns τ, τ′ and τ″ "
-          "together (recursive: one O(n) pass of MATH.md; closed form: seed 004 eq. 28 and 38 "
+          "together (recursive: one O(n) pass of doc/math.md; closed form: seed 004 eq. 28 and 38 "
           "with dense 6n × 6n NumPy matrices).",
           "- M: Pinocchio's `crba` fills only the upper triangle of `data.M`; the Python binding "
           "of Pinocchio ≥ 3 returns the symmetrised full matrix. The benchmark checks at run time "

@@ -19,7 +19,7 @@ Baxter (a fixed-base tree, its gripper fingers locked), all from example-robot-d
 
 Anchors: ``pin.rnea``, ``pin.crba``, ``pin.computeCoriolisMatrix``,
 ``pin.computeGeneralizedGravity``, ``pin.aba``; Pinocchio's τ′ route (``computeRNEADerivatives``
-then τ′ = ∂τ/∂q q̇ + ∂τ/∂q̇ q̈ + M q⃛, the chain rule of MATH.md) and its finite-difference τ″;
+then τ′ = ∂τ/∂q q̇ + ∂τ/∂q̇ q̈ + M q⃛, the chain rule of doc/math.md) and its finite-difference τ″;
 dynibo's ``inverse_dynamics``, ``gravity``, ``mass_matrix``, ``forward_dynamics`` (checked against
 Pinocchio first, or left out with the reason); ``mujoco.mj_inverse`` for reference.
 

@@ -118,7 +118,7 @@ def plot_scaling(sc, summ, path):
     n = np.array(sc["n"], dtype=float)
     fig, ax = plt.subplots(figsize=(7.5, 5.0), dpi=110)
     tail = f" over n ≥ {int(n[-3])}" if len(n) >= 3 else ""
-    for key, lab, st in (("recursive", "ours, recursive (O(n), MATH.md)", "o-"),
+    for key, lab, st in (("recursive", "ours, recursive (O(n), doc/math.md)", "o-"),
                          ("closed_form", "ours, closed form (dense NumPy, seed 004)", "s-"),
                          ("pin_taud", "Pinocchio τ′ route (τ, τ′ only; reference)", "^--")):
         med = np.array([s.med for s in sc[key]])

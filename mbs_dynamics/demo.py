@@ -8,7 +8,7 @@ The controller is the ROS-free core the feedforward node runs
 * rigid: ``τ = τ_ff + K_p (q_d − q) + K_d (q̇_d − q̇)``, with ``τ_ff`` the inverse dynamics along
   the desired motion;
 * SEA: ``τ_m = τ_m,ff + K_p (θ_d − θ) + K_d (θ̇_d − θ̇)`` on the motor side, with ``θ_d, τ_m,ff``
-  from the flatness feedforward (shared/MATH.md); without feedforward ``θ_d = q_d``.
+  from the flatness feedforward (doc/math.md); without feedforward ``θ_d = q_d``.
 
 Robots: the bundled 7-DOF arm (``arm7``, with its bundled trajectory and SEA parameters), the arms
 of example-robot-data by name when it is installed (``ur5``, ``ur10``, ``panda``, ``kinova``,

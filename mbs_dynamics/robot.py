@@ -175,16 +175,20 @@ class Robot:
 
         Args:
             q, qd, tau: (nq,), (nv,), (nv,) or (N, ·). f_ext, out: as in :meth:`inverse_dynamics`.
-            method: ``"aba"`` (default, compiled) or ``"hdca"`` — seed 002's divide-and-conquer
-                assembly (:mod:`mbs_dynamics.loops.hdca`, compiled, plus one step of iterative
+            method: ``"aba"`` (default, compiled) or ``"dca"`` — the acceleration-level
+                divide-and-conquer assembly (seed 002's assembly with forces instead of
+                impulses, :mod:`mbs_dynamics.loops.hdca`, compiled, plus one step of iterative
                 refinement with the RNEA residual; fixed or floating base, f_ext as for ABA).
+                ``"hdca"``, its former name, still works with a :class:`DeprecationWarning`.
         Returns:
             q̈, shape (nv,) or (N, nv).
         Raises:
             ValueError: also when a movable joint moves no mass (the dynamics is singular).
         """
         if method != "aba":
-            return self._hdca(q, qd, tau, f_ext, out, method)
+            method = forward_dynamics_method(method, ("aba", "dca"))
+        if method == "dca":
+            return self._dca(q, qd, tau, f_ext, out)
         nd = _ndim(q)
         if f_ext is None and nd == 1:
             return _aba.forward_dynamics(self._data, q, qd, tau, None, out)
@@ -237,7 +241,7 @@ class Robot:
                 (nq,) and vs (k+2, nv) rows v, v′, …, v^(k+1) — the form a floating base needs
                 (v = (base twist, joint rates), its derivatives the base-motion jet); batches:
                 (N, k+3, n) or (q (N, nq), vs (N, k+2, nv)).
-            method: ``"recursive"`` (O(n), any k ≥ 0; MATH.md) or ``"closed_form"`` (seed 004
+            method: ``"recursive"`` (O(n), any k ≥ 0; doc/math.md) or ``"closed_form"`` (seed 004
                 eq. 28 and 38, fixed base, k ≤ 2, no f_ext; dense, for cross-checks).
             out: optional (k+1, nv) / (N, k+1, nv) array to fill.
             f_ext: optional dict link name → external wrench jet: (6,) or (r ≤ k+1, 6) rows
@@ -524,7 +528,7 @@ class Robot:
     def regressor_derivatives(self, qs, out=None):
         """Y, Y′, …, Y^(k) (k+1, nv, 10·nb) with ``τ^(r) = Y^(r) π`` along a trajectory, from the
         inputs of :meth:`torque_derivatives`: qs (k+3, n), or a pair ``(q, vs)`` (floating base),
-        batches (N, …) → (N, k+1, nv, 10·nb). O(depth) per column block (MATH.md recursion)."""
+        batches (N, …) → (N, k+1, nv, 10·nb). O(depth) per column block (doc/math.md recursion)."""
         if isinstance(qs, tuple) and len(qs) == 2:
             return _regressor.regressor_derivatives(self._data, qs[0], qs[1], out)
         if self._fb:
@@ -587,11 +591,9 @@ class Robot:
         return _minv.inverse_mass_matrix(self._data, q, out)
 
     # ---- loops (mbs_dynamics/loops/)
-    def _hdca(self, q, qd, tau, f_ext, out, method):
-        """forward_dynamics(method="hdca"): validated like the ABA path, then the compiled HDCA
-        kernel (:func:`mbs_dynamics.loops.hdca.tree_forward_dynamics`)."""
-        if method != "hdca":
-            raise ValueError(f"method must be 'aba' or 'hdca', got {method!r}")
+    def _dca(self, q, qd, tau, f_ext, out):
+        """forward_dynamics(method="dca"): validated like the ABA path, then the compiled
+        divide-and-conquer kernel (:func:`mbs_dynamics.loops.hdca.tree_forward_dynamics`)."""
         nd = 2 if np.ndim(q) == 2 else 1
         if f_ext is not None and nd == 2:
             raise ValueError("f_ext is not supported with batch inputs")
@@ -617,8 +619,8 @@ class Robot:
         out[...] = res
         return out
 
-    def _hdca_mimic(self, mimic_robot, q, qd, tau, f_ext=None):
-        """``MimicRobot.forward_dynamics(method="hdca")`` (a MimicRobot wrapping this robot; the
+    def _dca_mimic(self, mimic_robot, q, qd, tau, f_ext=None):
+        """``MimicRobot.forward_dynamics(method="dca")`` (a MimicRobot wrapping this robot; the
         model layer imports no capability): the mimic rows closed in the assembly."""
         from .loops.hdca import mimic_forward_dynamics
         return mimic_forward_dynamics(mimic_robot, q, qd, tau, f_ext=f_ext)
@@ -629,5 +631,6 @@ _REPS4 = {"body": 0, "spatial": 1, "hybrid": 2, "mixed": 3}
 
 # the kinematics capability (imported here, not in the header, to keep this block contiguous)
 from .kernels._data import _check_array  # noqa: E402
+from .model.methods import forward_dynamics_method  # noqa: E402
 from .loops.hdca import tree_forward_dynamics as _hdca_fd  # noqa: E402
 from .kinematics import _closed, derivatives as _kderivs, frames as _kframes  # noqa: E402

@@ -155,7 +155,7 @@ def methods(r, rng):
     if not loop:
         add("inverse_dynamics", dict(q=q, qd=qd, qdd=qdd, representation="spatial"),
             dict(q=A, qd=A, qdd=A, out="out", representation="rep"))
-        add("forward_dynamics", dict(q=q, qd=qd, tau=qdd, method="hdca"),
+        add("forward_dynamics", dict(q=q, qd=qd, tau=qdd, method="dca"),
             dict(q=A, qd=A, tau=A, out="out", method="method"))
         add("frame_placement", dict(q=q, frame=frame), dict(q=A, frame="frame", out="out"))
         add("frame_velocity", dict(q=q, qd=qd, frame=frame, representation="hybrid"),
@@ -185,7 +185,7 @@ def methods(r, rng):
         add("loop_residual", dict(q_full=qf), dict(q_full=A))
         add("constraint_jacobian", dict(q_full=qf), dict(q_full=A))
         add("constraint_forces", dict(q=q, qd=qd, qdd=qdd), dict(q=A, qd=A, qdd=A))
-        for m in ("lagrange", "hdca"):
+        for m in ("lagrange", "dca"):
             add("forward_dynamics", dict(q=q, qd=qd, tau=qdd, method=m),
                 dict(q=A, qd=A, tau=A, out="out", method="method"))
     compiled = getattr(r, "_functions", None)

@@ -2,7 +2,7 @@
 formulation (index-1 Lagrange = the paper's DCA baseline, no stabilisation, no projection) on
 the three test mechanisms of :mod:`mechanisms`, 10 s from rest.
 
-    python examples/seed002/run.py            # everything (~15 min on 2 cores)
+    python examples/seed002/run.py            # everything (≈ 45 s of CPU time)
     python examples/seed002/run.py --quick    # a smoke run (1 s, loose tolerances)
 
 Writes ``results.json``, ``energy_constraints.png`` (Fig. 5, 8, 9 of the paper: energy error,

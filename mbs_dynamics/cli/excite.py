@@ -58,7 +58,6 @@ def run(args):
     if args.output.suffix.lower() not in (".yaml", ".yml", ".json"):
         raise InputError(f"-o {args.output}: use a .yaml, .yml or .json file name")
     try:
-        import scipy  # noqa: F401
         from ..identification import excite
     except ImportError as exc:
         raise identification_missing(exc) from None

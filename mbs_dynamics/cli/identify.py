@@ -61,7 +61,8 @@ def _float_list(text):
 
 
 def identification_missing(exc):
-    """One-line hint when an optional dependency of identification is missing."""
+    """One-line hint when a dependency of identification cannot be imported (a broken
+    installation: scipy is a dependency of the package, rosbags is the ``identify`` extra)."""
     name = getattr(exc, "name", None) or str(exc)
     return InputError(f"identification needs {name}: pip install 'mbs_dynamics[identify]'")
 
@@ -74,7 +75,6 @@ def run(args):
     out = Path(args.output)
     check_output_dir(Path(f"{out}.urdf"), "-o")
     try:
-        import scipy  # noqa: F401
         from ..identification import logs, pipeline
         from ..identification.report import format_report, plot_torques
     except ImportError as exc:

@@ -7,7 +7,7 @@ object calling it. The rooms:
 
 - :mod:`.emit` — the scalar expression DAG (hash-consed, exact folds) and the C emitter;
 - :mod:`.tree` — the robot in generator frames (one-entry screws), symbolic spatial algebra;
-- :mod:`.jets` — RNEA and its jets τ^(k) (MATH.md recursion; K = 0 is τ, v = a = 0 is g);
+- :mod:`.jets` — RNEA and its jets τ^(k) (doc/math.md recursion; K = 0 is τ, v = a = 0 is g);
 - :mod:`.crba`, :mod:`.ldl` — M(q) and forward dynamics (CRBA + unrolled LᵀDL);
 - :mod:`.jacobian` — LOCAL frame Jacobians; :mod:`.generate` — the files;
 - :mod:`.compile` — the cache, the compiler, the CPython wrapper (``_wrapper.c.in``) or ctypes.

@@ -1,4 +1,4 @@
-"""τ and its time derivatives τ^(k), k = 0..K, as expression DAGs: the recursion of MATH.md
+"""τ and its time derivatives τ^(k), k = 0..K, as expression DAGs: the recursion of doc/math.md
 "Recursive time derivatives of any order" (seed 000 eq. 67–68 differentiated), unrolled over
 the tree. K = 0 is the RNEA (inverse dynamics); with v = a = 0 it folds to Q_grav.
 

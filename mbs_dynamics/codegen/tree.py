@@ -1,7 +1,7 @@
 """The robot as the generator sees it: bodies in frames chosen so that every joint screw has one
 non-zero entry, the model's numbers as constants, the public inputs as symbols.
 
-Frames (MATH.md, seed 004 §2). The model's body frame i is the URDF joint frame, where the screw
+Frames (doc/math.md, seed 004 §2). The model's body frame i is the URDF joint frame, where the screw
 is ``X_i = (e, 0)`` or ``(0, e)`` with any unit axis e. The generator uses body frames i' rotated
 by a constant Q_i with ``Q_i z = e`` (an exact signed permutation when e is a coordinate axis, as
 in most URDFs), so that ``X_i' = (z, 0)`` or ``(0, z)``: ``ad_X`` is a signed swap, ``Xᵀ W`` one
@@ -10,7 +10,7 @@ relative pose becomes ``B_i' = Q_λᵀ B_i Q_i``, the inertia ``M_i' = Ad_Qᵀ M
 h' = Qᵀh) and a link at pose S in body i sits at ``Q_iᵀ S`` in body i'. Joint torques do not
 depend on the frames; the floating base keeps its own frame (its twist and wrench are public).
 
-Transforms are applied in two stages, ``T_i = E_i Ad_{B_i⁻¹}`` (MATH.md), so the constant stage
+Transforms are applied in two stages, ``T_i = E_i Ad_{B_i⁻¹}`` (doc/math.md), so the constant stage
 folds its zeros and ones and the joint stage costs 4 products (revolute) per 3-vector.
 """
 from __future__ import annotations

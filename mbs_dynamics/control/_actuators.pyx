@@ -4,7 +4,7 @@ solve is a scalar loop: in NumPy it costs ~50 µs a sample for 7 joints, here we
 
 ``φ(δ, σ) = (k/a) e^{aσ} sinh(a δ)``: δ solves φ = τ (closed-form start
 ``asinh(a τ e^{−aσ}/k)/a``, Newton polish with a convergence check), δ′, δ″ by implicit
-differentiation of φ(δ, σ) = τ (shared/MATH.md, "Flatness feedforward"):
+differentiation of φ(δ, σ) = τ (doc/math.md, "Flatness feedforward"):
 ``δ′ = (τ′ − φ_σ σ′)/φ_δ``, ``δ″ = (τ″ − φ_δδ δ′² − 2φ_δσ δ′σ′ − φ_σσ σ′² − φ_σ σ″)/φ_δ``;
 ``θ^(r) = q^(r) + δ^(r)``, ``τ_m = B θ″ + D_m θ′ + τ``.
 """

@@ -1,6 +1,6 @@
 """Elastic actuator models: spring laws, SEA and VSA flatness references.
 
-Reduced model of an elastic joint (shared/MATH.md, "Flatness feedforward"; Spong's reduced model):
+Reduced model of an elastic joint (doc/math.md, "Flatness feedforward"; Spong's reduced model):
 
 * link:   ``M(q) q'' + c(q, q') + g(q) = τ_e``
 * spring: ``τ_e = φ(θ − q, σ)``, with ``θ`` the motor position (reflected to the joint side) and
@@ -146,7 +146,7 @@ class Spring(ABC):
     def invert(self, tau, sigma, tol=1e-12, max_iterations=50):
         """Deflection δ with φ(δ, σ) = τ, by Newton's method with backtracking.
 
-        Each Newton step is halved until the residual |φ − τ| does not grow, which makes the
+        Each Newton step is halved until the residual ``|φ − τ|`` does not grow, which makes the
         iteration converge for any strictly increasing φ. Converged when every step is below
         ``tol·max(1, |δ|)``.
 
@@ -248,7 +248,7 @@ class ExponentialAntagonisticSpring(Spring):
 # out (N,4,n))
 # =============================================================================================
 def _sea_kernel(qs, taus, K, B, Dm, out):
-    """SEA reference, MATH.md: θ = q + K⁻¹τ, θ' = q' + K⁻¹τ', θ'' = q'' + K⁻¹τ'',
+    """SEA reference, doc/math.md: θ = q + K⁻¹τ, θ' = q' + K⁻¹τ', θ'' = q'' + K⁻¹τ'',
     τ_m = B θ'' + D_m θ' + τ. Fills ``out`` (N, 4, n) in place."""
     np.divide(taus[:, 0:3], K, out=out[:, 0:3])
     out[:, 0:3] += qs[:, 0:3]

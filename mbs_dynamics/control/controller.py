@@ -1,6 +1,6 @@
 """The ROS-free feedforward controller core: latest inputs + time → what to publish.
 
-This module owns the *policy* of the feedforward node (shared/DESIGN.md); the ROS layer
+This module owns the *policy* of the feedforward node; the ROS layer
 (:mod:`mbs_dynamics.ros`) only converts messages to the plain Python/NumPy values taken here and
 publishes what :meth:`FeedforwardController.update` returns. It never imports ``rclpy``, so the
 whole decision logic runs (and is tested) without ROS.
@@ -9,9 +9,9 @@ Decisions, once per control cycle (:meth:`FeedforwardController.update`):
 
 * **trajectory** — an accepted trajectory is active at ``now``: sample the desired
   ``q, q', q'', q''', q''''`` (a C⁴ :class:`~mbs_dynamics.trajectory.Trajectory`) and compute
-  ``τ, τ', τ''`` by the recursive derivatives of shared/MATH.md ("Recursive time derivatives of any
+  ``τ, τ', τ''`` by the recursive derivatives of doc/math.md ("Recursive time derivatives of any
   order", K = 2); with an elastic actuator also the motor references ``θ, θ', θ'', τ_m``
-  (MATH.md, "Flatness feedforward": ``θ = q + K⁻¹τ`` …);
+  (doc/math.md, "Flatness feedforward": ``θ = q + K⁻¹τ`` …);
 * **hold** — no trajectory running. After a trajectory has ended, its last point is held (as
   joint_trajectory_controller does): ``τ = Q_grav(q_final)`` (seed 004 eq. 25–26),
   ``τ' = τ'' = 0``, desired position ``q_final``, desired velocity 0 (and, with an elastic

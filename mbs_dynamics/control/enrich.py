@@ -20,7 +20,7 @@ JointTrajectory (``joint_names`` + waypoints) into such an *enriched* trajectory
      positions, velocities, accelerations of the spline, ``effort`` = τ = ID(q, q̇, q̈)
      (RNEA, seed 000 eq. 67–68);
    * ``output="motor"`` (SEA/VSA drives whose joint interface commands the motor side):
-     positions, velocities, accelerations = θ_d, θ′_d, θ″_d and ``effort`` = τ_m (MATH.md,
+     positions, velocities, accelerations = θ_d, θ′_d, θ″_d and ``effort`` = τ_m (doc/math.md,
      "Flatness feedforward": ``θ = q + K⁻¹τ`` …, which needs τ′, τ″ and hence the spline's snap).
 
 A trajectory with a single waypoint is filled at that point (velocity and acceleration as given,

@@ -1,9 +1,9 @@
 """Flatness-based feedforward for rigid, SEA and VSA robots along a C⁴ joint trajectory.
 
 From the desired link motion q…q'''' (e.g. :meth:`mbs_dynamics.Trajectory.sample`), the rigid
-inverse dynamics and its derivatives τ, τ′, τ″ (``Robot.torque_derivatives``, shared/MATH.md
+inverse dynamics and its derivatives τ, τ′, τ″ (``Robot.torque_derivatives``, doc/math.md
 "Recursive time derivatives") give the motor reference of an elastic joint
-(shared/MATH.md "Flatness feedforward"; formulas in :mod:`mbs_dynamics.actuators`):
+(doc/math.md "Flatness feedforward"; formulas in :mod:`mbs_dynamics.actuators`):
 
 * SEA: ``θ = q + K⁻¹τ``, ``θ' = q' + K⁻¹τ'``, ``θ'' = q'' + K⁻¹τ''``, ``τ_m = B θ'' + D_m θ' + τ``;
 * VSA: ``θ − q`` from inverting ``φ(θ − q, σ) = τ``, θ', θ'' by implicit differentiation;
@@ -141,7 +141,7 @@ def feedforward(robot, qs, actuator=None, sigmas=None, *, f_ext=None):
 
 
 def sea_feedforward(robot, qs, stiffness, motor_inertia, motor_damping=None, *, f_ext=None):
-    """Series-elastic feedforward: θ, θ', θ'', τ_m from q…q'''' (shared/MATH.md).
+    """Series-elastic feedforward: θ, θ', θ'', τ_m from q…q'''' (doc/math.md).
 
     Args:
         robot: a :class:`mbs_dynamics.Robot`.

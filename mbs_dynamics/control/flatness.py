@@ -15,7 +15,7 @@ Each cycle, from the *measured* state ``(q, q̇, θ, θ̇)`` (and, for a VSA, ``
 
 1. ``τ_e`` from the spring law; ``q̈ = FD(q, q̇, τ_e)`` (articulated-body algorithm);
 2. ``q⃛`` from the first time derivative of the link equation,
-   ``τ_e′ = M(q) q⃛ + τ′(q, q̇, q̈, 0)`` where ``τ′(…, 0)`` is the jet recursion (shared/MATH.md,
+   ``τ_e′ = M(q) q⃛ + τ′(q, q̇, q̈, 0)`` where ``τ′(…, 0)`` is the jet recursion (doc/math.md,
    "Recursive time derivatives") evaluated with ``q⃛ = 0``: ``q⃛ = M⁻¹(τ_e′ − τ′(q, q̇, q̈, 0))``,
    with ``τ_e′ = K (θ̇ − q̇)`` (SEA) or ``φ_δ δ̇ + φ_σ σ̇`` (VSA, δ = θ − q). The solve
    ``M⁻¹ r = FD(q, q̇, τ_e + r) − q̈`` reuses the articulated-body algorithm (FD is affine in τ);

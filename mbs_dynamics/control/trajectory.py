@@ -3,7 +3,7 @@
 A :class:`Trajectory` interpolates waypoints ``(t_k, q_k)`` (optionally with velocities and
 accelerations, as in ``trajectory_msgs/JointTrajectory``) by piecewise polynomials of degree 9
 whose position, velocity, acceleration, jerk and snap (q, q', q'', q''', q'''') are continuous, so
-that the SEA/VSA flatness feedforward (shared/MATH.md, "Flatness feedforward") has the bounded
+that the SEA/VSA flatness feedforward (doc/math.md, "Flatness feedforward") has the bounded
 snap it needs.
 
 Construction (nonic Hermite segments: the degree-9 member of the Hermite family whose quintic

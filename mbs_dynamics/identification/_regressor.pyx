@@ -15,7 +15,7 @@ Y^(k) (any K): the kernels' jet forward pass (:func:`mbs_dynamics.kernels._rnea.
 the twist jets; body i's term ``Φ_i^(k) = Ψ(V_i^(k+1)) − Σ_m binom(k,m) ad_{V_i^(m)}ᵀ Ψ(V_i^(k−m))``
 (10 wrench jets, one per parameter) is read by the jets of the Jacobian columns y above,
 ``Y^(k) = Σ_m binom(k,m) y^(m)ᵀ Φ^(k−m)``, the y jets following the twists' forward rule of
-MATH.md without the joint term, ``y_{i,c}^(k) = Σ_m binom(k,m) Φ_m(i) T_i y_{λ(i),c}^(k−m)`` —
+doc/math.md without the joint term, ``y_{i,c}^(k) = Σ_m binom(k,m) Φ_m(i) T_i y_{λ(i),c}^(k−m)`` —
 the transpose of carrying Φ's jets to the root by ``S^(k) = T_jᵀ Σ_m binom(k,m) Φ_mᵀ W^(k−m)``
 (the NumPy reference :mod:`.regressor` does that; a test keeps both equal), one 6-vector jet per
 pair instead of ten.
@@ -238,7 +238,7 @@ cdef void regressor_jet(const KModel* m, KWork* w, int K, double* Y, double* P,
     Y^(k)[c, block i] = Σ_m binom(k,m) (y_{i,c}^(m))ᵀ Φ_i^(k−m), with y_{i,c} = Ad_{C_{i,b(c)}} X_c
     the screw of coordinate c seen from body i (a column of body i's Jacobian; for the free base
     the unit twists, force rows ↔ linear, moment rows ↔ angular), whose jet follows the twists'
-    forward rule of MATH.md without the joint term: y_{i,c}^(k) = Σ_m binom(k,m) Φ_m(i) T_i
+    forward rule of doc/math.md without the joint term: y_{i,c}^(k) = Σ_m binom(k,m) Φ_m(i) T_i
     y_{λ(i),c}^(k−m). Scratch: P ((K+2)·60), F ((K+1)·60), Yj (nb·nv·(K+1)·6)."""
     cdef int nb = m.nb, nv = m.nv, cols = 10 * nb, K1 = K + 1
     cdef int s = w.kmax + 2, nbn = w.kmax + 3

@@ -41,7 +41,7 @@ class BaseParameters:
         columns: (r,) indices of the base columns B in the flattened π (ascending).
         dependent: indices D of the other columns.
         K: (r, len(D)) β = π_B + K π_D.
-        rank_ratio: |R_rr| / |R_00| of the last base column (how far from the tolerance).
+        rank_ratio: ``|R_rr| / |R_00|`` of the last base column (how far from the tolerance).
         rtol: the rank tolerance used.
     """
 
@@ -135,7 +135,7 @@ def base_parameters(robot, samples=None, rtol=RTOL, seed=0) -> BaseParameters:
     standard normal; a fixed ``seed``, so the result is reproducible).
 
     Args:
-        rtol: rank tolerance, |R_kk| ≤ rtol·|R_00| is zero (module constant RTOL, 1e-9).
+        rtol: rank tolerance, ``|R_kk| ≤ rtol·|R_00|`` is zero (module constant RTOL, 1e-9).
     Raises:
         ValueError: if the dependencies found do not hold to ``rtol`` on the samples (a
             tolerance too loose for this robot).

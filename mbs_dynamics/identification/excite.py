@@ -56,7 +56,7 @@ def _full_coefficients(z, L, n):
 
 class FourierDesign:
     """An exciting trajectory: coefficients a, b (L, n) [already scaled], offsets q0 (n,),
-    period [s]; condition (final) and condition_start; peak |q̇|, |q̈| per joint."""
+    period [s]; condition (final) and condition_start; peak ``|q̇|``, ``|q̈|`` per joint."""
 
     def __init__(self, joint_names, a, b, q0, period, condition, condition_start):
         self.joint_names = tuple(joint_names)
@@ -167,7 +167,7 @@ def excite(robot, *, period=10.0, harmonics=5, max_acceleration=None, margin=0.9
     Args:
         robot: fixed-base Robot (or MimicRobot) with ``regressor``.
         period: T [s]; harmonics: L ≥ 2 (the base frequency is 1/T).
-        max_acceleration: |q̈| limit of every joint [rad/s²] (default 2 v_max / s).
+        max_acceleration: ``|q̈|`` limit of every joint [rad/s²] (default 2 v_max / s).
         margin: fraction of every limit used, in (0, 1].
         iterations: L-BFGS-B iterations.
         friction: include the viscous and Coulomb columns in the condition number.

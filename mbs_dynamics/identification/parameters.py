@@ -1,4 +1,4 @@
-"""Inertial parameters (seed 000 §6; MATH.md "Parameters"): each moving body's spatial inertia as
+"""Inertial parameters (seed 000 §6; doc/math.md "Parameters"): each moving body's spatial inertia as
 the 10 numbers τ is linear in, and back.
 
 One row per moving body, in the kernels' (= Pinocchio's) body order: a floating base's body

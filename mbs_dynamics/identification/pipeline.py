@@ -7,7 +7,7 @@ OUT.urdf, OUT_actuators.yaml, OUT_report.json by :meth:`IdentificationResult.wri
 
 Series elastic actuators (a log with ``<joint>/motor_position`` θ; its effort is the motor torque
 τ_m): the motor equation of each joint, τ_m = B θ̈ + D_m θ̇ + F_m sign(θ̇) + K (θ − q)
-(shared/MATH.md, plus the motor's Coulomb friction F_m), is linear in (B, D_m, F_m, K) and solved
+(doc/math.md, plus the motor's Coulomb friction F_m), is linear in (B, D_m, F_m, K) and solved
 joint by joint (a log whose effort is the spring torque itself gives B = D_m = F_m = 0); the link torque τ = K̂ (θ − q) then feeds the
 rigid-body identification.
 """

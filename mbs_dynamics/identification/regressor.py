@@ -1,4 +1,4 @@
-"""The joint-torque regressor and its time derivatives, NumPy reference (seed 000 §6, MATH.md
+"""The joint-torque regressor and its time derivatives, NumPy reference (seed 000 §6, doc/math.md
 "Recursive time derivatives of any order"): ``τ^(r) = Y^(r) π`` for r = 0..K.
 
 The body term of the backward pass, ``F_i^(k) = M_i V_i^(k+1) − Σ_m binom(k,m) ad_{V_i^(m)}ᵀ M_i
@@ -42,7 +42,7 @@ def psi(s) -> np.ndarray:
 
 
 def ad(V) -> np.ndarray:
-    """ad_V = [[ω̃, 0], [ṽ, ω̃]] (MATH.md)."""
+    """ad_V = [[ω̃, 0], [ṽ, ω̃]] (doc/math.md)."""
     A = np.zeros((6, 6))
     A[:3, :3] = A[3:, 3:] = skew(V[:3])
     A[3:, :3] = skew(V[3:])

@@ -328,7 +328,7 @@ cdef int rk4_rigid_step(const KModel* m, KWork* w, const double* x, const double
 cdef int rk4_sea_step(const KModel* m, KWork* w, const double* x, const double* tau_m,
                       const double* K, const double* B, const double* Dm, bint use_fx, double h,
                       double* st, double* out) noexcept nogil:
-    """Series-elastic plant (MATH.md): M q̈ + c + g = τ_e = K (θ − q), B θ̈ + D_m θ̇ + τ_e = τ_m;
+    """Series-elastic plant (doc/math.md): M q̈ + c + g = τ_e = K (θ − q), B θ̈ + D_m θ̇ + τ_e = τ_m;
     x, out (4, n) rows q, q̇, θ, θ̇; st (5, 4, n) scratch."""
     cdef int n = m.n, s, i
     cdef double* y = st + 16 * n

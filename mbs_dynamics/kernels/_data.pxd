@@ -2,7 +2,7 @@
 """C views of the frozen model and of the Data workspace, shared by the compiled kernels.
 
 Layout and meaning of every field: see ``LAYOUT`` in ``_data.pyx`` (one table, documented
-shapes). Twists ``(ω, v)``, wrenches ``(m, f)``, body-fixed (shared/MATH.md).
+shapes). Twists ``(ω, v)``, wrenches ``(m, f)``, body-fixed (doc/math.md).
 """
 from cpython.pythread cimport PyThread_get_thread_ident
 

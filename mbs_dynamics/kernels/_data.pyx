@@ -6,7 +6,7 @@ as Pinocchio's ``model.createData()`` and MuJoCo's ``MjData(model)``) and is the
 writes. ``LAYOUT`` is the one table of the workspace: name, shape (in the number of bodies ``nb``
 and the derivative order ``kmax`` it is sized for) and meaning. Bodies are numbered depth-first
 (``parent[i] < i``); with a floating base, body 0 is the base link and body ``i ≥ 1`` carries
-movable joint ``i − 1``. Twists ``(ω, v)``, wrenches ``(m, f)``, all in body frames (MATH.md).
+movable joint ``i − 1``. Twists ``(ω, v)``, wrenches ``(m, f)``, all in body frames (doc/math.md).
 
 This module also holds the input conversion every public entry uses: NumPy float64 C-ordered
 arrays pass through untouched; any other array-like is converted once (never through an
@@ -29,7 +29,7 @@ LAYOUT = (
     ("nu", lambda nb, k: (k + 2, 6), "base twist jet ν^(k) (floating base)"),
     ("gam", lambda nb, k: (k + 1, 6), "gravity twist of the base γ^(k) = d^k/dt^k Ad_{C⁻¹}(0, −g)"),
     ("fx", lambda nb, k: (k + 1, nb, 6), "applied wrench jet W^app(k) in body frames"),
-    ("bell", lambda nb, k: (k + 2, k + 2), "c[m][j]: Φ_m = Σ_j c[m][j] ad_X^j (one joint, MATH.md)"),
+    ("bell", lambda nb, k: (k + 2, k + 2), "c[m][j]: Φ_m = Σ_j c[m][j] ad_X^j (one joint, doc/math.md)"),
     ("binom", lambda nb, k: (k + 3, k + 3), "binomial coefficients"),
     ("Au", lambda nb, k: (k + 2, k + 2, 6), "ad_X^j T_i V_λ^(l) (one joint)"),
     ("MV", lambda nb, k: (k + 2, 6), "M_i V_i^(k) (one joint)"),

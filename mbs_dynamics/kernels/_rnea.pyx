@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Recursive inverse dynamics (RNEA) and its time derivatives of any order, compiled.
 
-Forward (seed 000 eq. 67, differentiated, MATH.md "Recursive time derivatives of any order"):
+Forward (seed 000 eq. 67, differentiated, doc/math.md "Recursive time derivatives of any order"):
 ``u_l = T_i V_λ^(l)``, ``V_i^(k) = Σ_m binom(k,m) Φ_m u_{k−m} + X_i q_i^(k+1)`` with
 ``Φ_m = Σ_j c[m][j] ad_{X_i}^j`` (complete Bell polynomials of ``−q_i^(l) ad_{X_i}``). Backward
 (eq. 68): ``F^(k) = M V^(k+1) − Σ_m binom(k,m) ad_{V^(m)}ᵀ M V^(k−m)``,

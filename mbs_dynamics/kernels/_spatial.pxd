@@ -262,7 +262,7 @@ cdef inline void load_rows(const KModel* m, KWork* w, const double* q, const dou
             w.qj[2 * nb + b] = a[b]
 
 
-# ---- the Bell polynomials Φ_m of one joint (MATH.md "Recursive time derivatives of any order")
+# ---- the Bell polynomials Φ_m of one joint (doc/math.md "Recursive time derivatives of any order")
 cdef inline void bell(const KModel* m, KWork* w, int i, int K1) noexcept nogil:
     """c[m][j] of Φ_m, m ≤ K1: c[m+1][j] = Σ_l binom(m,l) c[m−l][j−1] (−q^(l+1))."""
     cdef int nb = m.nb, s = w.kmax + 2, nbn = w.kmax + 3, mm, j, l
@@ -291,7 +291,7 @@ cdef inline void phi_sum(KWork* w, int k, double* d) noexcept nogil:
 
 
 cdef inline void phi_small(KWork* w, int k, double q1, double q2, double q3, double* d) noexcept nogil:
-    """phi_sum for k ≤ 3 with the Bell polynomials written out (MATH.md):
+    """phi_sum for k ≤ 3 with the Bell polynomials written out (doc/math.md):
     Φ_1 = −q̇A, Φ_2 = −q̈A + q̇²A², Φ_3 = −q⃛A + 3q̇q̈A² − q̇³A³."""
     cdef int s = w.kmax + 2
     cdef double* Au = w.Au

@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Compiled divide-and-conquer assembly of :class:`mbs_dynamics.loops.hdca.HDCA` at acceleration
 level (seed 002 Alg. 1–2 with forces instead of impulses: Featherstone's DCA), the
-``forward_dynamics(method="hdca")`` path.
+``forward_dynamics(method="dca")`` path.
 
 The plan (the binary assembly tree, the handles of every connection, the index sets of every
 elimination) is the NumPy class's, flattened once into integer arrays by
@@ -1131,7 +1131,7 @@ cdef class HDCAKernel:
         finally:
             k.busy -= 1
         if rc != 0:
-            raise ValueError("method='hdca': a joint's constraint block is not positive "
+            raise ValueError("forward_dynamics(method='dca'): a joint's constraint block is not positive "
                              "definite (singular assembly)")
         for i in range(out.shape[0]):
             if not isfinite(out[i]):  # the compiled entries' overflow rule (finite_result)

@@ -1,7 +1,7 @@
 """Constrained inverse dynamics of a closed-loop mechanism in its actuated coordinates, with
 time-derivative jets of any order, and the constraint wrenches.
 
-The spanning tree's equations with the loop multipliers (MATH.md "Closed loops", seed 002 eq. 2):
+The spanning tree's equations with the loop multipliers (doc/math.md "Closed loops", seed 002 eq. 2):
 
     τ_tree(q, q̇, q̈) = S τ_a + Kᵀ λ,      h(q) = 0,
 

@@ -47,11 +47,11 @@ M_i = Ad_{C_i}⁻ᵀ M_i^b Ad_{C_i}⁻¹, joint screws S_k = Ad_{C_k} X_k; a joi
 The same assembly at acceleration level (forces instead of impulses, M_i V̇_i = F_i + ad_{V_i}ᵀ
 M_i V_i, biases Dᵀ Ṡ q̇ at the joints, E_ℓᵀ ad_{V_b}(V_b − V_a) at the loops and
 H_mᵀṠ_m q̇_m − k H_sᵀṠ_s q̇_s at the mimic rows) is Featherstone's DCA, which gives q̈ for
-``forward_dynamics(method="hdca")``, followed by one step of iterative refinement with the
+``forward_dynamics(method="dca")``, followed by one step of iterative refinement with the
 spanning tree's RNEA residual that reuses the factorisation.
 
 Compiled path (``mbs_dynamics/loops/_hdca.pyx``, :meth:`HDCA.fast_acceleration`, used by
-``forward_dynamics(method="hdca")`` of a Robot, MimicRobot, ClosedLoopRobot and
+``forward_dynamics(method="dca")`` of a Robot, MimicRobot, ClosedLoopRobot and
 FloatingClosedLoopRobot, with ``f_ext``): the plan flattened once per model into integer
 arrays, a workspace per plan (no allocation per call; a second thread inside at the same time
 gets a private workspace), the leaves in the body frames (Λ = UᵀU, U = L_bᵀ Ad_Cᵀ B with L_b the
@@ -173,7 +173,8 @@ class HDCA:
         if bad:
             nm = ["the floating base link" if i == n else f"the link of joint '{names[i]}'"
                   for i in bad]
-            raise ValueError(f"method='hdca' needs every body's spatial inertia positive "
+            raise ValueError(f"the divide-and-conquer assembly (forward_dynamics method 'dca', "
+                             f"simulate method 'hdca') needs every body's spatial inertia positive "
                              f"definite (the divide-and-conquer body mobilities M_i⁻¹): "
                              f"{', '.join(nm)} has a singular inertia; use method='aba'")
         self.Mb_inv = np.linalg.inv(Ib)  # body-frame inertias (well scaled)

@@ -26,6 +26,7 @@ from . import _closed
 from .dynamics import G_jets, fact, project_jet
 from .kinematics import LoopKinematics, _rank, pivoted_columns
 from .spec import parse_loops
+from ..model.methods import forward_dynamics_method
 from ..model.subset import SubsetDescription
 
 _F64 = np.dtype(np.float64)
@@ -68,7 +69,7 @@ class ClosedLoopRobot(SubsetDescription):
         actuated: names of the independent (motor) joints; None: chosen rank-revealingly (QR
             with column pivoting of K at the assembled configuration) with a :class:`LoopWarning`
             naming them (``actuated_chosen`` is then True).
-        tol: Newton tolerance on |h|_∞ (m, rad).
+        tol: Newton tolerance on ``|h|_∞`` (m, rad).
     Raises:
         ValueError naming the loop: unknown frames, a loop inside one body, origins that cannot be
         assembled (with the residual), actuated joints that do not determine the mechanism.
@@ -624,22 +625,25 @@ class ClosedLoopRobot(SubsetDescription):
         """Actuated accelerations q̈_a for actuated torques ``tau`` (the dependent joints
         unactuated): ``method="lagrange"`` — the index-1 (acceleration-level) Lagrange equations
         of the spanning tree with the loop constraints, solved by the range-space method with a
-        minimum-norm multiplier (redundant closures); ``"hdca"`` — seed 002's momentum-level
-        formulation (:mod:`.hdca`). (n,) or (N, n) batches. ``"lagrange"`` on single samples
+        minimum-norm multiplier (redundant closures); ``"dca"`` — the divide-and-conquer
+        assembly at acceleration level (:mod:`.hdca`; ``"hdca"``, its former name, is
+        deprecated). (n,) or (N, n) batches. ``"lagrange"`` on single samples
         without ``f_ext`` takes the compiled path (:mod:`._closed`: the same equations in the
         null-space form (GᵀMG) q̈_a = Gᵀ(τ − c − Mγ)), the NumPy one where that cannot decide."""
+        if method != "lagrange":
+            method = forward_dynamics_method(method, ("lagrange", "dca"))
         if method == "lagrange" and f_ext is None:
             res = self._cw.forward_dynamics(q, qd, tau)
             if res is not None:
                 return res if out is None else _out(out, res)
-        if method == "hdca" and f_ext is None and np.ndim(q) == 1:
-            res = self._hdca1(q, qd, tau)
+        if method == "dca" and f_ext is None and np.ndim(q) == 1:
+            res = self._dca1(q, qd, tau)
             if res is not None:
                 return res if out is None else _out(out, res)
         return self._forward_dynamics(q, qd, tau, f_ext, out, method)
 
-    def _hdca1(self, q, qd, tau):
-        """One sample of ``method="hdca"`` by compiled steps only: the entry checks of the
+    def _dca1(self, q, qd, tau):
+        """One sample of ``method="dca"`` by compiled steps only: the entry checks of the
         kernels, the full (q, q̇) by the compiled expand, the compiled assembly
         (:func:`.hdca.acceleration`); None where the compiled expand cannot decide (the NumPy
         path then does, with its errors)."""
@@ -658,8 +662,7 @@ class ClosedLoopRobot(SubsetDescription):
 
     def _forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
         q, qd, tau = self._vec3(q, qd, tau, ("q", "qd", "tau"))
-        if method not in ("lagrange", "hdca"):
-            raise ValueError(f"method must be 'lagrange' or 'hdca', got {method!r}")
+        method = forward_dynamics_method(method, ("lagrange", "dca"))
         if q.ndim == 1 and method == "lagrange" and f_ext is None:
             res = self._cw.forward_dynamics(q, qd, tau)
             if res is not None:
@@ -673,7 +676,7 @@ class ClosedLoopRobot(SubsetDescription):
                                 for a, b, c in zip(q, qd, tau)])
             return _out(out, res.reshape(q.shape))
         Qa = np.stack([q, qd])
-        Q = self._cw.expand(Qa) if method == "hdca" else None  # compiled (q, q̇) full
+        Q = self._cw.expand(Qa) if method == "dca" else None  # compiled (q, q̇) full
         if Q is None:
             Q, _ = self._jet(Qa, self._last)
             self._set_last(Q[0])
@@ -697,7 +700,7 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
     so G = blockdiag(I₆, G_joints) and the base rows pass through; ``expand`` maps a full
     configuration (7 + n,) → (7 + n_full,) or a joints-only jet (k+1, n) → (k+1, n_full);
     ``torque_derivatives`` takes the pair (q, vs) like :meth:`Robot.torque_derivatives`.
-    ``forward_dynamics`` takes ``method="lagrange" | "hdca"``; ``q_assembled`` and ``actuated_index``
+    ``forward_dynamics`` takes ``method="lagrange" | "dca"``; ``q_assembled`` and ``actuated_index``
     refer to the joints (n_full,)."""
 
     @property
@@ -888,9 +891,11 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
         """(base acceleration, q̈_a) for (base wrench, actuated τ) ``tau`` (6 + n,): the index-1
         Lagrange equations with the loop rows (zero base columns), range-space solve; or
-        ``method="hdca"`` (:mod:`.hdca`, the base a 6-DOF joint of the assembly). Single
+        ``method="dca"`` (:mod:`.hdca`, the base a 6-DOF joint of the assembly). Single
         samples of ``"lagrange"`` without ``f_ext``: the compiled path first (null-space form,
         :mod:`._closed`)."""
+        if method != "lagrange":
+            method = forward_dynamics_method(method, ("lagrange", "dca"))
         if method == "lagrange" and f_ext is None:
             res = self._cw.forward_dynamics(q, qd, tau)
             if res is not None:
@@ -898,8 +903,7 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         return self._forward_dynamics(q, qd, tau, f_ext, out, method)
 
     def _forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
-        if method not in ("lagrange", "hdca"):
-            raise ValueError(f"method must be 'lagrange' or 'hdca', got {method!r}")
+        method = forward_dynamics_method(method, ("lagrange", "dca"))
         if np.ndim(q) == 2:
             res = (self._cw.forward_dynamics_batch(q, qd, tau)
                    if f_ext is None and method == "lagrange" else None)
@@ -915,7 +919,7 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
             if res is not None:
                 return _out(out, res)
         Qa = np.stack([q[7:], qd[6:]])
-        Q = self._cw.expand(Qa) if method == "hdca" else None  # compiled joints (q, q̇)
+        Q = self._cw.expand(Qa) if method == "dca" else None  # compiled joints (q, q̇)
         if Q is None:
             Q, _ = self._jet(Qa, self._last)
             self._set_last(Q[0])
@@ -924,7 +928,7 @@ class FloatingClosedLoopRobot(ClosedLoopRobot):
         tf[:6] = tau[:6]
         tf[6 + self._act] = tau[6:]
         _in_range(vf, tf)
-        if method == "hdca":
+        if method == "dca":
             from .hdca import acceleration
             a = _finite(acceleration(self, qf, vf, tf, f_ext))
             return _out(out, np.r_[a[:6], a[6 + self._act]])

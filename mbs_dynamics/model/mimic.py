@@ -11,7 +11,7 @@ joint, the model the kernels see)
 
 G (n_f × n) holding a 1 for each independent joint and k in the master's column for each mimic.
 The constraint is ideal (workless), so by the principle of virtual work the generalized forces
-in the independent coordinates are the projections (MATH.md, "Mimic joints"):
+in the independent coordinates are the projections (doc/math.md, "Mimic joints"):
 
     τ = Gᵀ τ_full(G q + off, G q̇, G q̈, f_ext),   M = Gᵀ M_full G,   C̄ = Gᵀ C̄_full G,
     g = Gᵀ g_full,   Ṁ = Gᵀ Ṁ_full G,   τ^(r) = Gᵀ τ_full^(r)  (G is constant),
@@ -28,6 +28,7 @@ import numpy as np
 
 from ..kernels._data import _check_array
 from .urdf import URDFError
+from .methods import forward_dynamics_method
 from .subset import SubsetDescription
 
 _F64 = np.dtype(np.float64)
@@ -323,20 +324,18 @@ class MimicRobot(SubsetDescription):
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="aba"):
         """q̈ solving (Gᵀ M_full G) q̈ = τ − Gᵀ h_full(q, q̇, f_ext); (n,) or (N, n).
-        ``method``: ``"aba"`` (the projected solve) or ``"hdca"`` — seed 002's divide-and-conquer
-        assembly of the full tree with each mimic joint a constraint row
+        ``method``: ``"aba"`` (the projected solve) or ``"dca"`` — the acceleration-level
+        divide-and-conquer assembly (``"hdca"``, its former name, is deprecated) of the full tree with each mimic joint a constraint row
         (:func:`mbs_dynamics.loops.hdca.mimic_forward_dynamics`; compiled, f_ext as for
         ``"aba"``, not with a batch)."""
-        if method != "aba":
-            if method == "hdca":
-                return self._hdca(q, qd, tau, f_ext, out)
-            raise ValueError(f"method must be 'aba' or 'hdca', got {method!r}")
+        if method != "aba" and forward_dynamics_method(method, ("aba", "dca")) == "dca":
+            return self._dca(q, qd, tau, f_ext, out)
         with self._d:  # one thread at a time (the kernels' owner flag)
             return self._forward_dynamics(q, qd, tau, f_ext, out)
 
-    def _hdca(self, q, qd, tau, f_ext, out):
+    def _dca(self, q, qd, tau, f_ext, out):
         # the model layer imports no capability: the full Robot's facade reaches loops/hdca.py
-        mimic_forward_dynamics = self._full._hdca_mimic
+        mimic_forward_dynamics = self._full._dca_mimic
         (q, qd, tau), N = self._vecs(("q", "qd", "tau"), (q, qd, tau))
         if f_ext is not None and N is not None:
             raise ValueError("f_ext is not supported with batch inputs")

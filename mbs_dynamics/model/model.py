@@ -1,7 +1,7 @@
 """The frozen robot model (screw form, seed 004 §2) and its construction from a URDF tree.
 
 Bodies are the child links of the movable joints, numbered in depth-first order, so that
-``parent[i] < i``. Body frame = child link frame = joint frame (MATH.md), hence
+``parent[i] < i``. Body frame = child link frame = joint frame (doc/math.md), hence
 ``C_{λ(i),i}(q_i) = B_i exp(X_i q_i)`` with ``B_i`` the joint ``<origin>`` (composed with any fixed
 joints in between) and ``X_i = (e, 0)`` (revolute) or ``(0, e)`` (prismatic).
 Twists are angular-first ``(ω, v)``; wrenches ``(m, f)``.

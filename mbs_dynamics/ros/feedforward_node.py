@@ -1,6 +1,6 @@
 """``feedforward_node``: τ, τ′, τ″ (and SEA/VSA motor references) at control rate.
 
-The node is transport only (shared/DESIGN.md): parameters, QoS, a control loop and message ⇄
+The node is transport only: parameters, QoS, a control loop and message ⇄
 array conversion around :class:`mbs_dynamics.controller.FeedforwardController`, which makes every
 decision (trajectory / hold / nothing, rejections, non-finite guard).
 

@@ -21,7 +21,7 @@ def common_arguments(default_config, namespace_description="node namespace"):
             description="URDF file; empty: use the robot_description topic"),
         DeclareLaunchArgument(
             "config", default_value=default_config,
-            description="parameters YAML (name under mbs_dynamics/config or absolute path)"),
+            description="parameters YAML (name in the installed share/mbs_dynamics/config or absolute path)"),
         DeclareLaunchArgument("namespace", default_value="", description=namespace_description),
         DeclareLaunchArgument(
             "loops", default_value="",

@@ -1,7 +1,7 @@
 """A small built-in simulator of the same model: rigid, series-elastic (SEA) or variable-stiffness
 (VSA) joints, in closed loop with any Python controller.
 
-Plant (shared/MATH.md, "Flatness feedforward"; Spong's reduced flexible-joint model):
+Plant (doc/math.md, "Flatness feedforward"; Spong's reduced flexible-joint model):
 
 * rigid: ``M(q) q̈ + c(q, q̇) + g(q) = τ`` — the controller returns the joint torque ``τ``;
 * SEA:  ``M(q) q̈ + c + g = τ_e``, ``τ_e = K (θ − q)``, ``B θ̈ + D_m θ̇ + τ_e = τ_m`` — the
@@ -19,7 +19,7 @@ at ``t_k`` and its output is held constant over ``[t_k, t_k + dt)`` (zero-order 
 may take ``substeps`` RK4 steps of ``dt / substeps`` inside each control period (useful for stiff
 springs: RK4 is stable for ``ω h ≲ 2.8``). Because the input is constant on each step, RK4's order
 is not reduced by the hold. With ``τ = 0`` and no dissipation the total energy is conserved to
-the integrator's accuracy (``test/test_sim.py``). Joint limits are not modelled.
+the integrator's accuracy (``test/sim/test_sim.py``). Joint limits are not modelled.
 
 For SEA the whole RK4 step is one compiled call (:func:`mbs_dynamics._aba.rk4_sea`), as it is for
 the rigid plant (:func:`mbs_dynamics._aba.rk4_rigid`); the VSA spring law is evaluated in NumPy.

@@ -1,7 +1,7 @@
 """Tests of mbs_dynamics.control.actuators: SEA formulas, VSA Newton inversion and implicit derivatives,
 pluggable spring laws, configuration parsing and every error path.
 
-Oracles: the SEA formulas of shared/MATH.md written out, the closed-form inverse of the
+Oracles: the SEA formulas of doc/math.md written out, the closed-form inverse of the
 exponential antagonistic law, and finite differences along smooth analytic τ(t), σ(t), q(t).
 """
 

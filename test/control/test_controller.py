@@ -1,7 +1,7 @@
 """The ROS-free controller core (mbs_dynamics.control.controller): every decision and rejection.
 
 Oracles: Pinocchio (gravity, RNEA along the desired trajectory), central finite differences of
-Pinocchio's RNEA in time (τ′, τ″), and the SEA formulas of shared/MATH.md written out here.
+Pinocchio's RNEA in time (τ′, τ″), and the SEA formulas of doc/math.md written out here.
 """
 from __future__ import annotations
 
@@ -199,7 +199,7 @@ def test_cancel_holds_the_measured_pose(panda):
 
 
 def test_sea_hold_of_the_last_point_is_at_rest_at_q_final(panda):
-    """SEA at rest: θ = q + K⁻¹ g(q), θ' = θ'' = 0, τ_m = g(q) (MATH.md, flatness feedforward)."""
+    """SEA at rest: θ = q + K⁻¹ g(q), θ' = θ'' = 0, τ_m = g(q) (doc/math.md, flatness feedforward)."""
     robot, pm = panda
     from mbs_dynamics.control.actuators import actuator_from_params
     act = actuator_from_params({"actuator.type": "sea", "actuator.stiffness": K.tolist(),
@@ -404,7 +404,7 @@ def test_sea_motor_references(panda):
     ref = Trajectory.from_dict(msg)
     qs = ref.sample(t)
     tau, tau_d, tau_dd = pin_tau_derivatives(pm, ref, t)
-    # MATH.md: θ = q + K⁻¹τ, θ' = q' + K⁻¹τ', θ'' = q'' + K⁻¹τ'', τ_m = B θ'' + τ
+    # doc/math.md: θ = q + K⁻¹τ, θ' = q' + K⁻¹τ', θ'' = q'' + K⁻¹τ'', τ_m = B θ'' + τ
     np.testing.assert_allclose(out.theta, qs[0] + tau / K, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(out.theta_dot, qs[1] + tau_d / K, atol=1e-7)
     np.testing.assert_allclose(out.theta_ddot, qs[2] + tau_dd / K, atol=5e-5)

@@ -2,7 +2,7 @@
 
 Oracles: Pinocchio's RNEA on the forwarded points (efforts to 1e-9 relative), central differences
 in time of Pinocchio's RNEA along the spline (τ′, τ″ for the SEA motor references, whose formulas
-θ = q + K⁻¹τ, τ_m = B θ'' + D_m θ' + τ are written out here from shared/MATH.md), and the input
+θ = q + K⁻¹τ, τ_m = B θ'' + D_m θ' + τ are written out here from doc/math.md), and the input
 waypoints themselves (kept exactly). Tests without an oracle use the bundled arm7 and need neither
 Pinocchio nor ROS.
 """

@@ -1,7 +1,7 @@
 """API tests of mbs_dynamics.control.feedforward (the physics check is test_feedforward_mujoco.py).
 
 Oracles: Pinocchio's RNEA for τ (and central differences of it along the trajectory for τ′),
-the SEA formulas of shared/MATH.md, the closed-form inverse of the exponential spring law.
+the SEA formulas of doc/math.md, the closed-form inverse of the exponential spring law.
 """
 
 from pathlib import Path
@@ -60,7 +60,7 @@ def test_sea_feedforward_single_and_batch(setup):
             assert getattr(one, name).shape == (7,)
             np.testing.assert_allclose(getattr(one, name), getattr(batch, name)[i], rtol=1e-13,
                                        atol=1e-12)
-        # MATH.md: θ = q + K⁻¹τ, θ″ = q″ + K⁻¹τ″, τ_m = B θ″ + τ (+ D θ′)
+        # doc/math.md: θ = q + K⁻¹τ, θ″ = q″ + K⁻¹τ″, τ_m = B θ″ + τ (+ D θ′)
         np.testing.assert_allclose(one.theta, qs[i, 0] + one.tau / K, rtol=1e-15)
         np.testing.assert_allclose(one.theta_dot, qs[i, 1] + one.tau_dot / K, rtol=1e-14)
         np.testing.assert_allclose(one.tau_motor, B * one.theta_ddot + D * one.theta_dot

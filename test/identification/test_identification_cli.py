@@ -1,6 +1,6 @@
 """``mbs-dynamics identify`` and ``mbs-dynamics excite`` end to end (issue 20, items 4 and 5).
 
-Logs are simulated by Pinocchio (test/identification_sim.py). Bad input: one line on stderr, exit
+Logs are simulated by Pinocchio (test/identification/identification_sim.py). Bad input: one line on stderr, exit
 code 2, no traceback, and no output file written.
 """
 from __future__ import annotations

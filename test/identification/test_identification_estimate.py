@@ -2,7 +2,7 @@
 
 Oracle: ``pin.rnea`` of a Pinocchio model whose inertial parameters were changed at random
 (the hidden truth), plus viscous and Coulomb friction and Gaussian noise of a different σ per
-joint, along analytic Fourier trajectories (test/identification_sim.py). Checked:
+joint, along analytic Fourier trajectories (test/identification/identification_sim.py). Checked:
 
 * a held-out trajectory's measured torques are predicted at its states with RMS ≤ 1.2 σ per joint
   (a perfect model gives 1.0 σ);

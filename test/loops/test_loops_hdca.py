@@ -38,9 +38,9 @@ def test_hdca_equals_aba_on_trees(urdf):
     for _ in range(3):
         q, qd, tau = rng.standard_normal((3, r.n))
         a = r.forward_dynamics(q, qd, tau)
-        assert rel(r.forward_dynamics(q, qd, tau, method="hdca"), a) < 1e-12
+        assert rel(r.forward_dynamics(q, qd, tau, method="dca"), a) < 1e-12
     Q = rng.standard_normal((2, r.n))
-    assert rel(r.forward_dynamics(Q, Q, Q, method="hdca"), r.forward_dynamics(Q, Q, Q)) < 1e-12
+    assert rel(r.forward_dynamics(Q, Q, Q, method="dca"), r.forward_dynamics(Q, Q, Q)) < 1e-12
     with pytest.raises(ValueError, match="method must be"):
         r.forward_dynamics(q, qd, tau, method="crba")
 
@@ -57,7 +57,7 @@ def test_hdca_forward_dynamics_on_loops(mech):
     rng = np.random.default_rng(11)
     q = r.q_assembled[r.actuated_index] + 0.1 * rng.standard_normal(r.n)
     qd, tau = rng.standard_normal((2, r.n))
-    a = r.forward_dynamics(q, qd, tau, method="hdca")
+    a = r.forward_dynamics(q, qd, tau, method="dca")
     assert rel(a, r.forward_dynamics(q, qd, tau, method="lagrange")) < 1e-10
     assert rel(r.inverse_dynamics(q, qd, a), tau) < 1e-10  # forward → inverse round trip
 

@@ -79,13 +79,13 @@ def test_floating_base_tree_equals_pinocchio_aba(name):
     for _ in range(3):
         q = _base_q(rng, r.n)
         v, tau = rng.normal(size=(2, r.nv))
-        a = r.forward_dynamics(q, v, tau, method="hdca")
+        a = r.forward_dynamics(q, v, tau, method="dca")
         assert a.shape == (r.nv,)
         assert rel(a, pin.aba(o.pm, o.pd, o.q(q), v, tau)) < 1e-12
         Q.append(q), V.append(v), T.append(tau)
     Q, V, T = map(np.array, (Q, V, T))
     out = np.empty((3, r.nv))
-    res = r.forward_dynamics(Q, V, T, method="hdca", out=out)
+    res = r.forward_dynamics(Q, V, T, method="dca", out=out)
     assert res is out and rel(out, r.forward_dynamics(Q, V, T)) < 1e-12
     # payloads on the floating base link and on the last link (Pinocchio: the same inertia
     # added to the parent joint of the link's frame)
@@ -96,17 +96,17 @@ def test_floating_base_tree_equals_pinocchio_aba(name):
         fr = pm.frames[pm.getFrameId(link)]
         pm.inertias[fr.parentJoint] += fr.placement.act(pin.Inertia(1.7, np.array([0.03, -0.02,
                                                                                0.05]), I3))
-        a2 = r2.forward_dynamics(Q[0], V[0], T[0], method="hdca")
+        a2 = r2.forward_dynamics(Q[0], V[0], T[0], method="dca")
         assert rel(a2, pin.aba(pm, pm.createData(), o.q(Q[0]), V[0], T[0])) < 1e-12
-        assert rel(a2, r.forward_dynamics(Q[0], V[0], T[0], method="hdca")) > 1e-6  # it moved
+        assert rel(a2, r.forward_dynamics(Q[0], V[0], T[0], method="dca")) > 1e-6  # it moved
     bad = Q[0].copy()
     bad[3:7] *= 1.5
     with pytest.raises(ValueError, match="unit quaternion"):
-        r.forward_dynamics(bad, V[0], T[0], method="hdca")
+        r.forward_dynamics(bad, V[0], T[0], method="dca")
     with pytest.raises(ValueError, match="qd"):
-        r.forward_dynamics(Q[0], V[0][:-1], T[0], method="hdca")
+        r.forward_dynamics(Q[0], V[0][:-1], T[0], method="dca")
     with pytest.raises(ValueError, match="batch"):  # f_ext: test_loops_hdca_fext.py
-        r.forward_dynamics(Q, V, T, method="hdca", f_ext={r.link_names[0]: np.ones(6)})
+        r.forward_dynamics(Q, V, T, method="dca", f_ext={r.link_names[0]: np.ones(6)})
 
 
 def test_floating_base_without_base_mass_is_a_clear_error():
@@ -115,13 +115,13 @@ def test_floating_base_without_base_mass_is_a_clear_error():
     z = np.zeros(r.nv)
     q = np.r_[np.zeros(6), 1.0, np.zeros(r.n)]
     with pytest.raises(ValueError, match="floating base link has a singular inertia"):
-        r.forward_dynamics(q, z, z, method="hdca")
+        r.forward_dynamics(q, z, z, method="dca")
 
 
 @pytest.mark.parametrize("case", ["panda", "pr2", "tiago_pro", "chain", "random",
                                   "talos_full_fb", "chain_fb"])
 def test_mimic_robot_equals_projected_pinocchio(case):
-    """MimicRobot.forward_dynamics(method="hdca"): the mimic rows closed in the assembly."""
+    """MimicRobot.forward_dynamics(method="dca"): the mimic rows closed in the assembly."""
     from test_mimic import FB_CHAIN, Oracle, OracleFB, _source
     fb = case.endswith("_fb")
     src = FB_CHAIN if case == "chain_fb" else (
@@ -135,14 +135,14 @@ def test_mimic_robot_equals_projected_pinocchio(case):
     for _ in range(2):
         q = _base_q(rng, r.n) if fb else rng.uniform(-1, 1, r.nq)
         v, tau = rng.normal(size=(2, r.nv))
-        a = r.forward_dynamics(q, v, tau, method="hdca")
+        a = r.forward_dynamics(q, v, tau, method="dca")
         assert rel(a, o.aba(q, v, tau)) < 1e-12
         assert rel(o.tau(q, v, a), tau) < 1e-10  # round trip through Pinocchio's RNEA
         Q.append(q), V.append(v), T.append(tau)
     Q, V, T = map(np.array, (Q, V, T))
-    assert rel(r.forward_dynamics(Q, V, T, method="hdca"), r.forward_dynamics(Q, V, T)) < 1e-12
+    assert rel(r.forward_dynamics(Q, V, T, method="dca"), r.forward_dynamics(Q, V, T)) < 1e-12
     with pytest.raises(ValueError, match="tau"):
-        r.forward_dynamics(Q[0], V[0], T[0][:-1], method="hdca")
+        r.forward_dynamics(Q[0], V[0], T[0][:-1], method="dca")
     with pytest.raises(ValueError, match="method must be"):
         r.forward_dynamics(Q[0], V[0], T[0], method="crba")
 
@@ -200,7 +200,7 @@ def test_hdca_on_floating_closed_loops(name):
     qb[3:] /= np.linalg.norm(qb[3:])
     q = np.r_[qb, r.q_assembled[r.actuated_index] + 0.05 * rng.standard_normal(r.n)]
     qd, tau = rng.standard_normal((2, r.nv))
-    a = r.forward_dynamics(q, qd, tau, method="hdca")
+    a = r.forward_dynamics(q, qd, tau, method="dca")
     assert a.shape == (r.nv,)
     assert rel(r.inverse_dynamics(q, qd, a), tau) < 1e-10  # forward → inverse round trip
     assert rel(a, r.forward_dynamics(q, qd, tau, method="lagrange")) < 1e-10
@@ -221,22 +221,22 @@ def test_hdca_on_floating_closed_loops(name):
         assert rel(acceleration(r, qf, vf, tf), ddq) < 1e-10  # measured ≤ 4e-14
     # a payload (a new model: a new assembly), checked by the round trip through its RNEA
     r2 = r.with_payload(r.full_robot.link_names[-1], 0.8, com=(0.02, 0.0, 0.01))
-    a2 = r2.forward_dynamics(q, qd, tau, method="hdca")
+    a2 = r2.forward_dynamics(q, qd, tau, method="dca")
     assert rel(r2.inverse_dynamics(q, qd, a2), tau) < 1e-10 and rel(a2, a) > 1e-8
     # batches and bad input
     Q = np.array([q, q])
     out = np.empty((2, r.nv))
-    assert r.forward_dynamics(Q, np.array([qd, qd]), np.array([tau, tau]), method="hdca",
+    assert r.forward_dynamics(Q, np.array([qd, qd]), np.array([tau, tau]), method="dca",
                               out=out) is out
     assert rel(out[1], a) < 1e-12
     bad = q.copy()
     bad[3:7] *= 2.0
     with pytest.raises(ValueError, match="unit quaternion"):
-        r.forward_dynamics(bad, qd, tau, method="hdca")
+        r.forward_dynamics(bad, qd, tau, method="dca")
     with pytest.raises(ValueError, match="method must be"):
-        r.forward_dynamics(q, qd, tau, method="dca")
+        r.forward_dynamics(q, qd, tau, method="ddca")
     with pytest.raises(ValueError, match="NaN"):
-        r.forward_dynamics(q, qd, np.full(r.nv, np.nan), method="hdca")
+        r.forward_dynamics(q, qd, np.full(r.nv, np.nan), method="dca")
 
 
 def test_hdca_with_mimic_joints_and_loops():
@@ -251,7 +251,7 @@ def test_hdca_with_mimic_joints_and_loops():
         if fb:
             q = np.r_[_base_q(rng, 0), q]
         qd, tau = rng.standard_normal((2, r.nv))
-        a = r.forward_dynamics(q, qd, tau, method="hdca")
+        a = r.forward_dynamics(q, qd, tau, method="dca")
         assert rel(a, r.forward_dynamics(q, qd, tau, method="lagrange")) < 1e-10
         assert rel(r.inverse_dynamics(q, qd, a), tau) < 1e-10
         # KKT oracle: Pinocchio (free-flyer or fixed) with the loop rows and q̈_f + 0.5 q̈_c = 0

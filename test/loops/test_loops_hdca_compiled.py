@@ -45,7 +45,7 @@ def test_compiled_equals_numpy_on_trees_and_mimic(case):
             a = h.fast_acceleration(q, v, tau, refine=refine)
             assert rel(a, ref) < 1e-12
         if not isinstance(r, mbs.MimicRobot):
-            assert rel(r.forward_dynamics(q, v, tau, method="hdca"), ref) < 1e-12
+            assert rel(r.forward_dynamics(q, v, tau, method="dca"), ref) < 1e-12
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -89,12 +89,12 @@ def test_numpy_fallback_and_fext():
     K = h.compiled()
     try:
         h._ck = None
-        assert rel(r.forward_dynamics(q, v, tau, f_ext=W, method="hdca"), ref) < 1e-12
-        assert rel(r.forward_dynamics(q, v, tau, method="hdca"),
+        assert rel(r.forward_dynamics(q, v, tau, f_ext=W, method="dca"), ref) < 1e-12
+        assert rel(r.forward_dynamics(q, v, tau, method="dca"),
                    r.forward_dynamics(q, v, tau)) < 1e-12
     finally:
         h._ck = K
-    assert rel(r.forward_dynamics(q, v, tau, f_ext=W, method="hdca"), ref) < 1e-12
+    assert rel(r.forward_dynamics(q, v, tau, f_ext=W, method="dca"), ref) < 1e-12
 
 
 def test_threads_share_one_plan():
@@ -110,7 +110,7 @@ def test_threads_share_one_plan():
     def work(rb, t):
         for i in range(150):
             k = (i + t) % len(states)
-            if rel(rb.forward_dynamics(*states[k], method="hdca"), refs[k]) > 1e-12:
+            if rel(rb.forward_dynamics(*states[k], method="dca"), refs[k]) > 1e-12:
                 bad.append((t, i))
 
     ths = [threading.Thread(target=work, args=(robots[t], t)) for t in range(4)]

@@ -64,21 +64,21 @@ def test_tree_hdca_with_fext_equals_pinocchio_aba(case):
         q = _base_q(rng, r.n) if fb else rng.uniform(-1, 1, r.nq)
         v, tau = rng.normal(size=(2, r.nv))
         W = _wrenches(r, rng, links)
-        a = r.forward_dynamics(q, v, tau, f_ext=W, method="hdca")
+        a = r.forward_dynamics(q, v, tau, f_ext=W, method="dca")
         ref = pin.aba(pm, pd, q, v, tau, _pin_fext(pm, W))
         assert rel(a, ref) < 1e-12
-        assert rel(a, r.forward_dynamics(q, v, tau, method="hdca")) > 1e-6  # the wrench acts
+        assert rel(a, r.forward_dynamics(q, v, tau, method="dca")) > 1e-6  # the wrench acts
         assert rel(a, r.forward_dynamics(q, v, tau, f_ext=W)) < 1e-12  # = ABA
         # the assembly alone (no refinement step) already agrees to ~1e-13
         from mbs_dynamics.loops.hdca import tree_forward_dynamics
         assert rel(tree_forward_dynamics(r, q, v, tau, refine=False, f_ext=W), ref) < 1e-11
     with pytest.raises(ValueError, match="unknown link"):
-        r.forward_dynamics(q, v, tau, f_ext={"nope": np.ones(6)}, method="hdca")
+        r.forward_dynamics(q, v, tau, f_ext={"nope": np.ones(6)}, method="dca")
     with pytest.raises(ValueError, match="NaN"):
-        r.forward_dynamics(q, v, tau, f_ext={links[0]: np.full(6, np.nan)}, method="hdca")
+        r.forward_dynamics(q, v, tau, f_ext={links[0]: np.full(6, np.nan)}, method="dca")
     with pytest.raises(ValueError, match="batch"):
         r.forward_dynamics(np.array([q, q]), np.array([v, v]), np.array([tau, tau]),
-                           f_ext=W, method="hdca")
+                           f_ext=W, method="dca")
 
 
 @pytest.mark.parametrize("case", ["panda", "chain"])
@@ -95,7 +95,7 @@ def test_mimic_robot_hdca_with_fext(case):
         q = rng.uniform(-1, 1, r.nq)
         v, tau = rng.normal(size=(2, r.nv))
         W = _wrenches(r, rng, links)
-        a = r.forward_dynamics(q, v, tau, f_ext=W, method="hdca")
+        a = r.forward_dynamics(q, v, tau, f_ext=W, method="dca")
         h = o.tau(q, v, np.zeros(r.nv), _pin_fext(o.pm, W))
         ref = np.linalg.solve(o.M(q), tau - h)
         assert rel(a, ref) < 1e-12
@@ -111,7 +111,7 @@ def test_floating_closed_loops_hdca_with_fext(name):
     qd, tau = rng.standard_normal((2, r.nv))
     links = [r.full_robot.link_names[-1], r.full_robot.model.base_link]
     W = _wrenches(r, rng, links)
-    a = r.forward_dynamics(q, qd, tau, f_ext=W, method="hdca")
+    a = r.forward_dynamics(q, qd, tau, f_ext=W, method="dca")
     X = r.copy().expand(np.stack([q[7:], qd[6:]]))
     qf, vf = np.r_[q[:7], X[0]], np.r_[qd[:6], X[1]]
     tf = np.zeros(6 + r.n_full)
@@ -122,4 +122,4 @@ def test_floating_closed_loops_hdca_with_fext(name):
     Qext = pin.rnea(pm, pd, qf, vf, z) - pin.rnea(pm, pd, qf, vf, z, _pin_fext(pm, W))
     af, _ = _kkt(r, loops, pm, qf, vf, tf + Qext)
     assert rel(a, np.r_[af[:6], af[6 + r.actuated_index]]) < 1e-10
-    assert rel(a, r.forward_dynamics(q, qd, tau, method="hdca")) > 1e-6
+    assert rel(a, r.forward_dynamics(q, qd, tau, method="dca")) > 1e-6

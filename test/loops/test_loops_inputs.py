@@ -28,7 +28,7 @@ def _calls(r):
                   lambda x: r.gravity_torques(x), lambda x: r.coriolis_matrix(x, z),
                   lambda x: r.forward_dynamics(x, z, z), lambda x: r.constraint_forces(x, z, z)],
             "qd": [lambda x: r.forward_dynamics(q, x, z), lambda x: r.inverse_dynamics(q, x, z)],
-            "tau": [lambda x: r.forward_dynamics(q, z, x, method="hdca")],
+            "tau": [lambda x: r.forward_dynamics(q, z, x, method="dca")],
             "qs": [lambda x: r.expand(x)],
             "q_full": [lambda x: r.loop_residual(x + [0.0] * (len(qf) - 1)),
                        lambda x: r.constraint_jacobian(x + [0.0] * (len(qf) - 1))]}

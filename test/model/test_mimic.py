@@ -595,7 +595,7 @@ def test_forward_dynamics_takes_method_like_robot():
     z = np.zeros(r.nv)
     assert np.array_equal(r.forward_dynamics(z, z, z, method="aba"), r.forward_dynamics(z, z, z))
     # seed 002's HDCA with the mimic rows closed in the assembly (test_loops_hdca_bases)
-    assert np.abs(r.forward_dynamics(z, z, z, method="hdca") - r.forward_dynamics(z, z, z)).max() \
+    assert np.abs(r.forward_dynamics(z, z, z, method="dca") - r.forward_dynamics(z, z, z)).max() \
         < 1e-12 * max(1.0, np.abs(r.forward_dynamics(z, z, z)).max())
     with pytest.raises(ValueError, match="method must be"):
         r.forward_dynamics(z, z, z, method="x")
