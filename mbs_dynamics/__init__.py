@@ -8,7 +8,7 @@ import os
 # setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from .loader import load_urdf  # noqa: E402
+from .loader import from_dh, from_screws, load_urdf  # noqa: E402
 from .model.model import Model  # noqa: E402
 from .robot import Robot  # noqa: E402
 from .model.urdf import URDFError, URDFWarning  # noqa: E402
@@ -50,4 +50,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'mbs_dynamics' has no attribute '{name}'")
 
 
-__all__ = ["Model", "Robot", "URDFError", "URDFWarning", "load_urdf", "__version__", *_LAZY]
+__all__ = ["Model", "Robot", "URDFError", "URDFWarning", "load_urdf", "from_dh", "from_screws",
+           "__version__", *_LAZY]
