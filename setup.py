@@ -65,6 +65,8 @@ setup(
         # mbs-dynamics identify / excite, mbs_dynamics.identification.identify: least squares,
         # filters and optimisers (scipy), rosbag2 logs without ROS (rosbags)
         "identify": ["scipy>=1.10", "rosbags>=0.10"],
+        # mbs_dynamics.calibration: QR with column pivoting (scipy)
+        "calibrate": ["scipy>=1.10"],
         "test": ["pytest>=7", "hypothesis>=6", "pin>=3", "mujoco>=3.1", "example-robot-data>=4",
                  "matplotlib>=3.7", "scipy>=1.10", "dynibo>=0.5", "rosbags>=0.10"],
         "bench": ["pin>=3", "dynibo>=0.5", "mujoco>=3.1", "example-robot-data>=4",

@@ -40,9 +40,9 @@ _LAZY = {
 
 
 def __getattr__(name):
-    if name == "codegen":  # a capability as an attribute: mbs.codegen.generate(robot)
+    if name in ("codegen", "calibration"):  # a capability as an attribute: mbs.codegen.generate
         import importlib
-        return importlib.import_module(".codegen", __name__)
+        return importlib.import_module(f".{name}", __name__)
     if name in _LAZY:
         import importlib
         mod, attr = _LAZY[name]

@@ -32,7 +32,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from .writer import inertial_element, origin_element, urdf_text
+from .writer import inertial_element, limit_element, origin_element, urdf_text
 
 __all__ = ["dh_urdf", "screws_urdf", "dh_transform", "CONVENTIONS", "JOINT_TYPES"]
 
@@ -174,12 +174,7 @@ class _Writer:
         if axis is not None:
             ET.SubElement(el, "axis", xyz=" ".join(repr(float(v)) for v in axis))
         if limit is not None:
-            lim = dict(zip(("lower", "upper", "velocity", "effort"), limit))
-            if jtype == "continuous":
-                lim.pop("lower"), lim.pop("upper")
-            lim = {k: repr(float(v)) for k, v in lim.items() if np.isfinite(v)}
-            if lim:
-                ET.SubElement(el, "limit", **lim)
+            limit_element(el, jtype, *limit)
 
     def frames(self, frames):
         """Extra massless frames: name → (link, 4×4 pose in that link)."""

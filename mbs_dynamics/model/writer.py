@@ -16,7 +16,8 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-__all__ = ["to_urdf", "rpy_of", "origin_element", "inertial_element", "urdf_text"]
+__all__ = ["to_urdf", "rpy_of", "origin_element", "inertial_element", "limit_element",
+           "urdf_text"]
 
 
 def _f(x) -> str:
@@ -70,6 +71,18 @@ def _inertial_from_spatial(M):
     c = mc / m if m > 0 else np.zeros(3)
     C = np.array([[0, -c[2], c[1]], [c[2], 0, -c[0]], [-c[1], c[0], 0]])
     return m, c, M[:3, :3] + m * (C @ C)
+
+
+def limit_element(parent, jtype, lower, upper, velocity, effort):
+    """Append ``<limit>``: always ``effort`` and ``velocity`` (urdfdom, hence Pinocchio and ROS,
+    refuses a revolute or prismatic joint without them, and reads no ``inf``): the largest
+    float (1.8e308) where there is none; ``lower``/``upper`` where finite (absent: no limit
+    for this package, 0 for urdfdom)."""
+    lim = {k: _f(v) if np.isfinite(v) else _f(np.finfo(float).max)
+           for k, v in (("effort", effort), ("velocity", velocity))}
+    if jtype != "continuous":
+        lim.update({k: _f(v) for k, v in (("lower", lower), ("upper", upper)) if np.isfinite(v)})
+    return ET.SubElement(parent, "limit", **lim)
 
 
 def urdf_text(root) -> str:
@@ -132,14 +145,8 @@ def to_urdf(model, name=None) -> str:
         ET.SubElement(el, "child", link=model.link_names[i])
         origin_element(el, model.B[i])
         ET.SubElement(el, "axis", xyz=" ".join(_f(v) for v in model.axis[i]))
-        lim = {k: getattr(model, a)[i] for k, a in (("lower", "lower"), ("upper", "upper"),
-                                                    ("effort", "effort_limit"),
-                                                    ("velocity", "velocity_limit"))}
-        if model.joint_types[i] == "continuous":
-            lim.pop("lower"), lim.pop("upper")
-        lim = {k: _f(v) for k, v in lim.items() if np.isfinite(v)}
-        if lim:
-            ET.SubElement(el, "limit", **lim)
+        limit_element(el, model.joint_types[i], model.lower[i], model.upper[i],
+                      model.velocity_limit[i], model.effort_limit[i])
         if jn in model.mimic:
             master, k, o = model.mimic[jn]
             ET.SubElement(el, "mimic", joint=master, multiplier=_f(k), offset=_f(o))
