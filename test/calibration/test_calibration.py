@@ -258,3 +258,28 @@ def test_refuses_floating_base_and_mimic():
     robot = mbs.load_urdf(text, floating_base=True)
     with pytest.raises(ValueError, match="floating-base"):
         GeometricParameters(robot.model, ("c",), frame_params=False)
+
+
+@pytest.mark.parametrize("make", [lambda: _iiwa(True), _tree])
+def test_torque_sensitivity_equals_central_differences(make):
+    """∂τ/∂π (the augmented tree's analytic ∂τ/∂q) against 4th-order central differences of τ
+    of the models built with ±π (a chain with a prismatic joint, a tree)."""
+    from mbs_dynamics.calibration import torque_sensitivity
+    robot = make()
+    rng = np.random.default_rng(6)
+    q, qd, qdd = rng.normal(size=(3, robot.n))
+    S = torque_sensitivity(robot, q, qd, qdd)
+    gp = GeometricParameters(robot.model, (), base=False, frame_params=False)
+    assert S.shape == (robot.n, gp.size)
+
+    def tau(pi):
+        return mbs.Robot(gp.apply(pi)[0]).inverse_dynamics(q, qd, qdd)
+
+    h = 1e-4
+    for k in range(gp.size):
+        d = np.zeros(gp.size)
+        d[k] = h
+        F = (8 * (tau(d) - tau(-d)) - (tau(2 * d) - tau(-2 * d))) / (12 * h)
+        assert np.abs(S[:, k] - F).max() <= 1e-9 * max(1.0, np.abs(S).max()), gp.names[k]
+    with pytest.raises(ValueError, match="qd must be"):
+        torque_sensitivity(robot, q, qd[:-1], qdd)
