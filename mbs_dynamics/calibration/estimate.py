@@ -229,13 +229,14 @@ def calibrate(robot, measurements, *, base=True, base_pose=None, frame_params=Tr
     sig = np.sqrt(np.diag(cov))
     _, _, rms1 = stack(gp, pi, meas)
     new_model, T_wb = gp.apply(pi)
-    names = np.array(gp.names)
+    names = gp.names
     report = CalibrationReport(
-        names=gp.names, identifiable=tuple(names[b]), unidentifiable=tuple(names[ident.dependent]),
+        names=names, identifiable=tuple(names[k] for k in b),
+        unidentifiable=tuple(names[k] for k in ident.dependent),
         estimates=pi[b].copy(), sigma=sig, correlation=cov / np.outer(sig, sig),
         regrouping=ident.beta, pi=pi, rms_before=rms0, rms_after=rms1,
         chi2_dof=float(cost / (r.size - b.size)), condition=ident.condition, base_pose=T_wb,
-        iterations=it, converged=converged, offsets=tuple(names[list(gp.offsets)]))
+        iterations=it, converged=bool(converged), offsets=tuple(names[k] for k in gp.offsets))
     if robot is model:
         return new_model, report
     return type(robot)(new_model), report

@@ -94,7 +94,7 @@ class GeometricParameters:
                 raise ValueError(f"calibration: frame '{f}' is the frame of a moving body, whose "
                                  "pose in the body cannot change; measure a frame fixed to it "
                                  "(a tool or target link on a fixed joint) or pass "
-                                 "frame_params=False")
+                                 "frame_params=False (CLI: --no-frame-params)")
         self.model, self.frames, self.n = model, frames, model.n
         T = np.eye(4) if base_pose is None else np.array(base_pose, dtype=float)
         if T.shape != (4, 4) or not np.all(np.isfinite(T)):
