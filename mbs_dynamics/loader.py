@@ -90,21 +90,23 @@ def from_screws(Y, A, *, inertials, parent=None, joint_names=None, link_names=No
     equivalent URDF (:func:`~.model.sources.screws_urdf`).
 
     Args:
-        Y: (n, 6) spatial screws at q = 0, linear part first: ``(y×e, e)`` for a revolute joint
-            through the point y with unit axis e, ``(e, 0)`` for a prismatic one [m, 1].
+        Y: (n, 6) spatial screws at q = 0, linear part first: ``(y×e + h e, e)`` for a
+            revolute (pitch h = 0) or helical (h [m/rad]) joint through the point y with unit
+            axis e, ``(e, 0)`` for a prismatic one [m, 1].
         A: (n, 4, 4) body poses at q = 0 in the base frame.
         inertials: n body inertials in body frame i (as :func:`from_dh`).
         parent: (n,) parent body indices (−1: the base); default a serial chain.
         joint_names, link_names, base_link, limits, frames, name: see :func:`from_dh`.
         gravity: (3,) in the base frame [m/s²].
     Returns:
-        A :class:`Robot`.
+        A :class:`Robot`; a :class:`~.model.mimic.MimicRobot` (same API) when a joint is
+        helical (a revolute joint and a prismatic one mimicking it, :mod:`~.model.sources`).
     Raises:
         ValueError naming the argument and joint (shapes, NaN, a screw that is neither a unit
-        rotation nor a unit translation, a helical pitch); URDFError as :func:`load_urdf`.
+        rotation nor a unit translation); URDFError as :func:`load_urdf`.
     """
     from .model.sources import screws_urdf
     text = screws_urdf(Y, A, inertials=inertials, parent=parent, joint_names=joint_names,
                        link_names=link_names, base_link=base_link, limits=limits,
                        frames=frames, name=name)
-    return Robot(build(text, gravity=gravity))
+    return wrap(Robot(build(text, gravity=gravity)))

@@ -23,6 +23,14 @@ package; ``(v, 0)`` with |v| = 1 for a prismatic joint) and the body reference p
 both in the base frame at q = 0. URDF turns a joint about an axis through its child link's origin,
 so joint i's child link is a massless frame ``<link>_joint`` on the axis (at the point of the
 axis nearest to A_i's origin, oriented like body i) carrying body i on a fixed joint.
+
+A **helical** joint (pitch h = e·v ≠ 0, eq. 12: Y = (y × e + h e, e)) is exp((e, h e) q) =
+exp((e, 0) q) exp((0, e) h q), rotation and translation along one axis commuting: the revolute
+joint ``<joint>`` to a massless link ``<link>_screw``, then a prismatic joint ``<joint>_pitch``
+along the same axis that mimics it with multiplier h. The robot is then a
+:class:`~.mimic.MimicRobot` whose independent coordinate is the screw's angle q, so every
+capability of the package takes it (τ, its jets, M, forward dynamics, frame Jacobians,
+regressor).
 """
 from __future__ import annotations
 
@@ -39,6 +47,7 @@ __all__ = ["dh_urdf", "screws_urdf", "dh_transform", "CONVENTIONS", "JOINT_TYPES
 CONVENTIONS = ("standard", "modified")
 JOINT_TYPES = ("revolute", "continuous", "prismatic")
 _PITCH_TOL = 1e-9  # |h| below this (m/rad) is a revolute joint with rounding in Y
+MAX_PITCH = 1e6  # [m/rad] largest |h| of a helical joint (the URDF's MAX_MIMIC)
 
 
 def _Rx(a):
@@ -165,7 +174,8 @@ class _Writer:
             inertial_element(el, *inertial)
         self.links[name] = el
 
-    def joint(self, name, jtype, parent, child, origin, inertial=None, axis=None, limit=None):
+    def joint(self, name, jtype, parent, child, origin, inertial=None, axis=None, limit=None,
+              mimic=None):
         self._link(child, inertial)
         el = ET.SubElement(self.root, "joint", name=name, type=jtype)
         ET.SubElement(el, "parent", link=parent)
@@ -175,6 +185,9 @@ class _Writer:
             ET.SubElement(el, "axis", xyz=" ".join(repr(float(v)) for v in axis))
         if limit is not None:
             limit_element(el, jtype, *limit)
+        if mimic is not None:
+            ET.SubElement(el, "mimic", joint=mimic[0], multiplier=repr(float(mimic[1])),
+                          offset="0")
 
     def frames(self, frames):
         """Extra massless frames: name → (link, 4×4 pose in that link)."""
@@ -270,7 +283,8 @@ def screws_urdf(Y, A, *, inertials, parent=None, joint_names=None, link_names=No
 
     Args:
         Y: (n, 6) spatial joint screws at q = 0 in the base frame, ``(y×e + h e, e)`` (linear
-            first) with |e| = 1 (revolute; pitch h = 0) or ``(e, 0)`` (prismatic).
+            first) with |e| = 1 (revolute for pitch h = 0, helical with h [m/rad] otherwise) or
+            ``(e, 0)`` (prismatic).
         A: (n, 4, 4) reference poses A_i = C_i(0) of the body frames in the base frame.
         inertials: n body inertials in body frame i (as :func:`dh_urdf`).
         parent: (n,) parent body index (−1: the base), each < its child; default a serial chain.
@@ -279,8 +293,8 @@ def screws_urdf(Y, A, *, inertials, parent=None, joint_names=None, link_names=No
         URDF text (str).
     Raises:
         ValueError naming the argument and the joint: wrong shapes, non-finite entries, a screw
-        that is neither a unit-axis rotation nor a unit translation, a non-zero pitch (a helical
-        joint: not supported yet), a pose that is not rigid, a bad parent index.
+        that is neither a unit-axis rotation nor a unit translation, |h| > MAX_PITCH, a pose
+        that is not rigid, a bad parent index.
     """
     Y = _finite_array(Y, None, "Y")
     if Y.ndim != 2 or Y.shape[1] != 6 or Y.shape[0] == 0:
@@ -308,15 +322,18 @@ def screws_urdf(Y, A, *, inertials, parent=None, joint_names=None, link_names=No
             if abs(ne - 1) > 1e-9:
                 raise ValueError(f"Y[{i}]: the angular part must be a unit vector (|e| = {ne:.6g})")
             h = float(e @ v)
-            if abs(h) > _PITCH_TOL:
-                raise ValueError(f"Y[{i}] (joint '{jn[i]}') has pitch h = {h:.6g} m/rad: a "
-                                 "helical joint, which from_screws does not support yet")
+            if abs(h) > MAX_PITCH:
+                raise ValueError(f"Y[{i}] (joint '{jn[i]}') has pitch h = {h:.6g} m/rad: |h| > "
+                                 f"{MAX_PITCH:g} is not a physical screw")
+            if abs(h) <= _PITCH_TOL:
+                h = 0.0
+            v = v - h * e
             y = np.cross(e, v)  # the point of the axis nearest the base origin (v = y × e)
             r = A[i, :3, 3]
             y = y + e * (e @ (r - y))  # … moved to the point nearest body i's origin
             jtype, axis = "revolute", R.T @ e
         elif ne < 1e-12 and abs(nv - 1) <= 1e-9:
-            y, jtype, axis = A[i, :3, 3], "prismatic", R.T @ v
+            h, y, jtype, axis = 0.0, A[i, :3, 3], "prismatic", R.T @ v
         else:
             raise ValueError(f"Y[{i}] (joint '{jn[i]}') is neither a revolute screw (|e| = 1) nor "
                              f"a prismatic one (e = 0, |v| = 1): |e| = {ne:.6g}, |v| = {nv:.6g}")
@@ -327,7 +344,12 @@ def screws_urdf(Y, A, *, inertials, parent=None, joint_names=None, link_names=No
         Ap_inv[:3, :3], Ap_inv[:3, 3] = Ap[:3, :3].T, -Ap[:3, :3].T @ Ap[:3, 3]
         pl = base_link if par[i] < 0 else ln[par[i]]
         jl = f"{ln[i]}_joint"
-        w.joint(jn[i], jtype, str(pl), jl, Ap_inv @ J[i], None, axis, lim[i])
+        if h:  # helical: the rotation, then the translation h·q along the same axis (a mimic)
+            w.joint(jn[i], jtype, str(pl), f"{ln[i]}_screw", Ap_inv @ J[i], None, axis, lim[i])
+            w.joint(f"{jn[i]}_pitch", "prismatic", f"{ln[i]}_screw", jl, np.eye(4), None, axis,
+                    (-np.inf, np.inf, np.inf, np.inf), mimic=(jn[i], h))
+        else:
+            w.joint(jn[i], jtype, str(pl), jl, Ap_inv @ J[i], None, axis, lim[i])
         B = np.eye(4)
         B[:3, 3] = R.T @ (A[i, :3, 3] - y)
         w.joint(f"{jl}_to_{ln[i]}", "fixed", jl, ln[i], B, ine[i])
