@@ -210,3 +210,15 @@ def test_simulation_conserves_pinocchios_energy():
     swing = np.ptp([pin.computePotentialEnergy(pm, pd, q) for q in res.q[::20]])
     assert swing > 1.0
     assert np.ptp(E) < 1e-9 * swing
+
+
+def test_helical_robot_round_trips_through_urdf(pair):
+    robot, _ = pair
+    again = mbs.load_urdf(robot.to_urdf())
+    assert isinstance(again, mbs.MimicRobot) and again.joint_names == robot.joint_names
+    for q, v, a in _states(robot.n, seed=5):
+        tau = robot.inverse_dynamics(q, v, a)
+        assert np.abs(again.inverse_dynamics(q, v, a) - tau).max() <= TOL * max(
+            1, np.abs(tau).max())
+        assert np.abs(again.frame_placement(q, "tool") - robot.frame_placement(q, "tool")).max() \
+            <= 1e-13
