@@ -221,8 +221,9 @@ def build(source, *, base_link=None, tip_link=None, locked_joints=None, gravity=
         if path is not None and j.child not in path and movable:
             continue  # a movable branch off the selected chain is dropped
         if j.type in UNSUPPORTED:
-            raise URDFError(f"joint '{j.name}' is of type '{j.type}': only revolute, "
-                            "continuous, prismatic and fixed joints are supported")
+            raise URDFError(f"joint '{j.name}' is of type '{j.type}', which is not supported "
+                            "yet: only revolute, continuous, prismatic and fixed joints are "
+                            "(a free base: floating_base=True)")
         if movable:
             names.append(j.name)
             links.append(j.child)
