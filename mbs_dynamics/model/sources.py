@@ -19,7 +19,7 @@ back out.
 **Zero-reference screw coordinates** (Müller, "Screw and Lie group theory in multibody
 kinematics", 2018, §2.4, eq. 10–12): C_i(q) = exp(Y₁q₁)···exp(Y_i q_i) A_i with the spatial
 screws Y_i = (y_i × e_i + h_i e_i, e_i) (linear part first, as every public 6-vector of the
-package; ``(v, 0)`` with |v| = 1 for a prismatic joint) and the body reference poses A_i = C_i(0),
+package; ``(v, 0)`` with ‖v‖ = 1 for a prismatic joint) and the body reference poses A_i = C_i(0),
 both in the base frame at q = 0. URDF turns a joint about an axis through its child link's origin,
 so joint i's child link is a massless frame ``<link>_joint`` on the axis (at the point of the
 axis nearest to A_i's origin, oriented like body i) carrying body i on a fixed joint.
@@ -283,7 +283,7 @@ def screws_urdf(Y, A, *, inertials, parent=None, joint_names=None, link_names=No
 
     Args:
         Y: (n, 6) spatial joint screws at q = 0 in the base frame, ``(y×e + h e, e)`` (linear
-            first) with |e| = 1 (revolute for pitch h = 0, helical with h [m/rad] otherwise) or
+            first) with ‖e‖ = 1 (revolute for pitch h = 0, helical with h [m/rad] otherwise) or
             ``(e, 0)`` (prismatic).
         A: (n, 4, 4) reference poses A_i = C_i(0) of the body frames in the base frame.
         inertials: n body inertials in body frame i (as :func:`dh_urdf`).
@@ -293,7 +293,7 @@ def screws_urdf(Y, A, *, inertials, parent=None, joint_names=None, link_names=No
         URDF text (str).
     Raises:
         ValueError naming the argument and the joint: wrong shapes, non-finite entries, a screw
-        that is neither a unit-axis rotation nor a unit translation, |h| > MAX_PITCH, a pose
+        that is neither a unit-axis rotation nor a unit translation, ‖h‖ > MAX_PITCH, a pose
         that is not rigid, a bad parent index.
     """
     Y = _finite_array(Y, None, "Y")
