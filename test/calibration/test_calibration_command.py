@@ -84,3 +84,18 @@ def test_calibrate_command_bad_files(tmp_path):
         run(_args([str(urdf), str(csv), "--frame", "nope", "-o", str(tmp_path / "c")]))
     with pytest.raises(ValueError, match="frame of a moving body"):
         run(_args([str(urdf), str(csv), "--frame", "link7", "-o", str(tmp_path / "c")]))
+
+
+def test_main_exit_codes(tmp_path, capsys):
+    pytest.importorskip("scipy")
+    from mbs_dynamics.calibration.command import main
+    rng = np.random.default_rng(4)
+    _, _, _, urdf, csv = _write(tmp_path, rng, N=40)
+    assert main([str(urdf), str(csv), "--frame", "tool", "-o", str(tmp_path / "c"),
+                 "--quiet"]) == 0
+    assert (tmp_path / "c.urdf").exists() and (tmp_path / "c_report.json").exists()
+    assert main([str(urdf), str(tmp_path / "missing.csv"), "--frame", "tool", "-o",
+                 str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mbs-dynamics calibrate: error: cannot read measurements file")
+    assert err.count("\n") == 1
