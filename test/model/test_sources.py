@@ -287,3 +287,19 @@ def test_bad_input_is_one_clear_error(call, msg):
     with pytest.raises(ValueError, match=None) as e:
         call()
     assert msg in str(e.value)
+
+
+def test_to_urdf_round_trips_a_floating_base():
+    """The base link's inertia is written on it; loaded again with floating_base=True, the
+    same τ."""
+    from conftest import erd_path
+    path = erd_path("solo_description/robots/solo12.urdf")
+    a = mbs.load_urdf(path, floating_base=True)
+    b = mbs.load_urdf(a.to_urdf(), floating_base=True)
+    assert b.joint_names == a.joint_names
+    rng = np.random.default_rng(0)
+    quat = rng.normal(size=4)
+    q = np.r_[rng.normal(size=3), quat / np.linalg.norm(quat), rng.normal(size=a.n)]
+    v, acc = rng.normal(size=(2, a.nv))
+    tau = a.inverse_dynamics(q, v, acc)
+    assert np.abs(b.inverse_dynamics(q, v, acc) - tau).max() <= 1e-12 * max(1, np.abs(tau).max())
