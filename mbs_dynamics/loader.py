@@ -34,8 +34,8 @@ def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
         ``joint_names`` lists the independent joints, ``mimic_joints`` the mimic map) when the
         URDF has mimic joints that are not locked. Locking a master locks its mimics too.
     Raises:
-        URDFError (a ValueError) naming the joint or link at fault: malformed XML, floating or
-        planar joints, unknown links, a mimic of a missing joint or a mimic cycle, non-finite or
+        URDFError (a ValueError) naming the joint or link at fault: malformed XML, floating
+        joints, unknown links, a mimic of a missing joint or a mimic cycle, non-finite or
         absurd values, an inertia that is not positive semi-definite, a movable joint that moves
         no mass, a tip_link not below base_link, ... (README, "Physically valid models").
     Warns:
