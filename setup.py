@@ -37,7 +37,7 @@ def extensions():
                   define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                   extra_compile_args=["-O3", "-fno-math-errno", "-ffp-contract=off", "-fno-trapping-math", "--param=max-inline-insns-single=2000"] + omp, extra_link_args=omp)
         for name in ("kernels._data", "kernels._rnea", "kernels._crba", "kernels._aba",
-                     "control._spline", "control._actuators",
+                     "control._spline", "control._actuators", "control._flatness",
                      "kernels._rnea_repr", "kinematics._jets", "kinematics._closed", "loops._hdca",
                      "kinematics._frames", "identification._regressor", "loops._closed",
                      "identification._derivatives")

@@ -32,6 +32,7 @@ _LAZY = {
     "ACTUATOR_PARAMETERS": ("control.actuators", "ACTUATOR_PARAMETERS"),
     "actuator_from_params": ("control.actuators", "actuator_from_params"),
     "FeedforwardController": ("control.controller", "FeedforwardController"),
+    "FlatnessController": ("control.flatness", "FlatnessController"),
     "simulate": ("sim.simulator", "simulate"),
     "MimicRobot": ("model.mimic", "MimicRobot"),
     "ClosedLoopRobot": ("loops.robot", "ClosedLoopRobot"),

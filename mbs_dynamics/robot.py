@@ -341,6 +341,38 @@ class Robot:
         """Generalized gravity forces Q_grav(q) = Jᵀ𝖬UG (seed 004 eq. 25–26). (nv,)."""
         return _rnea.gravity(self._data, q, out)
 
+    def eom_derivatives(self, qs):
+        """M, C̄, Q_grav and their first k ≤ 2 time derivatives along a trajectory, in closed form
+        (seed 004 eq. 20–26, 29–36, 40–52; :func:`mbs_dynamics.kernels.closed_form.eom_derivatives`,
+        dense NumPy, O(n³)): C̄ is :meth:`coriolis_matrix` (Ṁ = C̄ + C̄ᵀ, and so for every
+        derivative); τ^(r) follows as in seed 004 eq. 28 and 38.
+
+        Args:
+            qs: (k+2, n) rows q, q̇, …, q^(k+1), k ≤ 2 (Ṁ needs q̇; M̈, Ċ̄ and the second
+                derivative of Q_grav need q̈; C̈̄ needs q⃛), or a batch (N, k+2, n). Fixed base.
+        Returns:
+            ``(Ms, Cs, gs)``: (k+1, n, n) rows M, Ṁ, M̈; (k+1, n, n) rows C̄, Ċ̄, C̈̄; (k+1, n) rows
+            Q_grav and its derivatives (a leading N for a batch).
+        Raises:
+            ValueError: a floating base, a wrong shape or k > 2, non-finite input.
+        """
+        from .kernels.closed_form import eom_derivatives as cf
+        if self._fb:
+            raise ValueError("eom_derivatives covers fixed-base robots (seed 004's closed form)")
+        nd = np.ndim(qs)
+        n = self._n
+        qs = _check_array(qs, "qs", 3 if nd == 3 else 2, (-1, -1, n) if nd == 3 else (-1, n))
+        if not 2 <= qs.shape[-2] <= 4:
+            raise ValueError(f"qs has shape {qs.shape}, expected (k+2, {n}) with 0 <= k <= 2 "
+                             "(rows q, q̇, q̈, q⃛)")
+        if qs.ndim == 2:
+            return cf(self._model, qs)
+        k1 = qs.shape[1] - 1
+        res = [cf(self._model, x) for x in qs]
+        if not res:
+            return np.empty((0, k1, n, n)), np.empty((0, k1, n, n)), np.empty((0, k1, n))
+        return tuple(np.stack([r[i] for r in res]) for i in range(3))
+
     # ---- kinematics (mbs_dynamics/kinematics/)
     @property
     def frame_names(self):

@@ -6,6 +6,7 @@ K read from the bundled config, and the URDF's <mass> elements (total mass).
 
 import csv
 import json
+import re
 import sys
 import types
 import xml.etree.ElementTree as ET
@@ -15,9 +16,12 @@ import numpy as np
 import pytest
 import yaml
 
+import mbs_dynamics
 from mbs_dynamics import cli
+from mbs_dynamics.cli import demo as cli_demo
+from mbs_dynamics.cli import feedforward as cli_ff
 
-DATA = Path(cli.__file__).parent / "data"
+DATA = Path(mbs_dynamics.__file__).parent / "data"
 URDF = DATA / "robots" / "arm7.urdf"
 TRAJ = DATA / "trajectories" / "arm7_example.yaml"
 SEA_CFG = DATA / "config" / "arm7_sea.yaml"
@@ -114,7 +118,7 @@ def test_feedforward_rigid_matches_pinocchio(tmp_path, capsys):
     header, table = _read_csv(out)
     units = {"q": "rad", "q_dot": "rad/s", "q_ddot": "rad/s^2", "q_dddot": "rad/s^3",
              "q_ddddot": "rad/s^4", "tau": "N m", "tau_dot": "N m/s", "tau_ddot": "N m/s^2"}
-    expected = ["t [s]"] + [f"{q}_{j} [{units[q]}]" for q in cli.Q_COLUMNS + cli.FF_COLUMNS
+    expected = ["t [s]"] + [f"{q}_{j} [{units[q]}]" for q in cli_ff.Q_COLUMNS + cli_ff.FF_COLUMNS
                             for j in JOINTS]
     assert header == expected
     t = table["t [s]"]
@@ -139,7 +143,7 @@ def test_feedforward_sea_csv_and_plot(tmp_path):
             "--plot", str(png), "--quiet"]
     assert cli.main(argv) == 0
     header, table = _read_csv(out)
-    for qty in cli.Q_COLUMNS + cli.FF_COLUMNS + cli.ACT_COLUMNS:
+    for qty in cli_ff.Q_COLUMNS + cli_ff.FF_COLUMNS + cli_ff.ACT_COLUMNS:
         for j in JOINTS:
             _column_name(header, qty, j)
     assert "theta_arm7_joint3 [rad]" in header and "tau_motor_arm7_joint3 [N m]" in header
@@ -269,10 +273,10 @@ def test_lazy_subcommands(monkeypatch, capsys):
 
     fake.add_arguments, fake.run = add_arguments, run
     monkeypatch.setitem(sys.modules, "fake_demo", fake)
-    monkeypatch.setitem(cli.LAZY, "demo", ("fake_demo", "demo"))
+    monkeypatch.setattr(cli_demo, "MODULE", "fake_demo")
     assert cli.main(["demo", "--speed", "3"]) == 0
     assert calls == {"speed": 3.0}
-    monkeypatch.setitem(cli.LAZY, "demo", ("mbs_dynamics.no_such_module", "demo"))
+    monkeypatch.setattr(cli_demo, "MODULE", "mbs_dynamics.no_such_module")
     assert cli.main(["demo"]) == 2
     assert "not available" in capsys.readouterr().err
 
@@ -282,8 +286,26 @@ def test_help_lists_subcommands(capsys):
         cli.main(["--help"])
     assert exc.value.code == 0
     out = capsys.readouterr().out
-    for name in ("info", "feedforward", "demo"):
-        assert name in out
+    names = ("codegen", "demo", "excite", "feedforward", "identify", "info", "kinematics")
+    assert set(names) <= set(cli.commands())
+    for name in cli.commands():
+        # argparse's own list, once: "    name   help" (no hand-written second list)
+        assert len(re.findall(rf"^ +{name}(\s|$)", out, re.M)) == 1, (name, out)
+
+
+def test_every_command_module_registers_and_runs():
+    """The command protocol: add_parser(subparsers) and run(args) or run_argv(argv)."""
+    for name, module in cli.commands().items():
+        assert callable(module.add_parser), name
+        assert callable(getattr(module, "run", None) or getattr(module, "run_argv")), name
+
+
+def test_command_help_exits_zero(capsys):
+    for name in cli.commands():
+        with pytest.raises(SystemExit) as exc:
+            cli.main([name, "--help"])
+        assert exc.value.code == 0
+        assert f"mbs-dynamics {name}" in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------ first-contact errors (#14)
@@ -385,7 +407,7 @@ def test_no_import_cycle_and_lazy_matplotlib():
             "sys.modules.pop('mbs_dynamics.demo'); import mbs_dynamics.demo; "
             "c = 'mbs_dynamics.cli' in sys.modules; "
             "print(a, c, 'matplotlib' in sys.modules)")
-    root = str(Path(cli.__file__).parents[1])
+    root = str(Path(mbs_dynamics.__file__).parents[1])
     env = dict(__import__("os").environ, PYTHONPATH=root)
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
                          cwd="/", timeout=600)

@@ -159,20 +159,3 @@ def run(args, out=None):
         print(f"-> {urdf}, {rep}", file=out)
     return 0
 
-
-def main(argv=None) -> int:
-    """``python -m mbs_dynamics.calibration.command``: the command on its own (0 ok, 2 bad
-    input, the error as one line on stderr)."""
-    import argparse
-    parser = argparse.ArgumentParser(prog="mbs-dynamics calibrate", description=DESCRIPTION)
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except (ValueError, ImportError) as exc:
-        print(f"mbs-dynamics calibrate: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -86,16 +86,18 @@ def test_calibrate_command_bad_files(tmp_path):
         run(_args([str(urdf), str(csv), "--frame", "link7", "-o", str(tmp_path / "c")]))
 
 
-def test_main_exit_codes(tmp_path, capsys):
+def test_cli_subcommand(tmp_path, capsys):
+    """``mbs-dynamics calibrate`` through the CLI package: exit 0 and the outputs; a bad file
+    is exit 2 with one ``mbs-dynamics: error:`` line."""
     pytest.importorskip("scipy")
-    from mbs_dynamics.calibration.command import main
-    rng = np.random.default_rng(4)
+    from mbs_dynamics.cli import main
+    rng = np.random.default_rng(9)
     _, _, _, urdf, csv = _write(tmp_path, rng, N=40)
-    assert main([str(urdf), str(csv), "--frame", "tool", "-o", str(tmp_path / "c"),
-                 "--quiet"]) == 0
-    assert (tmp_path / "c.urdf").exists() and (tmp_path / "c_report.json").exists()
-    assert main([str(urdf), str(tmp_path / "missing.csv"), "--frame", "tool", "-o",
-                 str(tmp_path / "c")]) == 2
+    assert main(["calibrate", str(urdf), str(csv), "--frame", "tool", "-o",
+                 str(tmp_path / "cli"), "--quiet"]) == 0
+    assert (tmp_path / "cli.urdf").exists()
+    capsys.readouterr()
+    assert main(["calibrate", str(urdf), str(csv), "--frame", "nope", "-o",
+                 str(tmp_path / "cli")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("mbs-dynamics calibrate: error: cannot read measurements file")
-    assert err.count("\n") == 1
+    assert err.startswith("mbs-dynamics: error: --frame nope: not a link") and err.count("\n") == 1

@@ -20,9 +20,6 @@ K = 2000 Nm/rad (SEA, a harmonic-drive-class series spring); VSA: k = 500 Nm/rad
 B = 0.3 kg m² (joints 1–4) and 0.1 kg m² (joints 5–7).
 """
 
-import xml.etree.ElementTree as ET
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -30,14 +27,11 @@ import mbs_dynamics as mbs
 from mbs_dynamics.control.actuators import ExponentialAntagonisticSpring
 from mbs_dynamics.control.feedforward import sea_feedforward, vsa_feedforward
 from mbs_dynamics.control.trajectory import Trajectory
+from elastic_sim import link_accel as _link_accel, mujoco, mujoco_model, panda_urdf, rk4
 
 # MuJoCo (the physics) and Pinocchio (to find example-robot-data) are optional: without them each
 # test skips on its own. A module-level importorskip would skip the whole collection under
 # launch_testing's pytest plugin (ROS sourced, MuJoCo not installed: 0 tests ran).
-try:
-    import mujoco
-except ImportError:
-    mujoco = None
 try:
     import pinocchio as pin
 except ImportError:
@@ -58,52 +52,11 @@ VSA_K, VSA_A = 500.0, 8.0
 TOL = 1e-3
 
 
-def _panda_urdf():
-    path = (Path(pin.__file__).parents[4] / "share/example-robot-data/robots/panda_description/"
-            "urdf/panda.urdf")
-    if not path.exists():
-        pytest.skip("example-robot-data Panda not installed")
-    root = ET.fromstring(path.read_bytes())
-    for link in root.findall("link"):
-        for tag in ("visual", "collision"):
-            for el in link.findall(tag):
-                link.remove(el)
-    for joint in root.findall("joint"):
-        for tag in ("dynamics", "safety_controller", "mimic"):
-            for el in joint.findall(tag):
-                joint.remove(el)
-        if joint.get("name").startswith("panda_finger_joint"):
-            joint.set("type", "fixed")  # keep the 7 arm joints; fingers are rigid mass
-            for el in joint.findall("limit") + joint.findall("axis"):
-                joint.remove(el)
-    mj = ET.SubElement(root, "mujoco")
-    ET.SubElement(mj, "compiler", inertiafromgeom="false", discardvisual="true")
-    return ET.tostring(root, encoding="unicode")
-
-
 @pytest.fixture(scope="module")
 def setup():
-    text = _panda_urdf()
+    text = panda_urdf()
     robot = mbs.load_urdf(text)
-    m = mujoco.MjModel.from_xml_string(text)
-    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
-    m.opt.gravity[:] = (0.0, 0.0, -9.81)
-    assert m.nv == robot.n == 7
-    names = tuple(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in range(m.njnt))
-    assert names == robot.joint_names
-    assert np.all(m.dof_armature == 0) and np.all(m.dof_damping == 0)
-    assert np.all(m.dof_frictionloss == 0)
-    # MuJoCo's link model is the URDF's: same mass matrix and bias forces at a random state
-    d = mujoco.MjData(m)
-    rng = np.random.default_rng(0)
-    d.qpos[:] = rng.uniform(-1, 1, 7)
-    d.qvel[:] = rng.uniform(-1, 1, 7)
-    mujoco.mj_forward(m, d)
-    M = np.zeros((7, 7))
-    mujoco.mj_fullM(m, d, M)
-    np.testing.assert_allclose(M, robot.mass_matrix(d.qpos), rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(d.qfrc_bias, robot.inverse_dynamics(d.qpos, d.qvel, np.zeros(7)),
-                               rtol=1e-9, atol=1e-10)
+    m = mujoco_model(text, robot)
     traj = Trajectory(
         robot.joint_names, [0.0, 0.6, 1.3, 2.0],
         [[0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.8],
@@ -120,34 +73,7 @@ def _stage_times():
 
 
 def _rk4(m, x0, accel, steps):
-    """Classical RK4 on x = (q, q', θ, θ'); accel(stage_index, q, qd, th, thd) -> (q'', θ'')."""
-    d = mujoco.MjData(m)
-    nv = m.nv
-    x = x0.copy()
-
-    def f(k, s, x):
-        q, qd = x[:nv], x[nv:2 * nv]
-        qdd, thdd = accel(k, s, d, q, qd, x[2 * nv:3 * nv], x[3 * nv:])
-        return np.concatenate([qd, qdd, x[3 * nv:], thdd])
-
-    qs_hist = np.empty((steps + 1, nv))
-    qs_hist[0] = x[:nv]
-    for k in range(steps):
-        k1 = f(k, 0, x)
-        k2 = f(k, 1, x + DT / 2 * k1)
-        k3 = f(k, 2, x + DT / 2 * k2)
-        k4 = f(k, 3, x + DT * k3)
-        x = x + DT / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
-        qs_hist[k + 1] = x[:nv]
-    return qs_hist
-
-
-def _link_accel(m, d, q, qd, tau_joint):
-    d.qpos[:] = q
-    d.qvel[:] = qd
-    d.qfrc_applied[:] = tau_joint
-    mujoco.mj_forward(m, d)
-    return d.qacc.copy()
+    return rk4(m, x0, accel, steps, DT)[:, :m.nv]
 
 
 def _track_error(traj, q_hist, steps):
