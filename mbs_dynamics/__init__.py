@@ -8,7 +8,7 @@ import os
 # setting wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from .loader import load_urdf  # noqa: E402
+from .loader import from_dh, from_screws, load_urdf  # noqa: E402
 from .model.model import Model  # noqa: E402
 from .robot import Robot  # noqa: E402
 from .model.urdf import URDFError, URDFWarning  # noqa: E402
@@ -41,9 +41,9 @@ _LAZY = {
 
 
 def __getattr__(name):
-    if name == "codegen":  # a capability as an attribute: mbs.codegen.generate(robot)
+    if name in ("codegen", "calibration"):  # a capability as an attribute: mbs.codegen.generate
         import importlib
-        return importlib.import_module(".codegen", __name__)
+        return importlib.import_module(f".{name}", __name__)
     if name in _LAZY:
         import importlib
         mod, attr = _LAZY[name]
@@ -51,4 +51,5 @@ def __getattr__(name):
     raise AttributeError(f"module 'mbs_dynamics' has no attribute '{name}'")
 
 
-__all__ = ["Model", "Robot", "URDFError", "URDFWarning", "load_urdf", "__version__", *_LAZY]
+__all__ = ["Model", "Robot", "URDFError", "URDFWarning", "load_urdf", "from_dh", "from_screws",
+           "__version__", *_LAZY]

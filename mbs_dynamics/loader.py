@@ -34,8 +34,8 @@ def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
         ``joint_names`` lists the independent joints, ``mimic_joints`` the mimic map) when the
         URDF has mimic joints that are not locked. Locking a master locks its mimics too.
     Raises:
-        URDFError (a ValueError) naming the joint or link at fault: malformed XML, floating or
-        planar joints, unknown links, a mimic of a missing joint or a mimic cycle, non-finite or
+        URDFError (a ValueError) naming the joint or link at fault: malformed XML, floating
+        joints, unknown links, a mimic of a missing joint or a mimic cycle, non-finite or
         absurd values, an inertia that is not positive semi-definite, a movable joint that moves
         no mass, a tip_link not below base_link, ... (README, "Physically valid models").
     Warns:
@@ -51,3 +51,62 @@ def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
         return wrap(robot)
     from .loops.robot import ClosedLoopRobot
     return ClosedLoopRobot(robot, loops, actuated)
+
+
+def from_dh(table, convention="standard", *, inertials, joint_types=None, joint_names=None,
+            link_names=None, base_link="base", limits=None, frames=None,
+            gravity=(0.0, 0.0, -9.81), name="dh_robot"):
+    """A robot from a Denavit–Hartenberg table: the same :class:`Robot` as the equivalent URDF
+    (:func:`~.model.sources.dh_urdf` writes it; ``robot.to_urdf()`` gives it back).
+
+    Args:
+        table: (n, 4) rows ``(a, alpha, d, theta)`` [m, rad, m, rad] (modified: row i holds
+            aᵢ₋₁, αᵢ₋₁, dᵢ, θᵢ).
+        convention: ``"standard"`` (distal, Denavit–Hartenberg) or ``"modified"`` (proximal,
+            Craig).
+        inertials: n link inertials in DH frame i, ``dict(mass=, com=, inertia=)`` [kg, m,
+            kg m² about the COM] or None (massless).
+        joint_types, joint_names, link_names, base_link, limits, frames, name: see
+            :func:`~.model.sources.dh_urdf`.
+        gravity: (3,) in the base frame [m/s²].
+    Returns:
+        A :class:`Robot`.
+    Raises:
+        ValueError naming the argument (a wrong shape, NaN, an unknown convention or joint
+        type); URDFError as :func:`load_urdf` (a joint that moves no mass, an invalid inertia).
+    """
+    from .model.sources import dh_urdf
+    text = dh_urdf(table, convention, inertials=inertials, joint_types=joint_types,
+                   joint_names=joint_names, link_names=link_names, base_link=base_link,
+                   limits=limits, frames=frames, name=name)
+    return Robot(build(text, gravity=gravity))
+
+
+def from_screws(Y, A, *, inertials, parent=None, joint_names=None, link_names=None,
+                base_link="base", limits=None, frames=None, gravity=(0.0, 0.0, -9.81),
+                name="screw_robot"):
+    """A robot from zero-reference joint screw coordinates Y_i and body reference poses A_i
+    (Müller 2018, §2.4: C_i(q) = exp(Y₁q₁)···exp(Y_i q_i) A_i): the same :class:`Robot` as the
+    equivalent URDF (:func:`~.model.sources.screws_urdf`).
+
+    Args:
+        Y: (n, 6) spatial screws at q = 0, linear part first: ``(y×e + h e, e)`` for a
+            revolute (pitch h = 0) or helical (h [m/rad]) joint through the point y with unit
+            axis e, ``(e, 0)`` for a prismatic one [m, 1].
+        A: (n, 4, 4) body poses at q = 0 in the base frame.
+        inertials: n body inertials in body frame i (as :func:`from_dh`).
+        parent: (n,) parent body indices (−1: the base); default a serial chain.
+        joint_names, link_names, base_link, limits, frames, name: see :func:`from_dh`.
+        gravity: (3,) in the base frame [m/s²].
+    Returns:
+        A :class:`Robot`; a :class:`~.model.mimic.MimicRobot` (same API) when a joint is
+        helical (a revolute joint and a prismatic one mimicking it, :mod:`~.model.sources`).
+    Raises:
+        ValueError naming the argument and joint (shapes, NaN, a screw that is neither a unit
+        rotation nor a unit translation); URDFError as :func:`load_urdf`.
+    """
+    from .model.sources import screws_urdf
+    text = screws_urdf(Y, A, inertials=inertials, parent=parent, joint_names=joint_names,
+                       link_names=link_names, base_link=base_link, limits=limits,
+                       frames=frames, name=name)
+    return wrap(Robot(build(text, gravity=gravity)))

@@ -137,6 +137,18 @@ class Robot:
         """An independent Robot on the same (immutable) model, with its own Data."""
         return Robot(self._model, self._data.kmax)
 
+    def to_urdf(self, name=None) -> str:
+        """This robot's model as URDF text (:func:`~mbs_dynamics.model.writer.to_urdf`): loading
+        it again gives the same dynamics; a floating base and gravity are load options, not URDF.
+
+        Args:
+            name: the ``<robot name>`` (default: the model's).
+        Returns:
+            URDF text (str).
+        """
+        from .model.writer import to_urdf
+        return to_urdf(self._model, name)
+
     def with_payload(self, link, mass, com=(0.0, 0.0, 0.0), inertia=None) -> "Robot":
         """A new Robot with a rigid payload on ``link``: ``mass`` [kg], ``com`` [m] and 3×3
         ``inertia`` [kg m²] about the COM, both in the link frame."""

@@ -174,3 +174,25 @@ def test_no_test_module_skips_itself_whole():
                  for path in sorted((ROOT.parent / "test").rglob("*.py"))
                  for line in _module_level_importorskips(path.read_text())]
     assert offenders == []
+
+
+# rooms whose neighbours are fixed by their issue: room → (the rooms it may import, the modules
+# outside it that may import it — the facade and the CLI)
+ROOMS = {
+    "mbs_dynamics.calibration": ({"mbs_dynamics.kernels", "mbs_dynamics.model",
+                                  "mbs_dynamics.kinematics"},
+                                 {"mbs_dynamics", "mbs_dynamics.robot", "mbs_dynamics.loader",
+                                  "mbs_dynamics.cli"}),
+}
+
+
+@pytest.mark.parametrize("room", sorted(ROOMS))
+def test_room_neighbours(room):
+    _, edges = import_graph()
+    may_import, importers = ROOMS[room]
+    inside = {m for m in edges if _layer(m) == room}
+    assert inside, f"{room} has no modules"
+    out = {_layer(t) for m in inside for t in edges[m]} - {room}
+    assert out <= may_import, f"{room} imports {sorted(out - may_import)}"
+    users = {m for m, ts in edges.items() if m not in inside and any(t in inside for t in ts)}
+    assert all(u in importers or u.startswith("mbs_dynamics.cli.") for u in users), sorted(users)

@@ -13,12 +13,11 @@ r_1 = (−x1, 0, z1), r_2 = (−x2, 0, −z2), r_3 = (x3, 0, z3), r_4 = (x4, 0, 
 The patent's mechanism realises the RCM with a curved guide; the paper's closed forms (and this
 URDF) model the serial chain of five revolute joints that describes its motion — no closed loop.
 
-URDF: the body frames of the paper are the links ``body1`` … ``body5``; each sits by a fixed joint
-on a link ``axis1`` … ``axis5`` whose frame lies on joint i's axis (URDF rotates a joint about
-an axis through its child link's origin), oriented like body i, so that the axis in it is
-R_i(0)ᵀ e_i. ``rcm`` is the remote center on body 5: the intersection of axes 4 and 5,
+The model is loaded straight from that data with ``mbs.from_screws(Y, A, ...)`` (the spatial
+POE, seed 001 eq. 10): the body frames of the paper are the links ``body1`` … ``body5`` and the
+joints ``q1`` … ``q5``; ``rcm`` is the remote center on body 5, the intersection of axes 4 and 5,
 (d5, 0, h4 + d4 − d5) at q = 0. The paper gives no numbers: PARAMS are representative values in
-metres. Run ``python rcm.py`` to rewrite ``rcm.urdf``.
+metres. Run ``python rcm.py`` to rewrite ``rcm.urdf`` (``robot().to_urdf()``).
 """
 from __future__ import annotations
 
@@ -50,47 +49,28 @@ def rcm_point(p=PARAMS):
     return np.array([p["d5"], 0.0, p["h4"] + p["d4"] - p["d5"]])
 
 
-def _rpy(R):
-    """URDF roll-pitch-yaw of R = Rz(yaw) Ry(pitch) Rx(roll)."""
-    pitch = np.arcsin(-np.clip(R[2, 0], -1, 1))
-    return np.arctan2(R[2, 1], R[2, 2]), pitch, np.arctan2(R[1, 0], R[0, 0])
+def robot(p=PARAMS):
+    """The RCM robot from its zero-reference screws Y_i = (y_i × e_i, e_i) (linear part first)
+    and body reference poses A_i (seed 001 eq. 10–12)."""
+    import mbs_dynamics as mbs
 
-
-def _origin(R, t):
-    return ('<origin xyz="%.17g %.17g %.17g" rpy="%.17g %.17g %.17g"/>'
-            % (*t, *_rpy(R)))
-
-
-def urdf(p=PARAMS) -> str:
     y, e, R, r = geometry(p)
-    inertial = ('<inertial><origin xyz="0.02 0.01 -0.03" rpy="0 0 0"/><mass value="%g"/>'
-                '<inertia ixx="0.02" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.025"/></inertial>')
-    out = ['<?xml version="1.0"?>', '<robot name="rcm_seed001">', '  <link name="base"/>']
-    parentR, parenty = np.eye(3), np.zeros(3)
-    parent = "base"
-    for i in range(5):
-        ax = R[i].T @ e[i]
-        out.append(f'  <link name="axis{i + 1}"/>')
-        out.append(f'  <link name="body{i + 1}">{inertial % (2.0 - 0.3 * i)}</link>')
-        out.append(f'  <joint name="q{i + 1}" type="revolute"><parent link="{parent}"/>'
-                   f'<child link="axis{i + 1}"/>'
-                   f'{_origin(parentR.T @ R[i], parentR.T @ (y[i] - parenty))}'
-                   f'<axis xyz="%.17g %.17g %.17g"/>' % tuple(ax)
-                   + '<limit lower="-3" upper="3" effort="50" velocity="2"/></joint>')
-        out.append(f'  <joint name="axis{i + 1}_body{i + 1}" type="fixed">'
-                   f'<parent link="axis{i + 1}"/><child link="body{i + 1}"/>'
-                   f'{_origin(np.eye(3), R[i].T @ (r[i] - y[i]))}</joint>')
-        parentR, parenty, parent = R[i], y[i], f"axis{i + 1}"
-    out.append('  <link name="rcm"/>')
-    out.append(f'  <joint name="body5_rcm" type="fixed"><parent link="body5"/><child link="rcm"/>'
-               f'{_origin(np.eye(3), R[4].T @ (rcm_point(p) - r[4]))}</joint>')
-    out.append("</robot>")
-    return "\n".join(out) + "\n"
+    Y = np.c_[np.cross(y, e), e]
+    A = np.array([np.eye(4)] * 5)
+    A[:, :3, :3], A[:, :3, 3] = R, r
+    inertials = [dict(mass=2.0 - 0.3 * i, com=(0.02, 0.01, -0.03),
+                      inertia=np.diag([0.02, 0.03, 0.025])) for i in range(5)]
+    rcm = np.eye(4)
+    rcm[:3, 3] = R[4].T @ (rcm_point(p) - r[4])
+    return mbs.from_screws(Y, A, inertials=inertials, joint_names=[f"q{i}" for i in range(1, 6)],
+                           link_names=[f"body{i}" for i in range(1, 6)],
+                           limits=[(-3, 3, 2, 50)] * 5, frames={"rcm": ("body5", rcm)},
+                           name="rcm_seed001")
 
 
 PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "rcm.urdf")
 
 if __name__ == "__main__":
     with open(PATH, "w") as f:
-        f.write(urdf())
+        f.write(robot().to_urdf())
     print(f"wrote {PATH}")

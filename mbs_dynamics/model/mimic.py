@@ -267,6 +267,11 @@ class MimicRobot(SubsetDescription):
         return (f"MimicRobot('{self.model.name}', n={self._n}, base='{self.base_link}', "
                 f"joints={list(self._names)}, mimic={self._mimic})")
 
+    def to_urdf(self, name=None) -> str:
+        """The full model as URDF text, mimic tags included (``Robot.to_urdf`` of
+        :attr:`full_robot`); loading it gives this MimicRobot again."""
+        return self._full.to_urdf(name)
+
     def copy(self) -> "MimicRobot":
         """An independent MimicRobot on the same model, with its own workspaces."""
         return MimicRobot(self._full.copy(), check=False)

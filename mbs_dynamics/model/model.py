@@ -218,11 +218,17 @@ def build(source, *, base_link=None, tip_link=None, locked_joints=None, gravity=
         j = stack.pop()  # pre-order: a joint, then its whole subtree, then its next sibling
         body, S = link_frames[j.parent]
         movable = j.type in MOVABLE and j.name not in locked
-        if path is not None and j.child not in path and movable:
+        if path is not None and j.child not in path and (movable or j.type == "planar"):
             continue  # a movable branch off the selected chain is dropped
+        if j.type == "planar":  # three joints through two massless links (_planar)
+            _planar(j, body, S, u.links, link_frames, names, links, types, parent, axis, B, X,
+                    lims)
+            stack.extend(reversed(u.children.get(j.child, ())))
+            continue
         if j.type in UNSUPPORTED:
-            raise URDFError(f"joint '{j.name}' is of type '{j.type}': only revolute, "
-                            "continuous, prismatic and fixed joints are supported")
+            raise URDFError(f"joint '{j.name}' is of type '{j.type}', which is not supported "
+                            "yet: only revolute, continuous, prismatic, planar and fixed "
+                            "joints are (a free base: floating_base=True)")
         if movable:
             names.append(j.name)
             links.append(j.child)
@@ -271,12 +277,48 @@ def build(source, *, base_link=None, tip_link=None, locked_joints=None, gravity=
         floating_base=bool(floating_base), base_inertia=base_inertia)
 
 
+def _planar(j, body, S, urdf_links, link_frames, names, links, types, parent, axis, B, X, lims):
+    """A URDF ``planar`` joint (the URDF specification: motion in the plane normal to
+    ``<axis>``) as the three joints it is, q = (x, y, θ): ``<name>_x`` and ``<name>_y``
+    prismatic along u₁, u₂ and ``<name>_theta`` revolute about the normal e (u₁ × u₂ = e; u₁ is
+    the child frame's x axis projected on the plane, or its y axis when x is the normal), the
+    first two carrying massless links ``<child>_planar_x``, ``<child>_planar_y``. The joint's
+    configuration (x, y in the parent's joint frame, θ ∈ SO(2)) has no singularity; (ẋ, ẏ) are
+    rates in the parent joint frame (Pinocchio's planar velocity is the same motion in the child
+    frame: (v_x, v_y) = R(θ)ᵀ (ẋ, ẏ)). Unlike Pinocchio 4.1, which builds a URDF planar joint in
+    the x–y plane whatever its axis, the plane here is normal to the axis."""
+    e = np.asarray(j.axis, dtype=float)
+    a = np.eye(3)[0] if abs(e[0]) < 0.9 else np.eye(3)[1]
+    u1 = a - e * (e @ a)
+    u1 /= np.linalg.norm(u1)
+    u2 = np.cross(e, u1)
+    eye4 = np.eye(4)
+    parts = ((f"{j.name}_x", f"{j.child}_planar_x", "prismatic", u1),
+             (f"{j.name}_y", f"{j.child}_planar_y", "prismatic", u2),
+             (f"{j.name}_theta", j.child, "continuous", e))
+    for k, (jn, ln, jt, ax) in enumerate(parts):
+        if k < 2 and (ln in urdf_links or ln in link_frames):
+            raise URDFError(f"joint '{j.name}' (planar) needs a link '{ln}' for its "
+                            "translations, which the URDF already has")
+        names.append(jn)
+        links.append(ln)
+        types.append(jt)
+        parent.append(body if k == 0 else len(names) - 2)
+        axis.append(ax)
+        B.append(S @ j.origin if k == 0 else eye4)
+        x = np.zeros(6)
+        x[3 * (jt == "prismatic"):][:3] = ax
+        X.append(x)
+        lims.append((-np.inf, np.inf, np.inf, np.inf))
+        link_frames[ln] = (len(names) - 1, eye4)
+
+
 def _validate_links(u, link_frames, include_base=False):
     """Check every link whose inertia enters the model (:func:`~.urdf.check_inertias`): invalid →
     URDFError naming the link; dubious (zero mass with inertia, triangle inequality) → one
     URDFWarning listing the links. Links welded to a fixed base never enter the dynamics: an
     invalid one there only warns (``include_base=True`` for a floating base)."""
-    lk = [(ln, body) for ln, (body, _) in link_frames.items() if u.links[ln] is not None]
+    lk = [(ln, body) for ln, (body, _) in link_frames.items() if u.links.get(ln) is not None]
     dubious = {"zero mass": [], "triangle": [], "ignored": []}
     for moving in (True, False):
         sel = [ln for ln, body in lk if (body >= 0 or include_base) == moving]
@@ -312,7 +354,7 @@ def _merge_inertias(u, link_frames, n):
     Returns (n, 6, 6) body inertias and the (6, 6) inertia of the links welded to the base."""
     inertias = np.zeros((n + 1, 6, 6))  # row n: the base
     items = [(body, S, u.links[ln]) for ln, (body, S) in link_frames.items()
-             if u.links[ln] is not None]
+             if u.links.get(ln) is not None]
     if not items:
         return inertias[:n], inertias[n]
     body = np.array([b for b, _, _ in items])

@@ -185,7 +185,7 @@ def parse(source) -> URDF:
                 raise URDFError(f"{what} refers to unknown link '{ln}'")
         ax = el.find("axis")
         axis = _axis(ax.get("xyz", "1 0 0") if ax is not None else "1 0 0", what,
-                     jtype in MOVABLE)
+                     jtype in MOVABLE or jtype == "planar")
         j = Joint(name, jtype, parent, child, _origin(el, what), axis)
         lim = el.find("limit")
         if lim is not None:

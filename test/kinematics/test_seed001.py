@@ -35,9 +35,10 @@ S2 = 1 / np.sqrt(2)
 TOL = 1e-14
 
 
-@pytest.fixture(scope="module")
-def robot():
-    return mbs.load_urdf(rcm.PATH)
+@pytest.fixture(scope="module", params=["from_screws", "urdf"])
+def robot(request):
+    """The model from the paper's (Y_i, A_i) directly, and the URDF it wrote (rcm.urdf)."""
+    return rcm.robot() if request.param == "from_screws" else mbs.load_urdf(rcm.PATH)
 
 
 def _la(X):
@@ -177,4 +178,4 @@ def test_remote_center_of_motion(robot):
 
 def test_urdf_file_is_generated_from_the_parameters():
     with open(rcm.PATH) as f:
-        assert f.read() == rcm.urdf()
+        assert f.read() == rcm.robot().to_urdf()
