@@ -19,11 +19,6 @@ def add_parser(subparsers):
 
 def run(args):
     """Calibrate and write OUT.urdf and OUT_report.json; returns 0."""
-    try:
-        import scipy  # noqa: F401
-    except ImportError as exc:
-        raise InputError(f"calibration needs {exc.name or 'scipy'}: pip install "
-                         "'mbs_dynamics[calibrate]'") from None
     from ..calibration.command import run as run_calibration
     try:
         return run_calibration(args)
