@@ -72,8 +72,9 @@ def from_dh(table, convention="standard", *, inertials, joint_types=None, joint_
     Returns:
         A :class:`Robot`.
     Raises:
-        ValueError naming the argument (a wrong shape, NaN, an unknown convention or joint
-        type); URDFError as :func:`load_urdf` (a joint that moves no mass, an invalid inertia).
+        ValueError: naming the argument (a wrong shape, NaN, an unknown convention or joint
+            type).
+        URDFError: as :func:`load_urdf` (a joint that moves no mass, an invalid inertia).
     """
     from .model.sources import dh_urdf
     text = dh_urdf(table, convention, inertials=inertials, joint_types=joint_types,
@@ -102,8 +103,9 @@ def from_screws(Y, A, *, inertials, parent=None, joint_names=None, link_names=No
         A :class:`Robot`; a :class:`~.model.mimic.MimicRobot` (same API) when a joint is
         helical (a revolute joint and a prismatic one mimicking it, :mod:`~.model.sources`).
     Raises:
-        ValueError naming the argument and joint (shapes, NaN, a screw that is neither a unit
-        rotation nor a unit translation); URDFError as :func:`load_urdf`.
+        ValueError: naming the argument and joint (shapes, NaN, a screw that is neither a unit
+            rotation nor a unit translation).
+        URDFError: as :func:`load_urdf`.
     """
     from .model.sources import screws_urdf
     text = screws_urdf(Y, A, inertials=inertials, parent=parent, joint_names=joint_names,
