@@ -67,7 +67,8 @@ setup(
         # mbs_dynamics.identification.fleet on Dask (identification.distributed)
         "fleet": ["rosbags>=0.10", "dask[distributed]>=2024.1", "matplotlib>=3.7"],
         "test": ["pytest>=7", "hypothesis>=6", "pin>=3", "mujoco>=3.1", "example-robot-data>=4",
-                 "matplotlib>=3.7", "scipy>=1.10", "dynibo>=0.5", "rosbags>=0.10"],
+                 "matplotlib>=3.7", "scipy>=1.10", "dynibo>=0.5", "rosbags>=0.10",
+                 "dask[distributed]>=2024.1"],
         "bench": ["pin>=3", "dynibo>=0.5", "mujoco>=3.1", "example-robot-data>=4",
                   "matplotlib>=3.7"],
         # the documentation: sphinx-build -W -b html doc build/html (offline)

@@ -234,8 +234,10 @@ print(c.library)
 
 def _child(cache, api=True):
     env = dict(os.environ, MBS_DYNAMICS_CACHE=str(cache))
+    # run outside the checkout: its uncompiled sources must not shadow the installed package
     return subprocess.run([sys.executable, "-c", _CHILD.format(api=api)], env=env,
-                          capture_output=True, text=True, timeout=600)
+                          cwd=str(Path(cache).parent), capture_output=True, text=True,
+                          timeout=600)
 
 
 def _damage(lib, how):

@@ -147,6 +147,6 @@ def test_cli_prints_one_line_for_a_damaged_bag(tmp_path):
     from mbs_dynamics import data
     r = subprocess.run([sys.executable, "-m", "mbs_dynamics.cli", "identify", data.robot("arm7"),
                         str(bag), "-o", str(tmp_path / "out"), "--quiet"],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -359,7 +359,7 @@ def test_waiter_timeout_and_shutdown():
 
 
 def test_motor_hold_point_is_the_sea_rest_reference():
-    """At rest the flatness reference is θ = q + K⁻¹g, τ_m = g (MATH.md with τ' = τ'' = 0)."""
+    """At rest the flatness reference is θ = q + K⁻¹g, τ_m = g (doc/math.md, flatness feedforward, with τ' = τ'' = 0)."""
     from mbs_dynamics.control.actuators import SEA
     from mbs_dynamics.ros.proxy_logic import motor_hold_point
 

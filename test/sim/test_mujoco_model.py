@@ -349,9 +349,10 @@ def test_the_module_writes_the_files_or_refuses_with_status_2(tmp_path):
     req.write_text(json.dumps({"urdf_file": str(ARM7), "folder": str(tmp_path),
                                "actuator": {"actuator": {"type": "sea"}},
                                "gravity": [0, 0, -9.81], "substeps": 4}))
-    env = dict(__import__("os").environ, PYTHONPATH=str(REPO))
+    env = dict(__import__("os").environ)   # the package as installed (or PYTHONPATH's)
     done = subprocess.run([sys.executable, "-m", "mbs_dynamics.sim.mujoco_model", str(req)],
-                          capture_output=True, text=True, env=env, check=False)
+                          capture_output=True, text=True, env=env, check=False,
+                          cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = json.loads((tmp_path / "joints.json").read_text())
     assert out["elastic"] and len(out["joints"]) == 7
@@ -360,7 +361,8 @@ def test_the_module_writes_the_files_or_refuses_with_status_2(tmp_path):
     req.write_text(json.dumps({"urdf_file": str(ARM7), "folder": str(tmp_path),
                                "loops": [{"name": "x"}]}))
     done = subprocess.run([sys.executable, "-m", "mbs_dynamics.sim.mujoco_model", str(req)],
-                          capture_output=True, text=True, env=env, check=False)
+                          capture_output=True, text=True, env=env, check=False,
+                          cwd=tmp_path)
     assert done.returncode == 2 and "closed loops" in done.stderr
 
 
