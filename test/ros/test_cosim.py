@@ -236,8 +236,13 @@ def _run(robot, actuator, feedforward, tmp):
         try:
             os.killpg(proc.pid, signal.SIGINT)
             proc.wait(timeout=30)
-        except (subprocess.TimeoutExpired, ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass                       # the launch already ended (its log says why)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             proc.wait(timeout=10)
     text = log.read_text()
 
