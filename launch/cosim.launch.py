@@ -112,8 +112,10 @@ def _model_files(urdf_file, folder, actuator, gravity, loops, options):
         path = os.path.join(folder, "request.json")
         with open(path, "w", encoding="utf-8") as f:
             json.dump(request, f)
+        # run in the model's folder: ``-m`` puts the working directory first on sys.path,
+        # and a source checkout there (uncompiled kernels) would shadow the installed package
         done = subprocess.run([python, "-m", "mbs_dynamics.sim.mujoco_model", path],
-                              capture_output=True, text=True, check=False)
+                              capture_output=True, text=True, check=False, cwd=folder)
         if done.returncode != 0:
             raise RuntimeError(f"cosim.launch.py: {done.stderr.strip()}") from None
         with open(os.path.join(folder, "joints.json"), encoding="utf-8") as f:

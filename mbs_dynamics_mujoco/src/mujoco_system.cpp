@@ -227,8 +227,13 @@ void MujocoSystem::clock_thread()
         sim_ns_ += dt_ns;
         publish_clock(sim_ns_);
       } else if (wall_ns() - last_write_wall_ns_.load() > 50'000'000) {
-        // 1 ns on: rclcpp's sleep_until wakes on a time jump of at least 1 ns, not on a repeat
-        publish_clock(sim_ns_ + 1);
+        // 1 ns on: rclcpp's sleep_until wakes on a time jump of at least 1 ns, not on a repeat.
+        // The nanosecond is kept (sim_ns_ is what was last published): the controller manager
+        // may take it as the start of its next cycle and then sleeps until it + one period,
+        // which the next write() must reach, or every later cycle would wait for this watchdog.
+        sim_ns_ += 1;
+        publish_clock(sim_ns_);
+        last_write_wall_ns_ = wall_ns();
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(loop_started_ ? 20 : 1));

@@ -229,6 +229,10 @@ def _run(robot, actuator, feedforward, tmp):
         res = handle.get_result_async()
         _wait(res.done, 120, "the goal's result")
         result = res.result()
+        # the result can overtake the probe's backlog of 1 kHz /joint_states (a loaded machine):
+        # record until the states of the whole goal are in
+        _wait(lambda: probe.latest()[0] >= start + times[-1], 120,
+              "the /joint_states of the whole goal")
         with probe.lock:
             samples = list(probe.samples)
     finally:
@@ -236,8 +240,13 @@ def _run(robot, actuator, feedforward, tmp):
         try:
             os.killpg(proc.pid, signal.SIGINT)
             proc.wait(timeout=30)
-        except (subprocess.TimeoutExpired, ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass                       # the launch already ended (its log says why)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             proc.wait(timeout=10)
     text = log.read_text()
 

@@ -84,9 +84,10 @@ URDF = f"""<?xml version="1.0"?>
   </ros2_control>
 </robot>
 """
+UPDATE_RATE = 500
 CONTROLLERS = f"""controller_manager:
   ros__parameters:
-    update_rate: 500
+    update_rate: {UPDATE_RATE}
     joint_state_broadcaster:
       type: joint_state_broadcaster/JointStateBroadcaster
     joint_trajectory_controller:
@@ -252,10 +253,26 @@ class TestProxyOnRealJTC(unittest.TestCase):
                                 s.reference.accelerations)
             self.assertEqual(len(s.output.effort), 2)
             worst = max(worst, *(abs(g - w) for g, w in zip(s.output.effort, want)))
-            # the drive gets JTC's reference position (no PID with [position, effort])
-            for g, w in zip(s.output.positions, s.reference.positions):
-                self.assertAlmostEqual(g, w, delta=1e-12)
         self.assertLess(worst, 2e-3 * scale, f"max |effort - ID(reference)| = {worst:.3g}")
+        # the drive gets JTC's trajectory position, untouched by a PID ([position, effort]):
+        # JTC writes the sample one update period T ahead of its reference (command_next_ at
+        # traj_time + T), so output = q + T q' + T²/2 q'' of the reference up to the Taylor
+        # remainder |jerk| T³/6 (the jerk bounded from the published accelerations); the
+        # reference itself (a PID-free drive lagging one period) would be off by about |q'| T
+        T = 1.0 / UPDATE_RATE
+        jerk = max(abs(b - a) / dt for s0, s1 in zip(states, states[1:])
+                   for dt in [(s1.header.stamp.sec - s0.header.stamp.sec)
+                              + 1e-9 * (s1.header.stamp.nanosec - s0.header.stamp.nanosec)]
+                   if dt > 0.5 * T
+                   for a, b in zip(s0.reference.accelerations, s1.reference.accelerations))
+        bound = 2.0 * jerk * T ** 3 / 6.0 + 1e-12
+        lead = 0.0
+        for s in moving:
+            for g, q, v, a in zip(s.output.positions, s.reference.positions,
+                                  s.reference.velocities, s.reference.accelerations):
+                self.assertAlmostEqual(g, q + T * v + 0.5 * T * T * a, delta=bound)
+                lead = max(lead, abs(v) * T)
+        self.assertLess(bound, 0.1 * lead, "the bound must tell one period ahead from none")
 
 
 @launch_testing.post_shutdown_test() if not _MISSING else (lambda cls: cls)
