@@ -307,11 +307,14 @@ def test_sim_and_feedforward_node_hold_a_parallelogram_arm_at_rest(world):
     w.probe.create_subscription(Float64MultiArray, f"{ff_fq}/torque",
                                 lambda m: torque_to_sim.publish(m), 10)
     w.start()
-    assert w.wait_for(lambda: sim.steps - sim.braked_steps >= 100, timeout=30.0)
+    ctl = ff._controller
+    # Two counters on two executors' threads: the simulator may step again on a command that is
+    # still fresh (command_timeout), so wait for both instead of inferring one from the other.
+    assert w.wait_for(lambda: sim.steps - sim.braked_steps >= 100 and ctl.cycles["hold"] >= 100,
+                      timeout=30.0), (sim.steps, sim.braked_steps, dict(ctl.cycles))
     assert np.abs(sim._plant.q - q0).max() < 1e-9
     assert np.abs(sim._plant.qd).max() < 1e-8
-    ctl = ff._controller
-    assert ctl.cycles["hold"] >= 100 and ctl.joints == tuple(sim._robot.joint_names)
+    assert ctl.joints == tuple(sim._robot.joint_names)
 
 
 def test_proxy_enriches_goals_of_the_actuated_joints(tmp_path):
