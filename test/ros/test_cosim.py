@@ -212,7 +212,10 @@ def _run(robot, actuator, feedforward, tmp):
         times = [0.0, 1.5, 3.0, 4.5]
         traj = JointTrajectory()
         traj.joint_names = joints
-        start = t_now + 2.0            # JTC holds until the stamp: the proxy has time
+        # JTC holds until the stamp: the proxy has time. On a loaded machine the probe's 1 kHz
+        # /joint_states lag behind the simulation (a deep reliable queue), so the newest sample
+        # is not "now": start 2 s after the later of it and the probe's /clock (kept last).
+        start = max(t_now, probe.node.get_clock().now().nanoseconds * 1e-9) + 2.0
         traj.header.stamp.sec = int(start)
         traj.header.stamp.nanosec = int(round((start - int(start)) * 1e9))
         for t, off in zip(times, offsets):
