@@ -57,10 +57,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import _aba, _rnea
 from . import _flatness
 from .actuators import SEA, VSA, actuator_from_params
 from .feedforward import require_fixed_base
+
+# SEACycle status codes (_flatness.pyx): not plain float64 arrays, singular FD, out to copy
+_SLOW, _SINGULAR, _COPY_OUT = 3, 4, 5
 
 __all__ = ["FlatnessController", "FlatnessConfigError", "gains_from_poles", "spring_frequencies"]
 
@@ -307,9 +309,10 @@ class FlatnessController:
         self._cycle = None
         if self._vsa is None and self._Kinv is None:
             self._cycle = _flatness.SEACycle(
-                _aba.forward_dynamics, _rnea.torque_derivatives_qs, robot.data, self._x,
-                self._K, self._B, self._D, self._gains, self._T, self._qs, self._taus,
-                self._te, self._r, self._u)
+                robot.data, self._x, self._K, self._B, self._D, self._gains, self._T, self._qs,
+                self._taus, self._te, self._r, self._u, self._des)
+            if self._trajectory is not None:
+                self._bind_spline()
 
     # ---------------------------------------------------------------- description
     @property
@@ -355,6 +358,12 @@ class FlatnessController:
                                           f" are not the robot's {list(names)}")
             trajectory = trajectory.reorder(names)
         self._trajectory = trajectory
+        if getattr(self, "_cycle", None) is not None:
+            self._bind_spline()
+
+    def _bind_spline(self):
+        tr = self._trajectory
+        self._cycle.set_spline(tr._times, tr._coef, tr._hold0, tr._hold1)
 
     # ---------------------------------------------------------------- the cycle
     def update(self, t, q, qd, theta, theta_dot, sigmas=None, out=None):
@@ -364,6 +373,16 @@ class FlatnessController:
         q_d⁗ over the previous call when that was T earlier, else 0."""
         if self._trajectory is None:
             raise RuntimeError("no trajectory: call set_trajectory() or use command()")
+        if self._cycle is not None:   # the compiled cycle samples the trajectory too
+            status = self._cycle.update(t, q, qd, theta, theta_dot, out)
+            if status != _SLOW:
+                return self._result(status, out)
+            try:
+                t = float(t)
+            except (TypeError, ValueError, OverflowError):
+                raise ValueError(f"t must be a finite number of seconds, got {t!r:.60}") from None
+            q, qd, theta, theta_dot = self._state(q, qd, theta, theta_dot)
+            return self._result(self._cycle.update(t, q, qd, theta, theta_dot, out), out)
         des = self._des
         T = self._T
         if T > 0:
@@ -379,6 +398,33 @@ class FlatnessController:
             return self.command(q, qd, theta, theta_dot, des, sigmas, out)
         self._trajectory.sample(t, out=self._des5)
         return self.command(q, qd, theta, theta_dot, self._des5, sigmas, out)
+
+    def _state(self, q, qd, theta, theta_dot):
+        """The four measured vectors as float64 (n,) arrays, or a ValueError naming the bad one."""
+        n = self._n
+        res = []
+        for val, name in ((q, "q"), (qd, "qd"), (theta, "theta"), (theta_dot, "theta_dot")):
+            if np.shape(val) != (n,):
+                raise ValueError(f"{name} must have shape ({n},), got {np.shape(val)}")
+            try:
+                res.append(np.ascontiguousarray(val, dtype=float))
+            except (TypeError, ValueError):
+                raise ValueError(f"{name} must be numbers") from None
+        return res
+
+    def _result(self, status, out):
+        """The compiled cycle's status code as the return value, or the error it stands for."""
+        if status == 0:
+            return self._u if out is None else out
+        if status == _COPY_OUT:
+            out[...] = self._u
+            return out
+        if status == _SINGULAR:
+            raise ValueError("forward dynamics is singular at the measured q (a movable joint "
+                             "moves no mass)")
+        raise ValueError("q, qd, theta, theta_dot, t and desired must be finite" if status == 1
+                         else "the motor torque is not finite (state far outside the model's "
+                         "range?)")
 
     def command(self, q, qd, theta, theta_dot, desired, sigmas=None, out=None):
         """Motor torque u [Nm] that makes the link error obey the chosen fourth-order dynamics.
@@ -406,6 +452,17 @@ class FlatnessController:
             ValueError: wrong shapes or non-finite values (named).
         """
         n = self._n
+        if self._cycle is not None:   # the compiled cycle (diagonal K)
+            status = self._cycle.command(q, qd, theta, theta_dot, desired, out)
+            if status != _SLOW:
+                return self._result(status, out)
+            q, qd, theta, theta_dot = self._state(q, qd, theta, theta_dot)
+            shape = np.shape(desired)
+            if shape not in ((5, n), (6, n)):
+                raise ValueError(f"desired must have shape (5, {n}) (q_d to q_d'''') or "
+                                 f"(6, {n}), got {shape}")
+            desired = np.ascontiguousarray(desired, dtype=float)
+            return self._result(self._cycle.command(q, qd, theta, theta_dot, desired, out), out)
         x, qs, taus, te, r, w, u = (self._x, self._qs, self._taus, self._te, self._r, self._w,
                                     self._u)
         for row, (val, name) in enumerate(((q, "q"), (qd, "qd"), (theta, "theta"),
@@ -417,19 +474,6 @@ class FlatnessController:
         if shape not in ((5, n), (6, n)):
             raise ValueError(f"desired must have shape (5, {n}) (q_d to q_d'''') or (6, {n}), "
                              f"got {shape}")
-        if self._cycle is not None:   # the compiled cycle (diagonal K)
-            if type(desired) is not np.ndarray or desired.dtype != np.float64 \
-                    or not desired.flags.c_contiguous:
-                desired = np.ascontiguousarray(desired, dtype=float)
-            status = self._cycle.run(desired, shape[0])
-            if status:
-                raise ValueError("q, qd, theta, theta_dot and desired must be finite"
-                                 if status == 1 else "the motor torque is not finite (state "
-                                 "far outside the model's range?)")
-            if out is not None:
-                out[...] = u
-                return out
-            return u
         if not (np.isfinite(x).all() and np.isfinite(desired).all()):
             raise ValueError("q, qd, theta, theta_dot and desired must be finite")
         robot = self._robot

@@ -281,3 +281,38 @@ def test_compiled_cycle_equals_the_numpy_path(arm7):
         np.testing.assert_allclose(ua, b.command(*x, des), rtol=1e-12, atol=1e-9)
     with pytest.raises(ValueError, match="finite"):
         a.command(*x[:3], np.full(7, np.nan), des)
+
+
+def test_compiled_update_equals_the_numpy_path(arm7):
+    """update() samples the trajectory and forms q_d⁽⁵⁾ inside the compiled cycle: the same u,
+    q̈, q⃛ (the compiled q⃛ reuses the first pass's articulated inertias, the NumPy path runs a
+    second forward dynamics) and τ jet as the NumPy path, call after call; lists, an int time
+    and a strided ``out`` take the converting path to the same numbers."""
+    rng = np.random.default_rng(1)
+    n = arm7.n
+    Kv = rng.uniform(300, 3000, n)
+    q0 = 0.2 * rng.normal(size=n)
+    times = np.linspace(0.0, 1.0, 6)
+    traj = Trajectory(arm7.joint_names, times,
+                      [q0 + 0.3 * np.sin(3 * t + np.arange(n)) for t in times])
+    kw = dict(motor_inertia=0.3, motor_damping=0.1, poles=POLES, trajectory=traj)
+    a = FlatnessController(arm7, stiffness=Kv, **kw)
+    b = FlatnessController(arm7, stiffness=np.diag(Kv), **kw)
+    for i in range(5):
+        t = 0.1 + 1e-3 * i
+        x = rng.normal(size=(4, n))
+        ua = a.update(t, *x).copy()
+        np.testing.assert_allclose(ua, b.update(t, *x), rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(a.estimates, b.estimates, rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(a.torque_jet, b.torque_jet, rtol=1e-12, atol=1e-9)
+    assert np.any(a.estimates[5] != 0.0)        # q_d⁽⁵⁾ was formed (the lead is on)
+    x = rng.normal(size=(4, n))
+    ref = b.update(1, *x).copy()
+    out = np.zeros((n, 2))[:, 0]                # strided: filled by a copy, not by the C loop
+    u = a.update(1, *[list(v) for v in x], out=out)
+    assert u is out
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-9)
+    with pytest.raises(ValueError, match="finite"):
+        a.update(float("nan"), *x)
+    with pytest.raises(ValueError, match="shape"):
+        a.update(0.2, x[0][:3], *x[1:])
