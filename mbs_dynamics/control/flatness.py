@@ -276,8 +276,9 @@ class FlatnessController:
         self._K = K
         self._Kinv = None if K is None or K.ndim == 1 else np.linalg.inv(K)
         self._B, self._D = B, D
+        lead_ok = self._vsa is None or self._has_partials3()
         if sample_time is None:
-            sample_time = 1e-3 if self._vsa is None else 0.0
+            sample_time = 1e-3 if lead_ok else 0.0
         try:
             T = float(sample_time)
         except (TypeError, ValueError):
@@ -285,10 +286,11 @@ class FlatnessController:
                                       f"{sample_time!r:.40}") from None
         if not (T >= 0 and np.isfinite(T)):
             raise FlatnessConfigError(f"sample_time must be >= 0 s, got {sample_time!r}")
-        if T > 0 and self._vsa is not None:
-            raise FlatnessConfigError("the zero-order-hold lead (sample_time > 0) needs τ_e‴ "
-                                      "and is implemented for SEA only; give sample_time=0 for "
-                                      "a VSA")
+        if T > 0 and not lead_ok:
+            raise FlatnessConfigError(
+                f"the zero-order-hold lead (sample_time > 0) needs τ_e‴, hence the third "
+                f"partials of the VSA's spring law, and {type(self._vsa.spring).__name__} has "
+                "no partials3(); give sample_time=0 or implement Spring.partials3")
         self._T = T
         self._trajectory = None
         if trajectory is not None:
@@ -533,8 +535,11 @@ class FlatnessController:
             u[:] = vsa_terms[2](taus[2])
         u += qs[2]                                          # θ̈ = q̈ + K⁻¹ τ″
         if lead:
-            # (T/2) u̇ = (T/2)(B (q⃛ + K⁻¹ τ‴) + D θ̈ + K δ̇), accumulated in r
-            if diag:
+            # (T/2) u̇ = (T/2)(B (q⃛ + δ⃛) + D θ̈ + τ_e′), accumulated in r; SEA: δ⃛ = K⁻¹ τ‴,
+            # τ_e′ = K δ̇; VSA: δ⃛ from τ‴ = d³φ/dt³ (chain rule), τ_e′ = φ_δ δ̇ + φ_σ σ̇
+            if not sea:
+                r[:] = vsa_terms[3](taus[3], u - qs[2])
+            elif diag:
                 np.divide(taus[3], self._K, out=r)
             else:
                 np.dot(self._Kinv, taus[3], out=r)
@@ -542,12 +547,15 @@ class FlatnessController:
             r *= self._B
             np.multiply(self._D, u, out=w)
             r += w
-            np.subtract(x[3], x[1], out=w)
-            if diag:
-                w *= self._K
-                r += w
+            if not sea:
+                r += vsa_terms[1]
             else:
-                r += self._K @ w
+                np.subtract(x[3], x[1], out=w)
+                if diag:
+                    w *= self._K
+                    r += w
+                else:
+                    r += self._K @ w
             r *= 0.5 * self._T
         u *= self._B
         np.multiply(self._D, x[3], out=w)
@@ -563,19 +571,29 @@ class FlatnessController:
             return out
         return u
 
+    def _has_partials3(self):
+        vsa, n = self._vsa, self._n
+        try:
+            vsa.spring.partials3(np.zeros(n), vsa._param(vsa.sigma, n))
+        except NotImplementedError:
+            return False
+        return True
+
     def _vsa_terms(self, delta, delta_dot, sigmas):
-        """VSA: (φ, φ′ = φ_δ δ̇ + φ_σ σ̇, τ″ ↦ δ̈) at the measured deflection."""
+        """VSA: (φ, φ′ = φ_δ δ̇ + φ_σ σ̇, τ″ ↦ δ̈, (τ‴, δ̈) ↦ δ⃛) at the measured deflection."""
         vsa, n = self._vsa, self._n
         if sigmas is None:
             s0 = vsa._param(vsa.sigma, n)
-            s1 = s2 = np.zeros(n)
+            s1 = s2 = s3 = np.zeros(n)
         else:
             s = np.asarray(sigmas, dtype=float)
-            if s.shape != (3, n) or not np.isfinite(s).all():
-                raise ValueError(f"sigmas must be finite with shape (3, {n}) (σ, σ', σ''), "
-                                 f"got {s.shape}")
-            s0, s1, s2 = s
-        phi, f_d, f_s, f_dd, f_ds, f_ss = vsa.spring.partials(delta.copy(), s0)
+            if s.shape not in ((3, n), (4, n)) or not np.isfinite(s).all():
+                raise ValueError(f"sigmas must be finite with shape (3, {n}) (σ, σ', σ'') or "
+                                 f"(4, {n}) (and σ‴), got {s.shape}")
+            s0, s1, s2 = s[:3]
+            s3 = s[3] if s.shape[0] == 4 else np.zeros(n)
+        delta = delta.copy()    # the caller reuses its buffers
+        phi, f_d, f_s, f_dd, f_ds, f_ss = vsa.spring.partials(delta, s0)
         if not np.all(f_d > 0):
             raise ValueError("the VSA spring has a non-positive stiffness ∂φ/∂δ at the measured "
                              "deflection: the linearisation does not exist there")
@@ -585,7 +603,16 @@ class FlatnessController:
         def ddelta(tau_dd):
             return (tau_dd - f_dd * d1 * d1 - 2.0 * f_ds * d1 * s1 - f_ss * s1 * s1
                     - f_s * s2) / f_d
-        return phi, dphi, ddelta
+
+        def dddelta(tau_ddd, d2):
+            # d³φ/dt³ = φ_δ δ⃛ + φ_σ σ⃛ + φ_δδδ δ̇³ + 3 φ_δδσ δ̇²σ̇ + 3 φ_δσσ δ̇σ̇² + φ_σσσ σ̇³
+            #           + 3 φ_δδ δ̇δ̈ + 3 φ_δσ (δ̈σ̇ + δ̇σ̈) + 3 φ_σσ σ̇σ̈
+            f_ddd, f_dds, f_dss, f_sss = vsa.spring.partials3(delta, s0)
+            rest = (f_s * s3 + f_ddd * d1 ** 3 + 3.0 * f_dds * d1 * d1 * s1
+                    + 3.0 * f_dss * d1 * s1 * s1 + f_sss * s1 ** 3 + 3.0 * f_dd * d1 * d2
+                    + 3.0 * f_ds * (d2 * s1 + d1 * s2) + 3.0 * f_ss * s1 * s2)
+            return (tau_ddd - rest) / f_d
+        return phi, dphi, ddelta, dddelta
 
 
 def spring_frequencies(robot, q, stiffness):
