@@ -40,10 +40,14 @@ characteristic polynomial ``Π_j (s + p_j)`` — so p = 20 puts a root at s = �
 conjugate pairs — or ``bandwidth=`` ω [rad/s] with ``damping=`` ζ (default 1):
 ``(s² + 2ζωs + ω²)²``. Every p must have a positive real part.
 
-The cycle (:meth:`FlatnessController.command`) allocates no arrays on the SEA path: two
-articulated-body passes and two jet recursions (orders 1 and 3 — the third derivative for the
-zero-order-hold lead, see :meth:`FlatnessController.command`) into preallocated buffers, the
-element-wise glue compiled (``control/_flatness.pyx``) for a diagonal K.
+The cycle (:meth:`FlatnessController.update` / :meth:`FlatnessController.command`) with a
+diagonal K is compiled end to end (``control/_flatness.pyx``) and allocates nothing: one
+articulated-body pass for q̈, one jet recursion of order 1, the solve ``M⁻¹ r`` by the
+articulated-body algorithm's bias and acceleration passes on the articulated inertias of the
+first pass (they depend on q only), one jet recursion of order 3 (the third derivative for the
+zero-order-hold lead, see :meth:`FlatnessController.command`), all called at the C level on the
+robot's own Data; :meth:`~FlatnessController.update` samples the trajectory inside it. A full K
+matrix and the VSA run the same law in NumPy.
 
 Where it works: the law takes q̈ and q⃛ from the spring through the model, so a relative model
 error ε is amplified by the link's modes on its springs, ω = sqrt(eig(M⁻¹K))
@@ -195,7 +199,9 @@ class FlatnessController:
         sample_time: the period T [s] of the zero-order hold the command goes through (SEA
             default 1e-3: a 1 kHz loop); the command leads by T/2 to cancel the hold's delay
             (see :meth:`command`). 0: a continuous-time law (e.g. evaluated at every integrator
-            stage). SEA only: a VSA takes 0 (its default).
+            stage). A VSA takes the same default when its spring law has third partials
+            (:meth:`~mbs_dynamics.control.actuators.Spring.partials3`), else 0 (and a lead is
+            refused).
         trajectory: optional :class:`~mbs_dynamics.control.trajectory.Trajectory` over
             ``robot.joint_names`` for :meth:`update`.
 
@@ -435,15 +441,18 @@ class FlatnessController:
         is ``u + (T/2) u̇``: the mean of the continuous law over the hold to first order (without
         it the hold delays u by T/2, a link error of order ``(K/M) u̇ T / (2 B k₀)``). ``u̇`` is
         exact: ``u̇ = B (q⃛ + K⁻¹ τ‴) + D θ̈ + K (θ̇ − q̇)`` with τ‴ from the jet recursion at
-        ``q⁽⁵⁾ = v̇ = q_d⁽⁵⁾ + Σ_{i=0..3} k_i (q_d^(i+1) − q^(i+1))`` (q⁽⁴⁾ = v).
+        ``q⁽⁵⁾ = v̇ = q_d⁽⁵⁾ + Σ_{i=0..3} k_i (q_d^(i+1) − q^(i+1))`` (q⁽⁴⁾ = v). For a VSA,
+        ``u̇ = B (q⃛ + δ⃛) + D θ̈ + φ′`` with δ⃛ from ``τ‴ = d³φ(δ, σ)/dt³`` (the chain rule with
+        the spring's third partials, doc/guide/sea_control.md).
 
         Args:
             q, qd: measured link position [rad] and velocity [rad/s], (n,).
             theta, theta_dot: measured motor position and velocity (joint side), (n,).
             desired: (5, n) rows q_d, q̇_d, q̈_d, q⃛_d, q⁗_d (e.g. ``Trajectory.sample``), or
                 (6, n) with q_d⁽⁵⁾ as a sixth row (taken as 0 when absent).
-            sigmas: VSA only: (3, n) rows σ, σ̇, σ̈ of the stiffness input (its own loop);
-                None = the actuator's constant σ.
+            sigmas: VSA only: (3, n) rows σ, σ̇, σ̈ of the stiffness input (its own loop), or
+                (4, n) with σ⃛ (the lead's δ⃛; taken as 0 when absent); None = the actuator's
+                constant σ.
             out: optional (n,) float64 array to fill (the returned array otherwise is the
                 controller's own buffer, overwritten by the next cycle).
 
