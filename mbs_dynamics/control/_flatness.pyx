@@ -151,7 +151,7 @@ cdef class SEACycle:
         cdef double tt, T = self.T
         cdef Py_ssize_t n = self.n, j
         cdef double[:, ::1] des = self.des
-        if self.spline is None or type(t) is not float or self.load(q, qd, theta, theta_dot):
+        if self.spline is None or not isinstance(t, float) or self.load(q, qd, theta, theta_dot):
             return SLOW
         tt = t
         if not isfinite(tt):
