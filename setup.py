@@ -50,7 +50,7 @@ setup(
     ext_modules=extensions(),
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*", "bench"]),
-    package_data={package_name: data_tree("data") + ["kernels/*.pxd", "kernels/*.h",
+    package_data={package_name: data_tree("data") + ["kernels/*.pxd", "kernels/*.h", "control/*.pxd",
                                                       "codegen/*.c.in"]},
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),

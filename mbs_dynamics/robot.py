@@ -348,22 +348,42 @@ class Robot:
 
     def eom_derivatives(self, qs):
         """M, C̄, Q_grav and their first k ≤ 2 time derivatives along a trajectory, in closed form
-        (seed 004 eq. 20–26, 29–36, 40–52; :func:`mbs_dynamics.kernels.closed_form.eom_derivatives`,
-        dense NumPy, O(n³)): C̄ is :meth:`coriolis_matrix` (Ṁ = C̄ + C̄ᵀ, and so for every
-        derivative); τ^(r) follows as in seed 004 eq. 28 and 38.
+        (seed 004 eq. 20–26, 29–36, 40–52): C̄ is :meth:`coriolis_matrix` (Ṁ = C̄ + C̄ᵀ, and so
+        for every derivative); τ^(r) follows as in seed 004 eq. 28 and 38.
+
+        A fixed base given ``qs`` uses the seed's closed form
+        (:func:`mbs_dynamics.kernels.closed_form.eom_derivatives`, dense NumPy, O(n³)); the pair
+        form ``(q, vs)`` — the one a floating base needs — uses Leibniz products of the body
+        Jacobians' time derivatives (:func:`mbs_dynamics.kernels.eom_series.eom_derivatives`;
+        the same numbers for a fixed base).
+
+        Floating base (the tangent-space convention of :meth:`torque_derivatives` and of
+        Pinocchio's free-flyer): v = (linear, angular velocity of the base in its own frame,
+        joint rates); ``v′, v″`` are the time derivatives of these coordinates (the base-motion
+        jet); M, C̄, Q_grav are Pinocchio's ``crba``, ``computeCoriolisMatrix`` and
+        ``computeGeneralizedGravity`` in these coordinates (Q_grav's first six entries the force
+        and moment on the base, in its frame), and their derivatives are the time derivatives of
+        these matrices' entries along the trajectory the jet describes. M and C̄ do not depend on
+        the base pose (left invariance); Q_grav does, through the base orientation.
 
         Args:
             qs: (k+2, n) rows q, q̇, …, q^(k+1), k ≤ 2 (Ṁ needs q̇; M̈, Ċ̄ and the second
-                derivative of Q_grav need q̈; C̈̄ needs q⃛), or a batch (N, k+2, n). Fixed base.
+                derivative of Q_grav need q̈; C̈̄ needs q⃛), or a batch (N, k+2, n) — fixed base;
+                or a pair ``(q, vs)``: q (nq,) and vs (k+1, nv) rows v, v′, …, v^(k), or a batch
+                (q (N, nq), vs (N, k+1, nv)) — any base.
         Returns:
-            ``(Ms, Cs, gs)``: (k+1, n, n) rows M, Ṁ, M̈; (k+1, n, n) rows C̄, Ċ̄, C̈̄; (k+1, n) rows
-            Q_grav and its derivatives (a leading N for a batch).
+            ``(Ms, Cs, gs)``: (k+1, nv, nv) rows M, Ṁ, M̈; (k+1, nv, nv) rows C̄, Ċ̄, C̈̄;
+            (k+1, nv) rows Q_grav and its derivatives (a leading N for a batch).
         Raises:
-            ValueError: a floating base, a wrong shape or k > 2, non-finite input.
+            ValueError: a floating base given ``qs`` instead of ``(q, vs)``, a wrong shape or
+                k > 2, non-finite input, a base quaternion that is not unit.
         """
         from .kernels.closed_form import eom_derivatives as cf
+        if isinstance(qs, tuple) and len(qs) == 2:
+            return self._eom_derivatives_pair(*qs)
         if self._fb:
-            raise ValueError("eom_derivatives covers fixed-base robots (seed 004's closed form)")
+            raise ValueError("a floating base needs eom_derivatives((q, vs)): q (nq,) and vs "
+                             "(k+1, nv) rows v, v', v'' (fixed-base qs rows are joint angles)")
         nd = np.ndim(qs)
         n = self._n
         qs = _check_array(qs, "qs", 3 if nd == 3 else 2, (-1, -1, n) if nd == 3 else (-1, n))
@@ -377,6 +397,31 @@ class Robot:
         if not res:
             return np.empty((0, k1, n, n)), np.empty((0, k1, n, n)), np.empty((0, k1, n))
         return tuple(np.stack([r[i] for r in res]) for i in range(3))
+
+    def _eom_derivatives_pair(self, q, vs):
+        """:meth:`eom_derivatives` for the pair form (q, vs), single or batch."""
+        from .kernels._data import _check_array
+        from .kernels.eom_series import eom_derivatives as series
+        nq, nv = self._model.nq, self._model.nv
+        batch = np.ndim(q) == 2
+        q = _check_array(q, "q", 2 if batch else 1, (-1, nq) if batch else (nq,))
+        vs = _check_array(vs, "vs", 3 if batch else 2,
+                          (q.shape[0], -1, nv) if batch else (-1, nv))
+        if not 1 <= vs.shape[-2] <= 3:
+            raise ValueError(f"vs has shape {vs.shape}, expected (k+1, {nv}) with 0 <= k <= 2 "
+                             "(rows v, v', v'')")
+        if self._fb:
+            r = np.linalg.norm(q[..., 3:7], axis=-1)
+            if not np.all(np.abs(r * r - 1.0) <= 1e-6):
+                raise ValueError("q: the base quaternion (qx, qy, qz, qw) is not a unit "
+                                 "quaternion")
+        if not batch:
+            return series(self._model, q, vs)
+        k1 = vs.shape[1]
+        res = [series(self._model, a, b) for a, b in zip(q, vs)]
+        if not res:
+            return np.empty((0, k1, nv, nv)), np.empty((0, k1, nv, nv)), np.empty((0, k1, nv))
+        return tuple(np.stack([x[i] for x in res]) for i in range(3))
 
     # ---- kinematics (mbs_dynamics/kinematics/)
     @property

@@ -131,6 +131,23 @@ class Spring(ABC):
             tuple ``(φ, φ_δ, φ_σ, φ_δδ, φ_δσ, φ_σσ)`` of arrays.
         """
 
+    def partials3(self, delta, sigma):
+        """The third partial derivatives of φ, for the flatness controller's zero-order-hold
+        lead (:class:`~mbs_dynamics.control.flatness.FlatnessController`, ``sample_time`` > 0).
+        Optional: a spring law without them runs that controller with ``sample_time=0`` only.
+
+        Args:
+            delta: deflection θ − q [rad], array.
+            sigma: stiffness input, array broadcastable with ``delta``.
+
+        Returns:
+            tuple ``(φ_δδδ, φ_δδσ, φ_δσσ, φ_σσσ)`` of arrays.
+
+        Raises:
+            NotImplementedError: this spring law does not provide them.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no third partials (partials3)")
+
     def torque(self, delta, sigma):
         """φ(δ, σ) [Nm]."""
         return self.partials(delta, sigma)[0]
@@ -200,6 +217,10 @@ class LinearSpring(Spring):
     def guess(self, tau, sigma):
         return tau / self.K
 
+    def partials3(self, delta, sigma):
+        zero = np.zeros(np.broadcast_shapes(np.shape(delta), np.shape(sigma), np.shape(self.K)))
+        return zero, zero, zero, zero
+
 
 class ExponentialAntagonisticSpring(Spring):
     """Two identical exponential springs in agonist–antagonist arrangement.
@@ -237,6 +258,12 @@ class ExponentialAntagonisticSpring(Spring):
         phi = e * s / a
         phi_d = e * c
         return phi, phi_d, a * phi, a * e * s, a * phi_d, a * a * phi
+
+    def partials3(self, delta, sigma):
+        """``φ_δδδ = a² φ_δ``, ``φ_δδσ = a φ_δδ``, ``φ_δσσ = a² φ_δ``, ``φ_σσσ = a³ φ``."""
+        phi, phi_d, _, phi_dd = self.partials(delta, sigma)[:4]
+        a = self.a
+        return a * a * phi_d, a * phi_dd, a * a * phi_d, a ** 3 * phi
 
     def guess(self, tau, sigma):
         # closed-form inverse; Newton then only polishes it

@@ -40,10 +40,14 @@ characteristic polynomial ``Π_j (s + p_j)`` — so p = 20 puts a root at s = �
 conjugate pairs — or ``bandwidth=`` ω [rad/s] with ``damping=`` ζ (default 1):
 ``(s² + 2ζωs + ω²)²``. Every p must have a positive real part.
 
-The cycle (:meth:`FlatnessController.command`) allocates no arrays on the SEA path: two
-articulated-body passes and two jet recursions (orders 1 and 3 — the third derivative for the
-zero-order-hold lead, see :meth:`FlatnessController.command`) into preallocated buffers, the
-element-wise glue compiled (``control/_flatness.pyx``) for a diagonal K.
+The cycle (:meth:`FlatnessController.update` / :meth:`FlatnessController.command`) with a
+diagonal K is compiled end to end (``control/_flatness.pyx``) and allocates nothing: one
+articulated-body pass for q̈, one jet recursion of order 1, the solve ``M⁻¹ r`` by the
+articulated-body algorithm's bias and acceleration passes on the articulated inertias of the
+first pass (they depend on q only), one jet recursion of order 3 (the third derivative for the
+zero-order-hold lead, see :meth:`FlatnessController.command`), all called at the C level on the
+robot's own Data; :meth:`~FlatnessController.update` samples the trajectory inside it. A full K
+matrix and the VSA run the same law in NumPy.
 
 Where it works: the law takes q̈ and q⃛ from the spring through the model, so a relative model
 error ε is amplified by the link's modes on its springs, ω = sqrt(eig(M⁻¹K))
@@ -57,10 +61,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import _aba, _rnea
 from . import _flatness
 from .actuators import SEA, VSA, actuator_from_params
 from .feedforward import require_fixed_base
+
+# SEACycle status codes (_flatness.pyx): not plain float64 arrays, singular FD, out to copy
+_SLOW, _SINGULAR, _COPY_OUT = 3, 4, 5
 
 __all__ = ["FlatnessController", "FlatnessConfigError", "gains_from_poles", "spring_frequencies"]
 
@@ -193,7 +199,9 @@ class FlatnessController:
         sample_time: the period T [s] of the zero-order hold the command goes through (SEA
             default 1e-3: a 1 kHz loop); the command leads by T/2 to cancel the hold's delay
             (see :meth:`command`). 0: a continuous-time law (e.g. evaluated at every integrator
-            stage). SEA only: a VSA takes 0 (its default).
+            stage). A VSA takes the same default when its spring law has third partials
+            (:meth:`~mbs_dynamics.control.actuators.Spring.partials3`), else 0 (and a lead is
+            refused).
         trajectory: optional :class:`~mbs_dynamics.control.trajectory.Trajectory` over
             ``robot.joint_names`` for :meth:`update`.
 
@@ -274,8 +282,9 @@ class FlatnessController:
         self._K = K
         self._Kinv = None if K is None or K.ndim == 1 else np.linalg.inv(K)
         self._B, self._D = B, D
+        lead_ok = self._vsa is None or self._has_partials3()
         if sample_time is None:
-            sample_time = 1e-3 if self._vsa is None else 0.0
+            sample_time = 1e-3 if lead_ok else 0.0
         try:
             T = float(sample_time)
         except (TypeError, ValueError):
@@ -283,10 +292,11 @@ class FlatnessController:
                                       f"{sample_time!r:.40}") from None
         if not (T >= 0 and np.isfinite(T)):
             raise FlatnessConfigError(f"sample_time must be >= 0 s, got {sample_time!r}")
-        if T > 0 and self._vsa is not None:
-            raise FlatnessConfigError("the zero-order-hold lead (sample_time > 0) needs τ_e‴ "
-                                      "and is implemented for SEA only; give sample_time=0 for "
-                                      "a VSA")
+        if T > 0 and not lead_ok:
+            raise FlatnessConfigError(
+                f"the zero-order-hold lead (sample_time > 0) needs τ_e‴, hence the third "
+                f"partials of the VSA's spring law, and {type(self._vsa.spring).__name__} has "
+                "no partials3(); give sample_time=0 or implement Spring.partials3")
         self._T = T
         self._trajectory = None
         if trajectory is not None:
@@ -307,9 +317,10 @@ class FlatnessController:
         self._cycle = None
         if self._vsa is None and self._Kinv is None:
             self._cycle = _flatness.SEACycle(
-                _aba.forward_dynamics, _rnea.torque_derivatives_qs, robot.data, self._x,
-                self._K, self._B, self._D, self._gains, self._T, self._qs, self._taus,
-                self._te, self._r, self._u)
+                robot.data, self._x, self._K, self._B, self._D, self._gains, self._T, self._qs,
+                self._taus, self._te, self._r, self._u, self._des)
+            if self._trajectory is not None:
+                self._bind_spline()
 
     # ---------------------------------------------------------------- description
     @property
@@ -355,6 +366,12 @@ class FlatnessController:
                                           f" are not the robot's {list(names)}")
             trajectory = trajectory.reorder(names)
         self._trajectory = trajectory
+        if getattr(self, "_cycle", None) is not None:
+            self._bind_spline()
+
+    def _bind_spline(self):
+        tr = self._trajectory
+        self._cycle.set_spline(tr._times, tr._coef, tr._hold0, tr._hold1)
 
     # ---------------------------------------------------------------- the cycle
     def update(self, t, q, qd, theta, theta_dot, sigmas=None, out=None):
@@ -364,6 +381,16 @@ class FlatnessController:
         q_d⁗ over the previous call when that was T earlier, else 0."""
         if self._trajectory is None:
             raise RuntimeError("no trajectory: call set_trajectory() or use command()")
+        if self._cycle is not None:   # the compiled cycle samples the trajectory too
+            status = self._cycle.update(t, q, qd, theta, theta_dot, out)
+            if status != _SLOW:
+                return self._result(status, out)
+            try:
+                t = float(t)
+            except (TypeError, ValueError, OverflowError):
+                raise ValueError(f"t must be a finite number of seconds, got {t!r:.60}") from None
+            q, qd, theta, theta_dot = self._state(q, qd, theta, theta_dot)
+            return self._result(self._cycle.update(t, q, qd, theta, theta_dot, out), out)
         des = self._des
         T = self._T
         if T > 0:
@@ -380,6 +407,33 @@ class FlatnessController:
         self._trajectory.sample(t, out=self._des5)
         return self.command(q, qd, theta, theta_dot, self._des5, sigmas, out)
 
+    def _state(self, q, qd, theta, theta_dot):
+        """The four measured vectors as float64 (n,) arrays, or a ValueError naming the bad one."""
+        n = self._n
+        res = []
+        for val, name in ((q, "q"), (qd, "qd"), (theta, "theta"), (theta_dot, "theta_dot")):
+            if np.shape(val) != (n,):
+                raise ValueError(f"{name} must have shape ({n},), got {np.shape(val)}")
+            try:
+                res.append(np.ascontiguousarray(val, dtype=float))
+            except (TypeError, ValueError):
+                raise ValueError(f"{name} must be numbers") from None
+        return res
+
+    def _result(self, status, out):
+        """The compiled cycle's status code as the return value, or the error it stands for."""
+        if status == 0:
+            return self._u if out is None else out
+        if status == _COPY_OUT:
+            out[...] = self._u
+            return out
+        if status == _SINGULAR:
+            raise ValueError("forward dynamics is singular at the measured q (a movable joint "
+                             "moves no mass)")
+        raise ValueError("q, qd, theta, theta_dot, t and desired must be finite" if status == 1
+                         else "the motor torque is not finite (state far outside the model's "
+                         "range?)")
+
     def command(self, q, qd, theta, theta_dot, desired, sigmas=None, out=None):
         """Motor torque u [Nm] that makes the link error obey the chosen fourth-order dynamics.
 
@@ -387,15 +441,18 @@ class FlatnessController:
         is ``u + (T/2) u̇``: the mean of the continuous law over the hold to first order (without
         it the hold delays u by T/2, a link error of order ``(K/M) u̇ T / (2 B k₀)``). ``u̇`` is
         exact: ``u̇ = B (q⃛ + K⁻¹ τ‴) + D θ̈ + K (θ̇ − q̇)`` with τ‴ from the jet recursion at
-        ``q⁽⁵⁾ = v̇ = q_d⁽⁵⁾ + Σ_{i=0..3} k_i (q_d^(i+1) − q^(i+1))`` (q⁽⁴⁾ = v).
+        ``q⁽⁵⁾ = v̇ = q_d⁽⁵⁾ + Σ_{i=0..3} k_i (q_d^(i+1) − q^(i+1))`` (q⁽⁴⁾ = v). For a VSA,
+        ``u̇ = B (q⃛ + δ⃛) + D θ̈ + φ′`` with δ⃛ from ``τ‴ = d³φ(δ, σ)/dt³`` (the chain rule with
+        the spring's third partials, doc/guide/sea_control.md).
 
         Args:
             q, qd: measured link position [rad] and velocity [rad/s], (n,).
             theta, theta_dot: measured motor position and velocity (joint side), (n,).
             desired: (5, n) rows q_d, q̇_d, q̈_d, q⃛_d, q⁗_d (e.g. ``Trajectory.sample``), or
                 (6, n) with q_d⁽⁵⁾ as a sixth row (taken as 0 when absent).
-            sigmas: VSA only: (3, n) rows σ, σ̇, σ̈ of the stiffness input (its own loop);
-                None = the actuator's constant σ.
+            sigmas: VSA only: (3, n) rows σ, σ̇, σ̈ of the stiffness input (its own loop), or
+                (4, n) with σ⃛ (the lead's δ⃛; taken as 0 when absent); None = the actuator's
+                constant σ.
             out: optional (n,) float64 array to fill (the returned array otherwise is the
                 controller's own buffer, overwritten by the next cycle).
 
@@ -406,6 +463,17 @@ class FlatnessController:
             ValueError: wrong shapes or non-finite values (named).
         """
         n = self._n
+        if self._cycle is not None:   # the compiled cycle (diagonal K)
+            status = self._cycle.command(q, qd, theta, theta_dot, desired, out)
+            if status != _SLOW:
+                return self._result(status, out)
+            q, qd, theta, theta_dot = self._state(q, qd, theta, theta_dot)
+            shape = np.shape(desired)
+            if shape not in ((5, n), (6, n)):
+                raise ValueError(f"desired must have shape (5, {n}) (q_d to q_d'''') or "
+                                 f"(6, {n}), got {shape}")
+            desired = np.ascontiguousarray(desired, dtype=float)
+            return self._result(self._cycle.command(q, qd, theta, theta_dot, desired, out), out)
         x, qs, taus, te, r, w, u = (self._x, self._qs, self._taus, self._te, self._r, self._w,
                                     self._u)
         for row, (val, name) in enumerate(((q, "q"), (qd, "qd"), (theta, "theta"),
@@ -417,19 +485,6 @@ class FlatnessController:
         if shape not in ((5, n), (6, n)):
             raise ValueError(f"desired must have shape (5, {n}) (q_d to q_d'''') or (6, {n}), "
                              f"got {shape}")
-        if self._cycle is not None:   # the compiled cycle (diagonal K)
-            if type(desired) is not np.ndarray or desired.dtype != np.float64 \
-                    or not desired.flags.c_contiguous:
-                desired = np.ascontiguousarray(desired, dtype=float)
-            status = self._cycle.run(desired, shape[0])
-            if status:
-                raise ValueError("q, qd, theta, theta_dot and desired must be finite"
-                                 if status == 1 else "the motor torque is not finite (state "
-                                 "far outside the model's range?)")
-            if out is not None:
-                out[...] = u
-                return out
-            return u
         if not (np.isfinite(x).all() and np.isfinite(desired).all()):
             raise ValueError("q, qd, theta, theta_dot and desired must be finite")
         robot = self._robot
@@ -489,8 +544,11 @@ class FlatnessController:
             u[:] = vsa_terms[2](taus[2])
         u += qs[2]                                          # θ̈ = q̈ + K⁻¹ τ″
         if lead:
-            # (T/2) u̇ = (T/2)(B (q⃛ + K⁻¹ τ‴) + D θ̈ + K δ̇), accumulated in r
-            if diag:
+            # (T/2) u̇ = (T/2)(B (q⃛ + δ⃛) + D θ̈ + τ_e′), accumulated in r; SEA: δ⃛ = K⁻¹ τ‴,
+            # τ_e′ = K δ̇; VSA: δ⃛ from τ‴ = d³φ/dt³ (chain rule), τ_e′ = φ_δ δ̇ + φ_σ σ̇
+            if not sea:
+                r[:] = vsa_terms[3](taus[3], u - qs[2])
+            elif diag:
                 np.divide(taus[3], self._K, out=r)
             else:
                 np.dot(self._Kinv, taus[3], out=r)
@@ -498,12 +556,15 @@ class FlatnessController:
             r *= self._B
             np.multiply(self._D, u, out=w)
             r += w
-            np.subtract(x[3], x[1], out=w)
-            if diag:
-                w *= self._K
-                r += w
+            if not sea:
+                r += vsa_terms[1]
             else:
-                r += self._K @ w
+                np.subtract(x[3], x[1], out=w)
+                if diag:
+                    w *= self._K
+                    r += w
+                else:
+                    r += self._K @ w
             r *= 0.5 * self._T
         u *= self._B
         np.multiply(self._D, x[3], out=w)
@@ -519,19 +580,29 @@ class FlatnessController:
             return out
         return u
 
+    def _has_partials3(self):
+        vsa, n = self._vsa, self._n
+        try:
+            vsa.spring.partials3(np.zeros(n), vsa._param(vsa.sigma, n))
+        except NotImplementedError:
+            return False
+        return True
+
     def _vsa_terms(self, delta, delta_dot, sigmas):
-        """VSA: (φ, φ′ = φ_δ δ̇ + φ_σ σ̇, τ″ ↦ δ̈) at the measured deflection."""
+        """VSA: (φ, φ′ = φ_δ δ̇ + φ_σ σ̇, τ″ ↦ δ̈, (τ‴, δ̈) ↦ δ⃛) at the measured deflection."""
         vsa, n = self._vsa, self._n
         if sigmas is None:
             s0 = vsa._param(vsa.sigma, n)
-            s1 = s2 = np.zeros(n)
+            s1 = s2 = s3 = np.zeros(n)
         else:
             s = np.asarray(sigmas, dtype=float)
-            if s.shape != (3, n) or not np.isfinite(s).all():
-                raise ValueError(f"sigmas must be finite with shape (3, {n}) (σ, σ', σ''), "
-                                 f"got {s.shape}")
-            s0, s1, s2 = s
-        phi, f_d, f_s, f_dd, f_ds, f_ss = vsa.spring.partials(delta.copy(), s0)
+            if s.shape not in ((3, n), (4, n)) or not np.isfinite(s).all():
+                raise ValueError(f"sigmas must be finite with shape (3, {n}) (σ, σ', σ'') or "
+                                 f"(4, {n}) (and σ‴), got {s.shape}")
+            s0, s1, s2 = s[:3]
+            s3 = s[3] if s.shape[0] == 4 else np.zeros(n)
+        delta = delta.copy()    # the caller reuses its buffers
+        phi, f_d, f_s, f_dd, f_ds, f_ss = vsa.spring.partials(delta, s0)
         if not np.all(f_d > 0):
             raise ValueError("the VSA spring has a non-positive stiffness ∂φ/∂δ at the measured "
                              "deflection: the linearisation does not exist there")
@@ -541,7 +612,16 @@ class FlatnessController:
         def ddelta(tau_dd):
             return (tau_dd - f_dd * d1 * d1 - 2.0 * f_ds * d1 * s1 - f_ss * s1 * s1
                     - f_s * s2) / f_d
-        return phi, dphi, ddelta
+
+        def dddelta(tau_ddd, d2):
+            # d³φ/dt³ = φ_δ δ⃛ + φ_σ σ⃛ + φ_δδδ δ̇³ + 3 φ_δδσ δ̇²σ̇ + 3 φ_δσσ δ̇σ̇² + φ_σσσ σ̇³
+            #           + 3 φ_δδ δ̇δ̈ + 3 φ_δσ (δ̈σ̇ + δ̇σ̈) + 3 φ_σσ σ̇σ̈
+            f_ddd, f_dds, f_dss, f_sss = vsa.spring.partials3(delta, s0)
+            rest = (f_s * s3 + f_ddd * d1 ** 3 + 3.0 * f_dds * d1 * d1 * s1
+                    + 3.0 * f_dss * d1 * s1 * s1 + f_sss * s1 ** 3 + 3.0 * f_dd * d1 * d2
+                    + 3.0 * f_ds * (d2 * s1 + d1 * s2) + 3.0 * f_ss * s1 * s2)
+            return (tau_ddd - rest) / f_d
+        return phi, dphi, ddelta, dddelta
 
 
 def spring_frequencies(robot, q, stiffness):

@@ -89,29 +89,77 @@ def _assert_decays_at_poles(name, ts, e, e0, tol=0.01):
         assert abs(rate - p[0]) < 0.1 * p[0], f"{name} joint {j}: decay rate {rate:.3g}/s"
 
 
-def test_vsa_error_decays_at_the_requested_poles():
-    """VSA (exponential antagonistic springs, σ held), exact model: the error follows the pole
-    prediction (1 % of e₀) and the tail decays at the slowest pole within 10 %. The VSA law has
-    no hold lead (sample_time=0), so it runs at 4 kHz here: at 1 kHz the hold's bias stays
-    inside 5 % of e₀ but flattens the tail (fitted rate 6.9 instead of 8 /s)."""
+def _vsa_arm7():
     robot, m, q0 = _robot("arm7")
-    n = robot.n
     M0 = np.diag(robot.mass_matrix(q0))
     k, a, sigma = 40.0 ** 2 * M0, 5.0, 0.05
-    vsa = VSA(motor_inertia=0.5 * M0 + 0.01, motor_damping=0.02, sigma=sigma, k=k, a=a, n=n)
-    spring = ExponentialAntagonisticSpring(k, a)
+    vsa = VSA(motor_inertia=0.5 * M0 + 0.01, motor_damping=0.02, sigma=sigma, k=k, a=a,
+              n=robot.n)
+    return robot, m, q0, vsa, ExponentialAntagonisticSpring(k, a), sigma
+
+
+def test_vsa_error_decays_at_the_requested_poles():
+    """VSA (exponential antagonistic springs, σ held), exact model, 1 kHz zero-order hold with
+    the default T/2 lead: the error follows the pole prediction (1 % of e₀; measured 0.04 %) and
+    the tail decays at the slowest pole within 10 % (measured 7.98–8.05 /s for 8 /s). Without
+    the lead (sample_time=0) the same run deviates by 3.6 % of e₀ and its tail rates spread over
+    6.6–10.8 /s: the check fails, so it is sensitive to the lead."""
+    robot, m, q0, vsa, spring, sigma = _vsa_arm7()
+    n = robot.n
     traj = Trajectory(robot.joint_names, [0.0, 1.0], [q0, q0])
-    ctl = FlatnessController(robot, vsa, poles=POLES, trajectory=traj)   # sample_time 0
-    with pytest.raises(FlatnessConfigError, match="for SEA only"):
-        FlatnessController(robot, vsa, poles=POLES, sample_time=1e-3)
     e0 = 0.02
     qs = q0 - e0
     th = qs + spring.invert(robot.gravity_torques(qs), sigma)     # at rest on its springs
     x0 = np.concatenate([qs, np.zeros(n), th, np.zeros(n)])
-    ts, X, _ = closed_loop(m, x0, lambda t, *s: ctl.update(t, *s), 1.6, None,
-                           vsa.motor_inertia, vsa.motor_damping,
-                           spring=lambda d: spring.torque(d, sigma), rate=4000.0, substeps=1)
-    _assert_decays_at_poles("VSA", ts, q0 - X[:, :n], e0)
+    runs = {}
+    for T in (None, 0.0):
+        ctl = FlatnessController(robot, vsa, poles=POLES, trajectory=traj, sample_time=T)
+        assert ctl._T == (1e-3 if T is None else 0.0)
+        ts, X, _ = closed_loop(m, x0, lambda t, *s: ctl.update(t, *s), 1.6, None,
+                               vsa.motor_inertia, vsa.motor_damping,
+                               spring=lambda d: spring.torque(d, sigma))
+        runs[T] = (ts, q0 - X[:, :n])
+    _assert_decays_at_poles("VSA", *runs[None], e0)
+    with pytest.raises(AssertionError):
+        _assert_decays_at_poles("VSA without the lead", *runs[0.0], e0)
+
+
+def test_vsa_hold_lead_is_what_meets_the_tracking_bound():
+    """VSA, exact model, C⁴ trajectory at 1 kHz: RMS ≤ 1e-4 rad with the lead (measured
+    8.7e-6), and at least 10 times more without it (measured 8.2e-4)."""
+    robot, m, q0, vsa, spring, sigma = _vsa_arm7()
+    n = robot.n
+    traj = _c4_trajectory(robot, q0, 3)
+    tau = robot.torque_derivatives(traj.sample(0.0))
+    delta = spring.invert(tau[0], sigma)                  # the flat initial state
+    x0 = np.concatenate([q0, np.zeros(n), q0 + delta,
+                         tau[1] / spring.partials(delta, sigma)[1]])
+    rms = {}
+    for T in (1e-3, 0.0):
+        ctl = FlatnessController(robot, vsa, poles=POLES, trajectory=traj, sample_time=T)
+        ts, X, _ = closed_loop(m, x0, lambda t, *s: ctl.update(t, *s), 2.6, None,
+                               vsa.motor_inertia, vsa.motor_damping,
+                               spring=lambda d: spring.torque(d, sigma))
+        e = X[:, :n] - traj.sample_many(ts)[:, 0]
+        rms[T] = np.sqrt(np.mean(e ** 2))
+    assert rms[1e-3] < 1e-4, rms
+    assert rms[0.0] > 10 * rms[1e-3], rms
+
+
+def test_vsa_spring_without_third_partials_has_no_lead(arm7):
+    """A user spring law without ``partials3``: the lead is off by default and refused when
+    asked for, at construction."""
+    from mbs_dynamics.control.actuators import Spring
+
+    class Cubic(Spring):
+        def partials(self, delta, sigma):
+            d = np.asarray(delta, dtype=float)
+            z = np.zeros_like(d)
+            return 100 * d + d ** 3, 100 + 3 * d * d, z, 6 * d, z, z
+    vsa = VSA(Cubic(), motor_inertia=0.3)
+    assert FlatnessController(arm7, vsa, poles=POLES)._T == 0.0
+    with pytest.raises(FlatnessConfigError, match="partials3"):
+        FlatnessController(arm7, vsa, poles=POLES, sample_time=1e-3)
 
 
 def _c4_trajectory(robot, q0, seed, amplitude=0.3, duration=2.4):
@@ -281,3 +329,75 @@ def test_compiled_cycle_equals_the_numpy_path(arm7):
         np.testing.assert_allclose(ua, b.command(*x, des), rtol=1e-12, atol=1e-9)
     with pytest.raises(ValueError, match="finite"):
         a.command(*x[:3], np.full(7, np.nan), des)
+
+
+def test_compiled_update_equals_the_numpy_path(arm7):
+    """update() samples the trajectory and forms q_d⁽⁵⁾ inside the compiled cycle: the same u,
+    q̈, q⃛ (the compiled q⃛ reuses the first pass's articulated inertias, the NumPy path runs a
+    second forward dynamics) and τ jet as the NumPy path, call after call; lists, an int time
+    and a strided ``out`` take the converting path to the same numbers."""
+    rng = np.random.default_rng(1)
+    n = arm7.n
+    Kv = rng.uniform(300, 3000, n)
+    q0 = 0.2 * rng.normal(size=n)
+    times = np.linspace(0.0, 1.0, 6)
+    traj = Trajectory(arm7.joint_names, times,
+                      [q0 + 0.3 * np.sin(3 * t + np.arange(n)) for t in times])
+    kw = dict(motor_inertia=0.3, motor_damping=0.1, poles=POLES, trajectory=traj)
+    a = FlatnessController(arm7, stiffness=Kv, **kw)
+    b = FlatnessController(arm7, stiffness=np.diag(Kv), **kw)
+    for i in range(5):
+        t = 0.1 + 1e-3 * i
+        x = rng.normal(size=(4, n))
+        ua = a.update(t, *x).copy()
+        np.testing.assert_allclose(ua, b.update(t, *x), rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(a.estimates, b.estimates, rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(a.torque_jet, b.torque_jet, rtol=1e-12, atol=1e-9)
+    assert np.any(a.estimates[5] != 0.0)        # q_d⁽⁵⁾ was formed (the lead is on)
+    x = rng.normal(size=(4, n))
+    ref = b.update(1, *x).copy()
+    out = np.zeros((n, 2))[:, 0]                # strided: filled by a copy, not by the C loop
+    u = a.update(1, *[list(v) for v in x], out=out)
+    assert u is out
+    np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-9)
+    with pytest.raises(ValueError, match="finite"):
+        a.update(float("nan"), *x)
+    with pytest.raises(ValueError, match="shape"):
+        a.update(0.2, x[0][:3], *x[1:])
+
+
+def test_vsa_third_derivative_chain_rule(arm7):
+    """The VSA lead's δ⃛ from τ_e‴ = d³φ(δ(t), σ(t))/dt³: along polynomial δ(t), σ(t) the
+    controller's inversion of an 8th-order difference of φ(t) returns the true δ⃛ (and δ̈ from
+    φ″), for the exponential antagonistic spring with a moving σ; a linear-spring VSA equals
+    the SEA law, lead included."""
+    n = arm7.n
+    rng = np.random.default_rng(3)
+    k, a = rng.uniform(200, 900, n), 4.0
+    vsa = VSA(motor_inertia=0.3, sigma=0.05, k=k, a=a, n=n)
+    ctl = FlatnessController(arm7, vsa, poles=POLES)
+    assert ctl._T == 1e-3                       # the lead is on by default, as for an SEA
+    cd, cs = rng.normal(size=(4, n)) * 0.1, rng.normal(size=(4, n)) * 0.1
+    t0, h = 0.3, 1e-2
+
+    def poly(c, t, r):   # r-th derivative of Σ c_j t^j
+        return sum(c[j] * np.prod(range(j - r + 1, j + 1)) * t ** (j - r)
+                   for j in range(r, 4))
+
+    def phi(t):
+        return vsa.spring.partials(poly(cd, t, 0), poly(cs, t, 0))[0]
+    c3 = np.array([1 / 8, -1, 13 / 8, 0, -13 / 8, 1, -1 / 8])   # 3rd derivative, O(h⁴)
+    d3 = sum(cj * phi(t0 + (j - 3) * h) for j, cj in enumerate(c3)) / h ** 3
+    d2 = np.tensordot([-1 / 560, 8 / 315, -1 / 5, 8 / 5, -205 / 72, 8 / 5, -1 / 5, 8 / 315,
+                       -1 / 560], [phi(t0 + j * h) for j in range(-4, 5)], axes=1) / h ** 2
+    sig = np.array([poly(cs, t0, r) for r in range(4)])
+    terms = ctl._vsa_terms(poly(cd, t0, 0), poly(cd, t0, 1), sig)
+    np.testing.assert_allclose(terms[2](d2), poly(cd, t0, 2), rtol=0, atol=1e-7)
+    np.testing.assert_allclose(terms[3](d3, poly(cd, t0, 2)), poly(cd, t0, 3), rtol=0, atol=1e-5)
+    from mbs_dynamics.control.actuators import LinearSpring
+    lin = FlatnessController(arm7, VSA(LinearSpring(k), motor_inertia=0.3, motor_damping=0.1),
+                             poles=POLES)
+    sea = FlatnessController(arm7, stiffness=k, motor_inertia=0.3, motor_damping=0.1,
+                             poles=POLES)
+    x, des = rng.normal(size=(4, n)), rng.normal(size=(6, n))
+    np.testing.assert_allclose(lin.command(*x, des), sea.command(*x, des), rtol=1e-12, atol=1e-9)
