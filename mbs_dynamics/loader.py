@@ -11,6 +11,10 @@ def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
               gravity=(0.0, 0.0, -9.81), floating_base=False, loops=None, actuated=None):
     """Load a robot from URDF.
 
+    A ``planar`` joint, and this package's extension types ``universal`` (``<axis>`` then
+    ``<axis2>``) and ``cylindrical``, become the 1-DOF joints they are, through massless links
+    (:func:`~.model.model.composite_parts`).
+
     Args:
         source: URDF XML text (str or bytes) or a path to a .urdf file.
         base_link: link fixed to the world (default: the URDF root). Gravity is expressed in it.
