@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .model.mimic import wrap
 from .model.model import build
+from .model.urdf import URDFError
 from .robot import Robot
 
 
@@ -53,6 +54,10 @@ def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
         if actuated is not None:
             raise ValueError("actuated= needs loops=")
         return wrap(robot)
+    if robot.model.lie_joints:
+        name, (kind, _) = next(iter(robot.model.lie_joints.items()))
+        raise URDFError(f"joint '{name}' ({kind}): closed loops (loops=) do not take spherical "
+                        "or floating joints inside the tree")
     from .loops.robot import ClosedLoopRobot
     return ClosedLoopRobot(robot, loops, actuated)
 

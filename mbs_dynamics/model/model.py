@@ -15,7 +15,7 @@ import numpy as np
 from ..kernels import lie
 import warnings
 
-from .urdf import (COMPOSITE, MAX_LENGTH, MAX_MIMIC, MOVABLE, UNSUPPORTED, URDFError,
+from .urdf import (COMPOSITE, LIE, MAX_LENGTH, MAX_MIMIC, MOVABLE, URDFError,
                    URDFWarning, check_inertia, check_inertias, parse)
 
 
@@ -68,6 +68,9 @@ class Model:
     floating_base: bool = False
     base_inertia: np.ndarray = field(default_factory=lambda: np.zeros((6, 6)), repr=False)
     mimic: dict = field(default_factory=dict, repr=False)
+    #: spherical / floating joints inside the tree: name → (kind, index of its first chart
+    #: joint) (:mod:`~.lie_joints`)
+    lie_joints: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         for k in ("parent", "axis", "B", "X", "inertias", "gravity", "lower", "upper",
@@ -209,6 +212,7 @@ def build(source, *, base_link=None, tip_link=None, locked_joints=None, gravity=
         path = set(path)
 
     names, links, types, parent, axis, B, X, lims = [], [], [], [], [], [], [], []
+    lie_j = {}
     link_frames = {base: (-1, np.eye(4))}
     eye4 = np.eye(4)
 
@@ -221,14 +225,12 @@ def build(source, *, base_link=None, tip_link=None, locked_joints=None, gravity=
         if path is not None and j.child not in path and (movable or j.type in COMPOSITE):
             continue  # a movable branch off the selected chain is dropped
         if j.type in COMPOSITE:  # 1-DOF joints through massless links (composite_parts)
+            if j.type in LIE:
+                lie_j[j.name] = (j.type, len(names))
             _composite(j, body, S, u.links, link_frames, names, links, types, parent, axis, B, X,
                        lims)
             stack.extend(reversed(u.children.get(j.child, ())))
             continue
-        if j.type in UNSUPPORTED:
-            raise URDFError(f"joint '{j.name}' is of type '{j.type}', which is not supported "
-                            "yet: only revolute, continuous, prismatic, planar, universal, "
-                            "cylindrical and fixed joints are (a free base: floating_base=True)")
         if movable:
             names.append(j.name)
             links.append(j.child)
@@ -274,7 +276,7 @@ def build(source, *, base_link=None, tip_link=None, locked_joints=None, gravity=
         velocity_limit=lims[:, 2], effort_limit=lims[:, 3], link_frames=link_frames,
         base_link=base, name=u.name,
         mimic={m: mimic[m] for m in names if m in mimic},  # in joint order: deterministic
-        floating_base=bool(floating_base), base_inertia=base_inertia)
+        floating_base=bool(floating_base), base_inertia=base_inertia, lie_joints=lie_j)
 
 
 def composite_parts(j):
@@ -297,8 +299,22 @@ def composite_parts(j):
     - ``cylindrical`` (extension): ``<name>_theta`` revolute about e to link
       ``<child>_cylindrical``, then ``<name>_d`` prismatic along e; q = (θ, d) [rad, m]
       (rotation and translation along one axis commute).
+    - ``spherical`` (extension) and ``floating`` (URDF, inside the tree): the chart of
+      :mod:`~.lie_joints` — ``<name>_rx``, ``<name>_ry``, ``<name>_rz`` revolute about the joint
+      frame's x, y, z through links ``<child>_<type>_rx``, ``<child>_<type>_ry`` (a floating
+      joint: ``<name>_x``, ``_y``, ``_z`` prismatic first). The configuration is the group's
+      (:class:`~.lie_joints.LieJointRobot`), never these Euler angles.
     """
     e = np.asarray(j.axis, dtype=float)
+    if j.type in LIE:
+        I3 = np.eye(3)
+        rot = tuple((f"{j.name}_r{c}", f"{j.child}_{j.type}_r{c}", "continuous", I3[k])
+                    for k, c in enumerate("xyz"))
+        rot = rot[:2] + ((rot[2][0], j.child, "continuous", I3[2]),)
+        if j.type == "spherical":
+            return rot
+        return tuple((f"{j.name}_{c}", f"{j.child}_{j.type}_{c}", "prismatic", I3[k])
+                     for k, c in enumerate("xyz")) + rot
     if j.type == "universal":
         return ((f"{j.name}_1", f"{j.child}_universal", "continuous", e),
                 (f"{j.name}_2", j.child, "continuous", np.asarray(j.axis2, dtype=float)))

@@ -22,13 +22,15 @@ import numpy as np
 from .limits import FileLimitError, check_text_size, read_bytes
 
 MOVABLE = ("revolute", "continuous", "prismatic")
-UNSUPPORTED = ("floating", "planar")
 # multi-DOF joints the model builds as chains of 1-DOF joints through massless links
 # (model.build): URDF's ``planar``, and this package's URDF extension types ``universal``
 # (``<axis>`` then ``<axis2>``) and ``cylindrical`` (rotation about and translation along
-# ``<axis>``), which other URDF readers (urdfdom, Pinocchio, ROS) refuse.
-COMPOSITE = ("planar", "universal", "cylindrical")
-EXTENSION = ("universal", "cylindrical")
+# ``<axis>``) and ``spherical`` (a ball joint, configuration a quaternion, as URDF's
+# ``floating`` joint inside the tree), which other URDF readers (urdfdom, Pinocchio, ROS) refuse.
+COMPOSITE = ("planar", "universal", "cylindrical", "spherical", "floating")
+EXTENSION = ("universal", "cylindrical", "spherical")
+#: joints whose configuration lives on a group (a quaternion), see model.lie_joints
+LIE = ("spherical", "floating")
 
 
 # Validation policy (README "Physically valid models"): finite-but-absurd values are rejected.
@@ -194,7 +196,7 @@ def parse(source) -> URDF:
         if name in joints:
             raise URDFError(f"{what} is defined twice")
         jtype = _attr(el, "type", what)
-        if jtype not in MOVABLE + UNSUPPORTED + EXTENSION + ("fixed",):
+        if jtype not in MOVABLE + COMPOSITE + ("fixed",):
             raise URDFError(f"{what} has unknown type '{jtype}'")
         p, c = el.find("parent"), el.find("child")
         if p is None or c is None:

@@ -312,6 +312,12 @@ def load_robot(urdf, cfg):
                           locked_joints=cfg.get("locked_joints") or None,
                           gravity=cfg.get("gravity", (0.0, 0.0, -9.81)),
                           loops=loops, actuated=cfg.get("actuated") if loops else None)
+    lie = getattr(robot, "lie_joints", None)
+    if lie:
+        name = next(iter(lie))
+        raise ValueError(f"joint '{name}' is of type '{lie[name]}' inside the tree: the ROS "
+                         "nodes do not take spherical or floating joints (a JointState carries "
+                         "one position per joint)")
     note = ""
     for w in caught:
         if issubclass(w.category, LoopWarning):

@@ -124,3 +124,41 @@ def test_mujoco_model_refuses_extension_joints(kind, extra):
             f'<axis xyz="1 0 0"/>{extra}</joint></robot>')
     with pytest.raises(CosimModelError, match=f"joint 'jj': {kind} joints .*MuJoCo"):
         mujoco_model(text)
+
+
+def _lie_robot_text():
+    from test_spherical_joint import _geometry as g_s, _urdf as u_s
+    return u_s(g_s())
+
+
+def test_capabilities_refuse_spherical_and_inner_floating_joints():
+    """Generated C, calibration, closed loops, the ROS nodes and the MuJoCo model refuse a
+    spherical or floating joint inside the tree, naming the joint and the capability."""
+    from mbs_dynamics import codegen
+    from mbs_dynamics.calibration import calibrate
+    from mbs_dynamics.ros.parameters import load_robot
+
+    text = _lie_robot_text()
+    robot = mbs.load_urdf(text)
+    with pytest.raises(codegen.CodegenError, match="joint 's' \\(spherical\\): the code "
+                                                   "generator"):
+        codegen.generate(robot)
+    q = np.tile(robot.neutral(), (3, 1))
+    with pytest.raises(ValueError, match="calibration: joint 's' \\(spherical\\)"):
+        calibrate(robot, [dict(frame="tool", q=q, positions=np.zeros((3, 3)), sigma=1e-4)])
+    with pytest.raises(mbs.URDFError, match="joint 's' \\(spherical\\): closed loops"):
+        mbs.load_urdf(text, loops=[dict(name="l", type="connect", frame_a="B", frame_b="tool")])
+    with pytest.raises(ValueError, match="joint 's' is of type 'spherical'.*ROS nodes"):
+        load_robot(text, {})
+    floating_only = text.replace('type="spherical"', 'type="revolute"')
+    with pytest.raises(ValueError, match="joint 'f' is of type 'floating' inside the tree: "
+                                         "the ROS nodes"):
+        load_robot(floating_only, {})
+
+
+def test_mujoco_model_refuses_spherical_joints():
+    pytest.importorskip("mujoco")
+    from mbs_dynamics.sim.mujoco_model import CosimModelError, mujoco_model
+
+    with pytest.raises(CosimModelError, match="joint 's': spherical joints .*MuJoCo"):
+        mujoco_model(_lie_robot_text().replace('type="floating"', 'type="revolute"'))

@@ -1,0 +1,263 @@
+"""Spherical joints (the URDF extension ``type="spherical"``) and URDF ``floating`` joints inside
+the tree, with their configuration on the group (quaternions, Pinocchio's layout): against
+Pinocchio 4.1 models built by hand with ``JointModelSpherical`` and ``JointModelFreeFlyer`` as
+inner joints — poses, τ, M, forward dynamics, frame Jacobians in the four representations and
+their time variation, the regressor; τ′, τ″ against 8th-order central differences of
+Pinocchio's τ along an analytic motion on the group (one-parameter subgroups
+q(t) = q₀ ⊕ f(t) ξ, whose velocity is f′(t) ξ); energy along a simulation on the group."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mbs_dynamics as mbs
+
+TOL = 1e-12
+
+
+def _s(v):
+    return " ".join(repr(float(x)) for x in v)
+
+
+def _geometry(seed=5):
+    rng = np.random.default_rng(seed)
+    g = {}
+    for k in ("r", "s", "f", "b", "tool"):
+        g["xyz_" + k] = rng.uniform(-0.3, 0.3, 3)
+        g["rpy_" + k] = rng.uniform(-1, 1, 3)
+    for k in ("A", "S", "F", "B"):
+        g["m_" + k] = float(rng.uniform(0.5, 2))
+        g["com_" + k] = rng.uniform(-0.1, 0.1, 3)
+        g["crpy_" + k] = rng.uniform(-1, 1, 3)
+        g["I_" + k] = rng.uniform(0.05, 0.09, 3)
+    g["e_r"] = rng.normal(size=3)
+    g["e_r"] /= np.linalg.norm(g["e_r"])
+    g["e_b"] = rng.normal(size=3)
+    g["e_b"] /= np.linalg.norm(g["e_b"])
+    return g
+
+
+def _urdf(g):
+    links = "".join(
+        f'<link name="{k}"><inertial><origin xyz="{_s(g["com_" + k])}" '
+        f'rpy="{_s(g["crpy_" + k])}"/><mass value="{g["m_" + k]!r}"/><inertia '
+        + 'ixx="{!r}" iyy="{!r}" izz="{!r}"'.format(*map(float, g["I_" + k]))
+        + ' ixy="0" ixz="0" iyz="0"/></inertial></link>' for k in ("A", "S", "F", "B"))
+
+    def joint(name, jtype, parent, child, extra=""):
+        return (f'<joint name="{name}" type="{jtype}"><parent link="{parent}"/>'
+                f'<child link="{child}"/><origin xyz="{_s(g["xyz_" + name])}" '
+                f'rpy="{_s(g["rpy_" + name])}"/>{extra}</joint>')
+
+    # r: base → A; s (spherical): A → S; b: A → B (a branch); f (floating): S → F
+    return ('<robot name="lie"><link name="base"/>' + links + '<link name="tool"/>'
+            + joint("r", "continuous", "base", "A", f'<axis xyz="{_s(g["e_r"])}"/>')
+            + joint("b", "continuous", "A", "B", f'<axis xyz="{_s(g["e_b"])}"/>')
+            + joint("s", "spherical", "A", "S")
+            + joint("f", "floating", "S", "F")
+            + joint("tool", "fixed", "F", "tool") + "</robot>")
+
+
+def _pin(g):
+    pin = pytest.importorskip("pinocchio")
+
+    def T(k):
+        return pin.SE3(pin.rpy.rpyToMatrix(*g["rpy_" + k]), g["xyz_" + k])
+
+    def inertia(k):
+        R = pin.rpy.rpyToMatrix(*g["crpy_" + k])
+        return pin.Inertia(g["m_" + k], g["com_" + k], R @ np.diag(g["I_" + k]) @ R.T)
+
+    m = pin.Model()
+    jr = m.addJoint(0, pin.JointModelRevoluteUnaligned(g["e_r"]), T("r"), "r")
+    m.appendBodyToJoint(jr, inertia("A"), pin.SE3.Identity())
+    jb = m.addJoint(jr, pin.JointModelRevoluteUnaligned(g["e_b"]), T("b"), "b")
+    m.appendBodyToJoint(jb, inertia("B"), pin.SE3.Identity())
+    js = m.addJoint(jr, pin.JointModelSpherical(), T("s"), "s")
+    m.appendBodyToJoint(js, inertia("S"), pin.SE3.Identity())
+    jf = m.addJoint(js, pin.JointModelFreeFlyer(), T("f"), "f")
+    m.appendBodyToJoint(jf, inertia("F"), pin.SE3.Identity())
+    m.addFrame(pin.Frame("tool", jf, 0, T("tool"), pin.FrameType.OP_FRAME))
+    return m
+
+
+@pytest.fixture(scope="module")
+def pair():
+    g = _geometry()
+    return mbs.load_urdf(_urdf(g)), _pin(g)
+
+
+def _states(robot, pm, k=3, seed=0):
+    pin = pytest.importorskip("pinocchio")
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(k):
+        q = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        out.append((q, *rng.normal(size=(2, pm.nv))))
+    return out
+
+
+def test_layout(pair):
+    robot, pm = pair
+    assert (robot.nq, robot.nv) == (pm.nq, pm.nv) == (13, 11)
+    assert robot.lie_joints == {"s": "spherical", "f": "floating"}
+    assert robot.joint_names == ("r", "b", "s_rx", "s_ry", "s_rz", "f_x", "f_y", "f_z",
+                                 "f_rx", "f_ry", "f_rz")
+    assert np.array_equal(robot.neutral(), np.r_[0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1.0])
+
+
+def test_dynamics_against_pinocchio(pair):
+    pin = pytest.importorskip("pinocchio")
+    robot, pm = pair
+    pd = pm.createData()
+    fid = pm.getFrameId("tool")
+    for q, v, a in _states(robot, pm):
+        pin.framesForwardKinematics(pm, pd, q)
+        assert np.abs(robot.frame_placement(q, "tool") - pd.oMf[fid].homogeneous).max() <= TOL
+        tau = pin.rnea(pm, pd, q, v, a)
+        s = max(1.0, np.abs(tau).max())
+        assert np.abs(robot.inverse_dynamics(q, v, a) - tau).max() <= TOL * s
+        M = pin.crba(pm, pd, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        assert np.abs(robot.mass_matrix(q) - M).max() <= TOL * max(1.0, np.abs(M).max())
+        g = pin.computeGeneralizedGravity(pm, pd, q)
+        assert np.abs(robot.gravity_torques(q) - g).max() <= TOL * max(1.0, np.abs(g).max())
+        ddq = pin.aba(pm, pd, q, v, tau)
+        assert np.abs(robot.forward_dynamics(q, v, tau) - ddq).max() <= 1e-10 * max(
+            1.0, np.abs(ddq).max())
+
+
+REPS = {"body": "LOCAL", "spatial": "WORLD", "hybrid": "LOCAL_WORLD_ALIGNED"}
+
+
+def test_frame_jacobians_against_pinocchio(pair):
+    pin = pytest.importorskip("pinocchio")
+    robot, pm = pair
+    pd = pm.createData()
+    fid = pm.getFrameId("tool")
+    coef = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
+
+    def jac(q, rf):
+        pin.computeJointJacobians(pm, pd, q)
+        pin.framesForwardKinematics(pm, pd, q)
+        return pin.getFrameJacobian(pm, pd, fid, rf)
+
+    for q, v, _ in _states(robot, pm, seed=1):
+        for rep, name in REPS.items():
+            rf = getattr(pin.ReferenceFrame, name)
+            pin.computeJointJacobiansTimeVariation(pm, pd, q, v)  # (jac() below moves pd)
+            pin.framesForwardKinematics(pm, pd, q)
+            dref = pin.getFrameJacobianTimeVariation(pm, pd, fid, rf)
+            ref = jac(q, rf)
+            assert np.abs(robot.frame_jacobian(q, "tool", rep) - ref).max() <= TOL, rep
+            dJ = robot.frame_jacobian_derivative(q, v, "tool", rep)
+            assert np.abs(dJ - dref).max() <= 1e-11, rep
+            h = 1e-3  # along the one-parameter subgroup q ⊕ t v
+            fd = sum(c * jac(pin.integrate(pm, q, k * h * v), rf)
+                     for c, k in zip(coef, range(-4, 5))) / h
+            assert np.abs(dJ - fd).max() <= 1e-9, rep
+        ref = jac(q, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
+        ref[3:] = pd.oMf[fid].rotation.T @ ref[3:]
+        assert np.abs(robot.frame_jacobian(q, "tool", "mixed") - ref).max() <= TOL
+
+
+def test_regressor_against_pinocchio(pair):
+    pin = pytest.importorskip("pinocchio")
+    robot, pm = pair
+    pd = pm.createData()
+    real = [0, 1, 4, 10]  # bodies of r, b, s_rz, f_rz (the chart's other links are massless)
+    cols = np.concatenate([np.arange(10 * b, 10 * b + 10) for b in real])
+    pi = robot.inertial_parameters().reshape(-1)
+    assert not np.any(np.delete(pi, cols))
+    for q, v, a in _states(robot, pm, seed=2):
+        Y = robot.regressor(q, v, a)
+        tau = pin.rnea(pm, pd, q, v, a)
+        assert np.abs(Y @ pi - tau).max() <= TOL * max(1.0, np.abs(tau).max())
+        Yp = pin.computeJointTorqueRegressor(pm, pd, q, v, a)
+        assert np.abs(Y[:, cols] - Yp).max() <= TOL * max(1.0, np.abs(Yp).max())
+
+
+def test_time_derivatives_against_differences_of_pinocchio(pair):
+    """Along q(t) = q₀ ⊕ z(t), each joint's z_j(t) = f_j(t) ξ_j with a fixed direction ξ_j (a
+    one-parameter subgroup for the spherical and free joints), so V(t) = (f_j′(t) ξ_j) and
+    V^(k) = (f_j^(k+1)(t) ξ_j) exactly; τ′, τ″ against 8th-order differences of pin.rnea."""
+    pin = pytest.importorskip("pinocchio")
+    robot, pm = pair
+    pd = pm.createData()
+    rng = np.random.default_rng(3)
+    q0 = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+    xi = rng.normal(size=pm.nv)
+    idx = [pm.joints[j].idx_v for j in range(1, pm.njoints)]
+    nvj = [pm.joints[j].nv for j in range(1, pm.njoints)]
+    amp, ph, cq = rng.uniform(0.5, 1.5, (3, len(idx)))
+    w = 1.3
+
+    def fder(t, k):
+        """k-th derivative of f_j(t) = amp sin(w t + ph) + cq t², per velocity coordinate."""
+        d = amp * w ** k * np.sin(w * t + ph + k * np.pi / 2)
+        d = d + (cq * t * t if k == 0 else 2 * cq * t if k == 1 else 2 * cq if k == 2 else 0)
+        return np.concatenate([np.full(n, x) for n, x in zip(nvj, d)]) * xi
+
+    def tau(t):
+        return pin.rnea(pm, pd, pin.integrate(pm, q0, fder(t, 0)), fder(t, 1), fder(t, 2))
+
+    h = 1e-2
+    coef = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
+    coef2 = np.array([-1 / 560, 8 / 315, -1 / 5, 8 / 5, -205 / 72, 8 / 5, -1 / 5, 8 / 315,
+                      -1 / 560])
+    for t in (0.0, 0.7):
+        q = pin.integrate(pm, q0, fder(t, 0))
+        vs = np.array([fder(t, k) for k in range(1, 5)])
+        jet = robot.torque_derivatives((q, vs))
+        T = np.array([tau(t + k * h) for k in range(-4, 5)])
+        assert np.abs(jet[0] - T[4]).max() <= TOL * max(1, np.abs(T[4]).max())
+        d1, d2 = coef @ T / h, coef2 @ T / h ** 2
+        assert np.abs(jet[1] - d1).max() <= 1e-8 * max(1, np.abs(d1).max())
+        assert np.abs(jet[2] - d2).max() <= 1e-6 * max(1, np.abs(d2).max())
+
+
+def test_integrate_is_pinocchios(pair):
+    pin = pytest.importorskip("pinocchio")
+    robot, pm = pair
+    for q, v, _ in _states(robot, pm, seed=4):
+        a, b = robot.integrate(q, v), pin.integrate(pm, q, v)
+        for j in range(1, pm.njoints):  # a quaternion and its negative are one rotation
+            i, n = pm.joints[j].idx_q, pm.joints[j].nq
+            x, y = a[i:i + n], b[i:i + n]
+            if n >= 4 and np.dot(x[-4:], y[-4:]) < 0:
+                y = np.r_[y[:-4], -y[-4:]]
+            assert np.abs(x - y).max() <= 1e-13
+
+
+def test_unsupported_capabilities_name_the_joint(pair):
+    robot, _ = pair
+    for name in ("inverse_dynamics_derivatives", "coriolis_matrix", "kinematic_hessian"):
+        with pytest.raises(NotImplementedError, match=f"{name} does not take the "
+                                                      "spherical/floating joint 's'"):
+            getattr(robot, name)
+    with pytest.raises(mbs.URDFError, match="joint 's' .*closed loops"):
+        mbs.load_urdf(_urdf(_geometry()), loops=[dict(name="l", type="connect",
+                                                      frame_a="B", frame_b="tool")])
+    with pytest.raises(NotImplementedError, match="batches .*joint 's'"):
+        robot.regressor(np.tile(robot.neutral(), (2, 1)), np.zeros((2, 11)), np.zeros((2, 11)))
+    with pytest.raises(ValueError, match="quaternion"):
+        robot.inverse_dynamics(np.r_[np.zeros(5), 2.0, np.zeros(7)], np.zeros(11), np.zeros(11))
+
+
+def test_simulation_on_the_group_conserves_pinocchios_energy(pair):
+    """Free motion under gravity with the chart RK4: the quaternions stay unit and Pinocchio's
+    kinetic + potential energy stays constant while joules swing between the two."""
+    pin = pytest.importorskip("pinocchio")
+    robot, pm = pair
+    pd = pm.createData()
+    rng = np.random.default_rng(6)
+    q0 = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+    z = np.zeros(robot.nv)
+    res = mbs.simulate(robot, lambda t, s: z, 0.5, 1e-3, q0=q0, qd0=rng.normal(size=robot.nv))
+    E = [pin.computeKineticEnergy(pm, pd, q, v) + pin.computePotentialEnergy(pm, pd, q)
+         for q, v in zip(res.q[::10], res.qd[::10])]
+    swing = np.ptp([pin.computePotentialEnergy(pm, pd, q) for q in res.q[::10]])
+    assert swing > 1.0
+    assert np.ptp(E) < 1e-8 * swing
+    for sl in (slice(2, 6), slice(9, 13)):  # the quaternions of s (q[2:6]) and f (q[6:13])
+        assert np.abs(np.linalg.norm(res.q[:, sl], axis=1) - 1).max() < 1e-14
