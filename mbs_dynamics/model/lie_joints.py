@@ -35,7 +35,8 @@ from .urdf import URDFError
 __all__ = ["LieJointRobot", "quat_to_matrix", "matrix_to_quat", "CAPABILITIES"]
 
 #: what a robot with spherical or free inner joints can do (everything else refuses).
-CAPABILITIES = ("inverse_dynamics", "torque_derivatives", "mass_matrix", "gravity_torques",
+CAPABILITIES = ("inverse_dynamics", "torque_derivatives", "inverse_dynamics_derivatives",
+                "mass_matrix", "gravity_torques",
                 "forward_dynamics", "frame_placement", "frame_jacobian",
                 "frame_jacobian_derivative", "regressor", "inertial_parameters", "simulate")
 
@@ -136,6 +137,26 @@ def _jb_rate(kind, V):
     phi = np.zeros((2, len(V)))
     phi[1] = V
     return _jb_series(kind, phi)[1]
+
+
+def _jb_partials(kind, d):
+    """∂ᵢJb (d, d, d) and ∂ᵢ∂ⱼJb (d, d, d, d) at φ = 0, from the Taylor coefficients of Jb
+    along straight lines φ = t u (polarisation of the quadratic one)."""
+    I = np.eye(d)
+
+    def coef(u):
+        phi = np.zeros((3, d))
+        phi[1] = u
+        return _jb_series(kind, phi)
+
+    D1 = np.array([coef(I[i])[1] for i in range(d)])
+    c2 = [coef(I[i])[2] for i in range(d)]
+    D2 = np.empty((d, d, d, d))
+    for i in range(d):
+        D2[i, i] = 2 * c2[i]
+        for j in range(i):
+            D2[i, j] = D2[j, i] = coef(I[i] + I[j])[2] - c2[i] - c2[j]
+    return D1, D2
 
 
 class LieJointRobot:
@@ -328,6 +349,43 @@ class LieJointRobot:
             for k in range(K + 1):
                 out[k, sc] = fact[k] * sum(inv[j].T @ tn[k - j] for j in range(k + 1))
         return out
+
+    def inverse_dynamics_derivatives(self, q, qd, qdd):
+        """(∂τ/∂q, ∂τ/∂q̇, M), each (nv, nv), Pinocchio's convention: ∂/∂q along q ⊕ δ
+        (:meth:`integrate`) with q̇, q̈ held.
+
+        With the chart at q (φ(δ) = δ + O(δ²)), τ = Jb⁻ᵀ τ_c(φ, Jb⁻¹V, φ̈) and
+        φ̈ = Jb⁻¹(V̇ − J̇b φ̇); differentiating at φ = 0 (Jb = I) gives, for a group's
+        coordinate j, −(∂ⱼJb)ᵀ τ_c + ∂τ_c/∂φⱼ + ∂τ_c/∂φ̇ · ∂φ̇/∂φⱼ + M_c ∂φ̈/∂φⱼ with
+        ∂φ̇/∂φⱼ = −∂ⱼJb V; ∂ⱼJb and ∂ᵢ∂ⱼJb come from the Taylor series of Jb (polarised).
+
+        Args:
+            q: (nq,) configuration; qd, qdd: (nv,) velocity and acceleration.
+        Returns:
+            (∂τ/∂q, ∂τ/∂q̇, M) [N m per rad (or m), N m s per rad, kg m²].
+        """
+        robot, qc = self._chart(q)
+        v, a = self._v(qd, "qd"), self._v(qdd, "qdd")
+        rates, _ = self._chart_rates(np.stack([v, a]))
+        pd, pdd = rates[0], rates[1]
+        tc = robot.inverse_dynamics(qc, pd, pdd)
+        dq, dv, M = (np.array(x) for x in robot.inverse_dynamics_derivatives(qc, pd, pdd))
+        DQ, DV = dq.copy(), dv.copy()
+        for kind, _, sc, _ in self._groups:
+            d = sc.stop - sc.start
+            D1, D2 = _jb_partials(kind, d)
+            V, P2 = v[sc], pdd[sc]
+            S = np.einsum("i,ijk->jk", V, D1)  # Σᵢ Vᵢ ∂ᵢJb
+            for j in range(d):
+                dphid = -D1[j] @ V
+                dphidd = (-D1[j] @ P2 - np.einsum("i,ijk,k->j", V, D2[:, j], V)
+                          - np.einsum("i,ijk,k->j", dphid, D1, V) - S @ dphid)
+                col = dq[:, sc.start + j] + dv[:, sc] @ dphid + M[:, sc] @ dphidd
+                col[sc] -= D1[j].T @ tc[sc]
+                DQ[:, sc.start + j] = col
+                DV[:, sc.start + j] = dv[:, sc.start + j] + M[:, sc] @ (
+                    -D1[j] @ V - S[:, j])
+        return DQ, DV, M
 
     def mass_matrix(self, q):
         """M (nv, nv) in the group velocities (the chart's at φ = 0, where Jb = I)."""

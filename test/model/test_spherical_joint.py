@@ -127,6 +127,27 @@ def test_dynamics_against_pinocchio(pair):
             1.0, np.abs(ddq).max())
 
 
+def test_inverse_dynamics_derivatives_against_pinocchio(pair):
+    """∂τ/∂q along q ⊕ δ and ∂τ/∂q̇ against pin.computeRNEADerivatives, itself checked here
+    against central differences of pin.rnea along pin.integrate."""
+    pin = pytest.importorskip("pinocchio")
+    robot, pm = pair
+    pd = pm.createData()
+    I = np.eye(pm.nv)
+    for q, v, a in _states(robot, pm, seed=7):
+        dq, dv, _ = pin.computeRNEADerivatives(pm, pd, q, v, a)
+        h = 1e-5
+        fd = np.array([pin.rnea(pm, pd, pin.integrate(pm, q, h * I[j]), v, a)
+                       - pin.rnea(pm, pd, pin.integrate(pm, q, -h * I[j]), v, a)
+                       for j in range(pm.nv)]).T / (2 * h)
+        s = max(1.0, np.abs(dq).max())
+        assert np.abs(fd - dq).max() <= 1e-8 * s
+        DQ, DV, M = robot.inverse_dynamics_derivatives(q, v, a)
+        assert np.abs(DQ - dq).max() <= 1e-12 * s
+        assert np.abs(DV - dv).max() <= 1e-12 * max(1.0, np.abs(dv).max())
+        assert np.abs(M - robot.mass_matrix(q)).max() <= TOL * max(1.0, np.abs(M).max())
+
+
 REPS = {"body": "LOCAL", "spatial": "WORLD", "hybrid": "LOCAL_WORLD_ALIGNED"}
 
 
@@ -231,7 +252,7 @@ def test_integrate_is_pinocchios(pair):
 
 def test_unsupported_capabilities_name_the_joint(pair):
     robot, _ = pair
-    for name in ("inverse_dynamics_derivatives", "coriolis_matrix", "kinematic_hessian"):
+    for name in ("forward_dynamics_derivatives", "coriolis_matrix", "kinematic_hessian"):
         with pytest.raises(NotImplementedError, match=f"{name} does not take the "
                                                       "spherical/floating joint 's'"):
             getattr(robot, name)
