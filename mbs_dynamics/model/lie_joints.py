@@ -315,16 +315,34 @@ class LieJointRobot:
 
     # ---- dynamics
     def inverse_dynamics(self, q, qd, qdd):
-        """τ (nv,) [N m, N] at the group state (module docstring: the chart's RNEA at φ = 0 with
-        φ̇ = V, φ̈ = V̇ − J̇b V)."""
+        """Inverse dynamics at the group state: the chart's RNEA at φ = 0 with φ̇ = V and
+        φ̈ = V̇ − J̇b V (module docstring).
+
+        Args:
+            q: (nq,) configuration (Pinocchio's layout: quaternions ``(qx, qy, qz, qw)``).
+            qd: (nv,) velocity (each group joint's twist in its child frame) [rad/s, m/s].
+            qdd: (nv,) its time derivative [rad/s², m/s²].
+        Returns:
+            τ (nv,) [N m, N].
+        Raises:
+            ValueError: wrong shapes, non-finite values, a quaternion that is not unit.
+        """
         robot, qc = self._chart(q)
         vs = np.stack([self._v(qd, "qd"), self._v(qdd, "qdd")])
         rates, _ = self._chart_rates(vs)
         return robot.inverse_dynamics(qc, rates[0], rates[1])
 
     def torque_derivatives(self, qs):
-        """τ, τ′, …, τ^(k) (k+1, nv) along a motion given as ``(q, vs)``: q (nq,) and vs (k+2, nv)
-        rows V, V′, …, V^(k+1). τ_group(t) = Jb(φ(t))⁻ᵀ τ_chart(t) as Taylor series."""
+        """τ and its first k time derivatives along a motion: τ_group(t) = Jb(φ(t))⁻ᵀ τ_chart(t)
+        as Taylor series.
+
+        Args:
+            qs: a pair ``(q, vs)``: q (nq,) and vs (k+2, nv) rows V, V′, …, V^(k+1).
+        Returns:
+            (k+1, nv) rows τ, τ′, …, τ^(k) [N m, N m/s, …].
+        Raises:
+            ValueError: not a pair, wrong shapes, non-finite values.
+        """
         try:
             q, vs = qs
         except (TypeError, ValueError):
@@ -388,17 +406,35 @@ class LieJointRobot:
         return DQ, DV, M
 
     def mass_matrix(self, q):
-        """M (nv, nv) in the group velocities (the chart's at φ = 0, where Jb = I)."""
+        """Joint-space inertia matrix in the group velocities (the chart's at φ = 0, Jb = I).
+
+        Args:
+            q: (nq,) configuration.
+        Returns:
+            M (nv, nv) [kg m², kg m, kg].
+        """
         robot, qc = self._chart(q)
         return robot.mass_matrix(qc)
 
     def gravity_torques(self, q):
-        """g(q) (nv,) [N m, N]."""
+        """Generalized gravity.
+
+        Args:
+            q: (nq,) configuration.
+        Returns:
+            g(q) (nv,) [N m, N].
+        """
         robot, qc = self._chart(q)
         return robot.gravity_torques(qc)
 
     def forward_dynamics(self, q, qd, tau):
-        """V̇ (nv,): the chart's ABA at φ = 0, then V̇ = φ̈ + J̇b V per group."""
+        """Forward dynamics: the chart's ABA at φ = 0, then V̇ = φ̈ + J̇b V per group.
+
+        Args:
+            q: (nq,) configuration; qd: (nv,) velocity; tau: (nv,) joint torques [N m, N].
+        Returns:
+            V̇ (nv,) [rad/s², m/s²].
+        """
         robot, qc = self._chart(q)
         v = self._v(qd, "qd")
         a = robot.forward_dynamics(qc, v, self._v(tau, "tau"))
@@ -407,7 +443,13 @@ class LieJointRobot:
         return a
 
     def regressor(self, q, qd, qdd):
-        """Y (nv, 10·nb) with τ = Y π (π = :meth:`inertial_parameters`, every chart body)."""
+        """Inertial-parameter regressor.
+
+        Args:
+            q: (nq,) configuration; qd, qdd: (nv,) velocity and acceleration.
+        Returns:
+            Y (nv, 10·nb) with τ = Y π, π = :meth:`inertial_parameters` (every chart body).
+        """
         robot, qc = self._chart(q)
         vs = np.stack([self._v(qd, "qd"), self._v(qdd, "qdd")])
         rates, _ = self._chart_rates(vs)
@@ -419,17 +461,37 @@ class LieJointRobot:
 
     # ---- kinematics
     def frame_placement(self, q, frame):
-        """4×4 pose of a frame in the base frame."""
+        """Pose of a frame in the base frame.
+
+        Args:
+            q: (nq,) configuration; frame: a link or frame name.
+        Returns:
+            (4, 4) homogeneous transform [m].
+        """
         robot, qc = self._chart(q)
         return robot.frame_placement(qc, frame)
 
     def frame_jacobian(self, q, frame, representation="body"):
-        """(6, nv) frame Jacobian in the group velocities (as :meth:`Robot.frame_jacobian`)."""
+        """Frame Jacobian in the group velocities (as ``Robot.frame_jacobian``).
+
+        Args:
+            q: (nq,) configuration; frame: a link or frame name.
+            representation: ``"body"``, ``"spatial"``, ``"hybrid"`` or ``"mixed"``.
+        Returns:
+            (6, nv), rows (linear, angular).
+        """
         robot, qc = self._chart(q)
         return robot.frame_jacobian(qc, frame, representation)
 
     def frame_jacobian_derivative(self, q, qd, frame, representation="body"):
-        """dJ/dt (6, nv): the chart's J̇ − J J̇b on each group's columns."""
+        """Time derivative of the frame Jacobian: the chart's J̇ − J J̇b on each group's columns.
+
+        Args:
+            q: (nq,) configuration; qd: (nv,) velocity; frame, representation: as
+                :meth:`frame_jacobian`.
+        Returns:
+            dJ/dt (6, nv).
+        """
         robot, qc = self._chart(q)
         v = self._v(qd, "qd")
         Jd = robot.frame_jacobian_derivative(qc, v, frame, representation)
@@ -440,9 +502,16 @@ class LieJointRobot:
 
     # ---- the group
     def integrate(self, q, v, chart=None):
-        """q ⊕ v: each spherical joint R exp(ω), each free joint (R, p) exp((v, ω)) as the chart's
-        Euler coordinates φ (``chart``) or, by default, Pinocchio's ``integrate`` (exp of the
-        twist); the other joints q + v."""
+        """q ⊕ v: each spherical joint R exp(ω), each free joint (R, p) exp((v, ω)) (Pinocchio's
+        ``integrate``), the other joints q + v.
+
+        Args:
+            q: (nq,) configuration; v: (nv,) tangent vector.
+            chart: if true, v holds each group joint's chart coordinates φ (Euler angles after
+                the translations) instead of a twist.
+        Returns:
+            (nq,) configuration, quaternions with w ≥ 0.
+        """
         q, v = self._q(q), self._v(v, "v")
         out = q.copy()
         for kind, _, sc, sq in self._segs:
@@ -459,7 +528,14 @@ class LieJointRobot:
         return out
 
     def chart_velocity(self, phi, phid):
-        """Group velocity V = Jb(φ) φ̇ (nv,) of chart coordinates φ (nv,) and rates φ̇."""
+        """Group velocity of chart coordinates and rates.
+
+        Args:
+            phi: (nv,) chart coordinates (only the group joints' entries are used).
+            phid: (nv,) their rates.
+        Returns:
+            V = Jb(φ) φ̇ (nv,).
+        """
         V = np.array(phid, dtype=float)
         for kind, _, sc, _ in self._groups:
             s = np.zeros((1, sc.stop - sc.start))
@@ -468,11 +544,21 @@ class LieJointRobot:
         return V
 
     def chart_step(self, q, v, tau, h):
-        """One classical RK4 step of length h [s] under the constant joint torque ``tau`` (nv,),
-        integrated in the chart centred at q (a fixed-base robot in ordinary coordinates over
-        the step: τ_chart = Jb(φ)ᵀ τ), then mapped back to the group: the quaternions stay
-        unit and the scheme keeps RK4's order (a Lie-group method with canonical coordinates
-        of the second kind, re-centred every step). Returns (q, v) at t + h."""
+        """One classical RK4 step in the chart centred at q, mapped back to the group.
+
+        Over the step the chart is a fixed-base robot in ordinary coordinates
+        (τ_chart = Jb(φ)ᵀ τ); the quaternions stay unit and the scheme keeps RK4's order (a
+        Lie-group method in canonical coordinates of the second kind, re-centred every step).
+
+        Args:
+            q: (nq,) configuration; v: (nv,) velocity.
+            tau: (nv,) joint torques held over the step [N m, N].
+            h: step [s].
+        Returns:
+            (q, v) at t + h.
+        Raises:
+            ValueError: the state became non-finite.
+        """
         robot, qc = self._chart(q)
         v = self._v(v, "qd")
         tau = self._v(tau, "tau")
@@ -497,8 +583,14 @@ class LieJointRobot:
         return self.integrate(q, phi - qc, chart=True), self.chart_velocity(phi - qc, phid)
 
     def chart_robot(self, q):
-        """The chart's :class:`~mbs_dynamics.Robot` centred at q and q's chart coordinates (all
-        group coordinates 0): its joints are ordinary 1-DOF joints near φ = 0."""
+        """The chart centred at q.
+
+        Args:
+            q: (nq,) configuration.
+        Returns:
+            ``(robot, qc)``: the chart's ``Robot`` (ordinary 1-DOF joints near φ = 0) and q's
+            chart coordinates (every group coordinate 0).
+        """
         return self._chart(q)
 
 
