@@ -11,12 +11,9 @@ import numpy as np
 import pytest
 
 import mbs_dynamics as mbs
-
-TOL = 1e-12
-
-
-def _s(v):
-    return " ".join(repr(float(x)) for x in v)
+from joint_oracle import (TOL, check_core, check_jacobians, check_jet, fmt, joint_xml,
+                          links_xml, pin_inertia, pin_placement, random_links,
+                          energy_swing)
 
 
 def _geometry(seed=5):
@@ -25,11 +22,7 @@ def _geometry(seed=5):
     for k in ("r", "s", "f", "b", "tool"):
         g["xyz_" + k] = rng.uniform(-0.3, 0.3, 3)
         g["rpy_" + k] = rng.uniform(-1, 1, 3)
-    for k in ("A", "S", "F", "B"):
-        g["m_" + k] = float(rng.uniform(0.5, 2))
-        g["com_" + k] = rng.uniform(-0.1, 0.1, 3)
-        g["crpy_" + k] = rng.uniform(-1, 1, 3)
-        g["I_" + k] = rng.uniform(0.05, 0.09, 3)
+    random_links(g, rng, ("A", "S", "F", "B"))
     g["e_r"] = rng.normal(size=3)
     g["e_r"] /= np.linalg.norm(g["e_r"])
     g["e_b"] = rng.normal(size=3)
@@ -38,45 +31,28 @@ def _geometry(seed=5):
 
 
 def _urdf(g):
-    links = "".join(
-        f'<link name="{k}"><inertial><origin xyz="{_s(g["com_" + k])}" '
-        f'rpy="{_s(g["crpy_" + k])}"/><mass value="{g["m_" + k]!r}"/><inertia '
-        + 'ixx="{!r}" iyy="{!r}" izz="{!r}"'.format(*map(float, g["I_" + k]))
-        + ' ixy="0" ixz="0" iyz="0"/></inertial></link>' for k in ("A", "S", "F", "B"))
-
-    def joint(name, jtype, parent, child, extra=""):
-        return (f'<joint name="{name}" type="{jtype}"><parent link="{parent}"/>'
-                f'<child link="{child}"/><origin xyz="{_s(g["xyz_" + name])}" '
-                f'rpy="{_s(g["rpy_" + name])}"/>{extra}</joint>')
-
-    # r: base → A; s (spherical): A → S; b: A → B (a branch); f (floating): S → F
-    return ('<robot name="lie"><link name="base"/>' + links + '<link name="tool"/>'
-            + joint("r", "continuous", "base", "A", f'<axis xyz="{_s(g["e_r"])}"/>')
-            + joint("b", "continuous", "A", "B", f'<axis xyz="{_s(g["e_b"])}"/>')
-            + joint("s", "spherical", "A", "S")
-            + joint("f", "floating", "S", "F")
-            + joint("tool", "fixed", "F", "tool") + "</robot>")
+    """r: base → A; b: A → B (a branch); s (spherical): A → S; f (floating): S → F."""
+    return ('<robot name="lie"><link name="base"/>' + links_xml(g, ("A", "S", "F", "B"))
+            + '<link name="tool"/>'
+            + joint_xml(g, "r", "continuous", "base", "A", f'<axis xyz="{fmt(g["e_r"])}"/>')
+            + joint_xml(g, "b", "continuous", "A", "B", f'<axis xyz="{fmt(g["e_b"])}"/>')
+            + joint_xml(g, "s", "spherical", "A", "S")
+            + joint_xml(g, "f", "floating", "S", "F")
+            + joint_xml(g, "tool", "fixed", "F", "tool") + "</robot>")
 
 
 def _pin(g):
     pin = pytest.importorskip("pinocchio")
-
-    def T(k):
-        return pin.SE3(pin.rpy.rpyToMatrix(*g["rpy_" + k]), g["xyz_" + k])
-
-    def inertia(k):
-        R = pin.rpy.rpyToMatrix(*g["crpy_" + k])
-        return pin.Inertia(g["m_" + k], g["com_" + k], R @ np.diag(g["I_" + k]) @ R.T)
-
+    T = lambda k: pin_placement(g, k)  # noqa: E731
     m = pin.Model()
     jr = m.addJoint(0, pin.JointModelRevoluteUnaligned(g["e_r"]), T("r"), "r")
-    m.appendBodyToJoint(jr, inertia("A"), pin.SE3.Identity())
+    m.appendBodyToJoint(jr, pin_inertia(g, "A"), pin.SE3.Identity())
     jb = m.addJoint(jr, pin.JointModelRevoluteUnaligned(g["e_b"]), T("b"), "b")
-    m.appendBodyToJoint(jb, inertia("B"), pin.SE3.Identity())
+    m.appendBodyToJoint(jb, pin_inertia(g, "B"), pin.SE3.Identity())
     js = m.addJoint(jr, pin.JointModelSpherical(), T("s"), "s")
-    m.appendBodyToJoint(js, inertia("S"), pin.SE3.Identity())
+    m.appendBodyToJoint(js, pin_inertia(g, "S"), pin.SE3.Identity())
     jf = m.addJoint(js, pin.JointModelFreeFlyer(), T("f"), "f")
-    m.appendBodyToJoint(jf, inertia("F"), pin.SE3.Identity())
+    m.appendBodyToJoint(jf, pin_inertia(g, "F"), pin.SE3.Identity())
     m.addFrame(pin.Frame("tool", jf, 0, T("tool"), pin.FrameType.OP_FRAME))
     return m
 
@@ -110,21 +86,10 @@ def test_dynamics_against_pinocchio(pair):
     pin = pytest.importorskip("pinocchio")
     robot, pm = pair
     pd = pm.createData()
-    fid = pm.getFrameId("tool")
     for q, v, a in _states(robot, pm):
-        pin.framesForwardKinematics(pm, pd, q)
-        assert np.abs(robot.frame_placement(q, "tool") - pd.oMf[fid].homogeneous).max() <= TOL
-        tau = pin.rnea(pm, pd, q, v, a)
-        s = max(1.0, np.abs(tau).max())
-        assert np.abs(robot.inverse_dynamics(q, v, a) - tau).max() <= TOL * s
-        M = pin.crba(pm, pd, q)
-        M = np.triu(M) + np.triu(M, 1).T
-        assert np.abs(robot.mass_matrix(q) - M).max() <= TOL * max(1.0, np.abs(M).max())
+        check_core(robot, pm, pd, q, v, a)
         g = pin.computeGeneralizedGravity(pm, pd, q)
         assert np.abs(robot.gravity_torques(q) - g).max() <= TOL * max(1.0, np.abs(g).max())
-        ddq = pin.aba(pm, pd, q, v, tau)
-        assert np.abs(robot.forward_dynamics(q, v, tau) - ddq).max() <= 1e-10 * max(
-            1.0, np.abs(ddq).max())
 
 
 def test_inverse_dynamics_derivatives_against_pinocchio(pair):
@@ -148,38 +113,13 @@ def test_inverse_dynamics_derivatives_against_pinocchio(pair):
         assert np.abs(M - robot.mass_matrix(q)).max() <= TOL * max(1.0, np.abs(M).max())
 
 
-REPS = {"body": "LOCAL", "spatial": "WORLD", "hybrid": "LOCAL_WORLD_ALIGNED"}
-
-
 def test_frame_jacobians_against_pinocchio(pair):
+    """The four representations; the time variation also against 8th-order differences of
+    Pinocchio's Jacobian along the one-parameter subgroup q ⊕ t q̇."""
     pin = pytest.importorskip("pinocchio")
     robot, pm = pair
-    pd = pm.createData()
-    fid = pm.getFrameId("tool")
-    coef = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
-
-    def jac(q, rf):
-        pin.computeJointJacobians(pm, pd, q)
-        pin.framesForwardKinematics(pm, pd, q)
-        return pin.getFrameJacobian(pm, pd, fid, rf)
-
     for q, v, _ in _states(robot, pm, seed=1):
-        for rep, name in REPS.items():
-            rf = getattr(pin.ReferenceFrame, name)
-            pin.computeJointJacobiansTimeVariation(pm, pd, q, v)  # (jac() below moves pd)
-            pin.framesForwardKinematics(pm, pd, q)
-            dref = pin.getFrameJacobianTimeVariation(pm, pd, fid, rf)
-            ref = jac(q, rf)
-            assert np.abs(robot.frame_jacobian(q, "tool", rep) - ref).max() <= TOL, rep
-            dJ = robot.frame_jacobian_derivative(q, v, "tool", rep)
-            assert np.abs(dJ - dref).max() <= 1e-11, rep
-            h = 1e-3  # along the one-parameter subgroup q ⊕ t v
-            fd = sum(c * jac(pin.integrate(pm, q, k * h * v), rf)
-                     for c, k in zip(coef, range(-4, 5))) / h
-            assert np.abs(dJ - fd).max() <= 1e-9, rep
-        ref = jac(q, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
-        ref[3:] = pd.oMf[fid].rotation.T @ ref[3:]
-        assert np.abs(robot.frame_jacobian(q, "tool", "mixed") - ref).max() <= TOL
+        check_jacobians(robot, pm, q, v, integrate=lambda q0, dv: pin.integrate(pm, q0, dv))
 
 
 def test_regressor_against_pinocchio(pair):
@@ -222,19 +162,10 @@ def test_time_derivatives_against_differences_of_pinocchio(pair):
     def tau(t):
         return pin.rnea(pm, pd, pin.integrate(pm, q0, fder(t, 0)), fder(t, 1), fder(t, 2))
 
-    h = 1e-2
-    coef = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
-    coef2 = np.array([-1 / 560, 8 / 315, -1 / 5, 8 / 5, -205 / 72, 8 / 5, -1 / 5, 8 / 315,
-                      -1 / 560])
     for t in (0.0, 0.7):
         q = pin.integrate(pm, q0, fder(t, 0))
         vs = np.array([fder(t, k) for k in range(1, 5)])
-        jet = robot.torque_derivatives((q, vs))
-        T = np.array([tau(t + k * h) for k in range(-4, 5)])
-        assert np.abs(jet[0] - T[4]).max() <= TOL * max(1, np.abs(T[4]).max())
-        d1, d2 = coef @ T / h, coef2 @ T / h ** 2
-        assert np.abs(jet[1] - d1).max() <= 1e-8 * max(1, np.abs(d1).max())
-        assert np.abs(jet[2] - d2).max() <= 1e-6 * max(1, np.abs(d2).max())
+        check_jet(robot.torque_derivatives((q, vs)), tau, t)
 
 
 def test_integrate_is_pinocchios(pair):
@@ -270,15 +201,12 @@ def test_simulation_on_the_group_conserves_pinocchios_energy(pair):
     kinetic + potential energy stays constant while joules swing between the two."""
     pin = pytest.importorskip("pinocchio")
     robot, pm = pair
-    pd = pm.createData()
     rng = np.random.default_rng(6)
     q0 = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
     z = np.zeros(robot.nv)
     res = mbs.simulate(robot, lambda t, s: z, 0.5, 1e-3, q0=q0, qd0=rng.normal(size=robot.nv))
-    E = [pin.computeKineticEnergy(pm, pd, q, v) + pin.computePotentialEnergy(pm, pd, q)
-         for q, v in zip(res.q[::10], res.qd[::10])]
-    swing = np.ptp([pin.computePotentialEnergy(pm, pd, q) for q in res.q[::10]])
+    drift, swing = energy_swing(pm, res, every=10)
     assert swing > 1.0
-    assert np.ptp(E) < 1e-8 * swing
+    assert drift < 1e-8 * swing
     for sl in (slice(2, 6), slice(9, 13)):  # the quaternions of s (q[2:6]) and f (q[6:13])
         assert np.abs(np.linalg.norm(res.q[:, sl], axis=1) - 1).max() < 1e-14

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import mbs_dynamics as mbs
-
-TOL = 1e-12
-RNG = np.random.default_rng(31)
+from joint_oracle import (TOL, check_core, check_jacobians, check_jet, fmt, joint_xml,
+                          links_xml, pin_inertia, pin_placement, random_links,
+                          energy_swing, sine_motion)
 
 
 def _unit(v):
@@ -32,57 +32,31 @@ def _geometry(orthogonal=True):
     for k in ("a", "b", "u", "c", "tool"):
         g[f"xyz_{k}"] = rng.uniform(-0.3, 0.3, 3)
         g[f"rpy_{k}"] = rng.uniform(-1, 1, 3)
-    for k in ("A", "B", "U", "C"):
-        g[f"m_{k}"] = rng.uniform(0.5, 2)
-        g[f"com_{k}"] = rng.uniform(-0.1, 0.1, 3)
-        g[f"crpy_{k}"] = rng.uniform(-1, 1, 3)
-        g[f"I_{k}"] = rng.uniform(0.05, 0.09, 3)
+    random_links(g, rng, ("A", "B", "U", "C"))
     return g
 
 
-def _s(v):
-    return " ".join(repr(float(x)) for x in v)
-
-
 def _urdf(g):
-    links = "".join(
-        f'<link name="{k}"><inertial><origin xyz="{_s(g["com_" + k])}" '
-        f'rpy="{_s(g["crpy_" + k])}"/><mass value="{float(g["m_" + k])!r}"/><inertia '
-        + 'ixx="{!r}" iyy="{!r}" izz="{!r}"'.format(*map(float, g["I_" + k]))
-        + ' ixy="0" ixz="0" iyz="0"/></inertial></link>' for k in ("A", "B", "U", "C"))
-
-    def joint(name, jtype, parent, child, extra=""):
-        k = name
-        return (f'<joint name="{name}" type="{jtype}"><parent link="{parent}"/>'
-                f'<child link="{child}"/><origin xyz="{_s(g["xyz_" + k])}" '
-                f'rpy="{_s(g["rpy_" + k])}"/>{extra}</joint>')
-
-    return ('<robot name="uc"><link name="base"/>' + links + '<link name="tool"/>'
-            + joint("a", "continuous", "base", "A", f'<axis xyz="{_s(g["e_a"])}"/>')
-            + joint("b", "continuous", "A", "B", f'<axis xyz="{_s(g["e_b"])}"/>')
-            + joint("u", "universal", "A", "U",
-                    f'<axis xyz="{_s(g["e1"])}"/><axis2 xyz="{_s(g["e2"])}"/>')
-            + joint("c", "cylindrical", "U", "C", f'<axis xyz="{_s(g["e_c"])}"/>')
-            + joint("tool", "fixed", "C", "tool") + "</robot>")
+    return ('<robot name="uc"><link name="base"/>' + links_xml(g, ("A", "B", "U", "C"))
+            + '<link name="tool"/>'
+            + joint_xml(g, "a", "continuous", "base", "A", f'<axis xyz="{fmt(g["e_a"])}"/>')
+            + joint_xml(g, "b", "continuous", "A", "B", f'<axis xyz="{fmt(g["e_b"])}"/>')
+            + joint_xml(g, "u", "universal", "A", "U",
+                        f'<axis xyz="{fmt(g["e1"])}"/><axis2 xyz="{fmt(g["e2"])}"/>')
+            + joint_xml(g, "c", "cylindrical", "U", "C", f'<axis xyz="{fmt(g["e_c"])}"/>')
+            + joint_xml(g, "tool", "fixed", "C", "tool") + "</robot>")
 
 
 def _pin(g, native=True):
     """Pinocchio model in our joint order (a, b, u, c: children by joint name). ``native``:
     JointModelUniversal and a composite RX+PX joint; else a chain of 1-DOF joints."""
     pin = pytest.importorskip("pinocchio")
-
-    def T(k):
-        return pin.SE3(pin.rpy.rpyToMatrix(*g["rpy_" + k]), g["xyz_" + k])
-
-    def inertia(k):
-        R = pin.rpy.rpyToMatrix(*g["crpy_" + k])
-        return pin.Inertia(g["m_" + k], g["com_" + k], R @ np.diag(g["I_" + k]) @ R.T)
-
+    T = lambda k: pin_placement(g, k)  # noqa: E731
     m = pin.Model()
     ja = m.addJoint(0, pin.JointModelRevoluteUnaligned(g["e_a"]), T("a"), "a")
-    m.appendBodyToJoint(ja, inertia("A"), pin.SE3.Identity())
+    m.appendBodyToJoint(ja, pin_inertia(g, "A"), pin.SE3.Identity())
     jb = m.addJoint(ja, pin.JointModelRevoluteUnaligned(g["e_b"]), T("b"), "b")
-    m.appendBodyToJoint(jb, inertia("B"), pin.SE3.Identity())
+    m.appendBodyToJoint(jb, pin_inertia(g, "B"), pin.SE3.Identity())
     if native:
         ju = m.addJoint(ja, pin.JointModelUniversal(g["e1"], g["e2"]), T("u"), "u")
         comp = pin.JointModelComposite(pin.JointModelRevoluteUnaligned(g["e_c"]))
@@ -94,8 +68,8 @@ def _pin(g, native=True):
         j1 = m.addJoint(ju, pin.JointModelRevoluteUnaligned(g["e_c"]), T("c"), "c_theta")
         jc = m.addJoint(j1, pin.JointModelPrismaticUnaligned(g["e_c"]), pin.SE3.Identity(),
                         "c_d")
-    m.appendBodyToJoint(ju, inertia("U"), pin.SE3.Identity())
-    m.appendBodyToJoint(jc, inertia("C"), pin.SE3.Identity())
+    m.appendBodyToJoint(ju, pin_inertia(g, "U"), pin.SE3.Identity())
+    m.appendBodyToJoint(jc, pin_inertia(g, "C"), pin.SE3.Identity())
     m.addFrame(pin.Frame("tool", jc, 0, T("tool"), pin.FrameType.OP_FRAME))
     return m
 
@@ -129,26 +103,12 @@ def test_dynamics_against_pinocchio(case):
     robot, pm, chain = case
     pd, cd = pm.createData(), chain.createData()
     assert pm.nq == pm.nv == robot.n == 6
-    fid = pm.getFrameId("tool")
     for q, v, a in _states(robot.n):
-        pin.framesForwardKinematics(pm, pd, q)
-        assert np.abs(robot.frame_placement(q, "tool") - pd.oMf[fid].homogeneous).max() <= TOL
-        tau = pin.rnea(pm, pd, q, v, a)
-        s = max(1.0, np.abs(tau).max())
-        assert np.abs(robot.inverse_dynamics(q, v, a) - tau).max() <= TOL * s
-        M = pin.crba(pm, pd, q)
-        M = np.triu(M) + np.triu(M, 1).T
-        assert np.abs(robot.mass_matrix(q) - M).max() <= TOL * max(1.0, np.abs(M).max())
-        ddq = pin.aba(pm, pd, q, v, tau)
-        assert np.abs(robot.forward_dynamics(q, v, tau) - ddq).max() <= 1e-10 * max(
-            1.0, np.abs(ddq).max())
+        s = check_core(robot, pm, pd, q, v, a)
         dq, dv, _ = pin.computeRNEADerivatives(chain, cd, q, v, a)
         ours = robot.inverse_dynamics_derivatives(q, v, a)
         assert np.abs(ours[0] - dq).max() <= 1e-11 * s
         assert np.abs(ours[1] - dv).max() <= 1e-11 * s
-
-
-REPS = {"body": "LOCAL", "spatial": "WORLD", "hybrid": "LOCAL_WORLD_ALIGNED"}
 
 
 def test_frame_jacobians_against_pinocchio(case):
@@ -157,33 +117,9 @@ def test_frame_jacobians_against_pinocchio(case):
     against Pinocchio's chain of hinges and against 8th-order central differences of the native
     model's Jacobian along q + t q̇: Pinocchio 4.1's ``getFrameJacobianTimeVariation`` is off by
     ~0.24 for ``JointModelUniversal`` (measured here; the chain and the differences agree)."""
-    pin = pytest.importorskip("pinocchio")
     robot, pm, chain = case
-    pd, cd = pm.createData(), chain.createData()
-    fid, cid = pm.getFrameId("tool"), chain.getFrameId("tool")
-    coef = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
-
-    def jac(q, rf):
-        pin.computeJointJacobians(pm, pd, q)
-        pin.framesForwardKinematics(pm, pd, q)
-        return pin.getFrameJacobian(pm, pd, fid, rf)
-
     for q, v, _ in _states(robot.n, seed=1):
-        pin.computeJointJacobiansTimeVariation(chain, cd, q, v)
-        pin.framesForwardKinematics(chain, cd, q)
-        for rep, name in REPS.items():
-            rf = getattr(pin.ReferenceFrame, name)
-            ref = jac(q, rf)
-            assert np.abs(robot.frame_jacobian(q, "tool", rep) - ref).max() <= TOL, rep
-            dJ = robot.frame_jacobian_derivative(q, v, "tool", rep)
-            dref = pin.getFrameJacobianTimeVariation(chain, cd, cid, rf)
-            assert np.abs(dJ - dref).max() <= 1e-11, rep
-            h = 1e-3
-            fd = sum(c * jac(q + k * h * v, rf) for c, k in zip(coef, range(-4, 5))) / h
-            assert np.abs(dJ - fd).max() <= 1e-9, rep
-        ref = jac(q, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
-        ref[3:] = pd.oMf[fid].rotation.T @ ref[3:]
-        assert np.abs(robot.frame_jacobian(q, "tool", "mixed") - ref).max() <= TOL
+        check_jacobians(robot, pm, q, v, dref_model=chain)
 
 
 def test_regressor_against_pinocchio(case):
@@ -212,31 +148,13 @@ def test_time_derivatives_against_differences_of_pinocchio(case):
     pin = pytest.importorskip("pinocchio")
     robot, pm, _ = case
     pd = pm.createData()
-    rng = np.random.default_rng(3)
-    a, b, c = rng.normal(size=(3, robot.n))
-    w = 1.3
-
-    def qs(t, k):
-        out = [a + b * np.sin(w * t) + c * t * t, b * w * np.cos(w * t) + 2 * c * t,
-               -b * w * w * np.sin(w * t) + 2 * c]
-        for r in range(3, k):
-            out.append(b * w ** r * np.sin(w * t + r * np.pi / 2))
-        return np.array(out[:k])
+    qs = sine_motion(robot.n)
 
     def tau(t):
         return pin.rnea(pm, pd, *qs(t, 3))
 
-    h = 1e-2
-    coef = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
-    coef2 = np.array([-1 / 560, 8 / 315, -1 / 5, 8 / 5, -205 / 72, 8 / 5, -1 / 5, 8 / 315,
-                      -1 / 560])
     for t in (0.0, 0.7):
-        jet = robot.torque_derivatives(qs(t, 5))
-        T = np.array([tau(t + k * h) for k in range(-4, 5)])
-        assert np.abs(jet[0] - T[4]).max() <= TOL * max(1, np.abs(T[4]).max())
-        d1, d2 = coef @ T / h, coef2 @ T / h ** 2
-        assert np.abs(jet[1] - d1).max() <= 1e-8 * max(1, np.abs(d1).max())
-        assert np.abs(jet[2] - d2).max() <= 1e-6 * max(1, np.abs(d2).max())
+        check_jet(robot.torque_derivatives(qs(t, 5)), tau, t)
 
 
 def test_simulation_conserves_pinocchios_energy():
@@ -245,15 +163,12 @@ def test_simulation_conserves_pinocchios_energy():
     pin = pytest.importorskip("pinocchio")
     g = _geometry()
     robot, pm = mbs.load_urdf(_urdf(g)), _pin(g)
-    pd = pm.createData()
     z = np.zeros(robot.n)
     res = mbs.simulate(robot, lambda t, s: z, 1.0, 5e-4, q0=np.array([0.3, -0.5, 0.8, 0.1, 1, 0]),
                        qd0=np.ones(robot.n))
-    E = [pin.computeKineticEnergy(pm, pd, q, v) + pin.computePotentialEnergy(pm, pd, q)
-         for q, v in zip(res.q[::20], res.qd[::20])]
-    swing = np.ptp([pin.computePotentialEnergy(pm, pd, q) for q in res.q[::20]])
+    drift, swing = energy_swing(pm, res)
     assert swing > 1.0
-    assert np.ptp(E) < 1e-9 * swing
+    assert drift < 1e-9 * swing
 
 
 def test_round_trip_through_standard_urdf():
