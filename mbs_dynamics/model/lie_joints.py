@@ -41,6 +41,11 @@ CAPABILITIES = ("inverse_dynamics", "torque_derivatives", "inverse_dynamics_deri
                 "frame_jacobian_derivative", "regressor", "inertial_parameters", "simulate")
 
 
+#: read-only data forwarded to the chart robot (per velocity coordinate, or the whole robot)
+_FORWARD = ("link_names", "joint_types", "lower", "upper", "velocity_limit", "effort_limit",
+            "gravity", "base_link", "total_mass")
+
+
 def quat_to_matrix(x, y, z, w):
     """Rotation matrix of the unit quaternion ``(x, y, z, w)`` (Pinocchio's order)."""
     return np.array([
@@ -241,6 +246,8 @@ class LieJointRobot:
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
+        if name in _FORWARD:  # per chart joint (velocity coordinate) / whole-robot data
+            return getattr(self._full, name)
         if hasattr(self._full, name):
             joint = next(iter(self.lie_joints))
             raise NotImplementedError(

@@ -182,7 +182,9 @@ def test_integrate_is_pinocchios(pair):
 
 
 def test_unsupported_capabilities_name_the_joint(pair):
-    robot, _ = pair
+    robot, pm = pair
+    assert robot.link_names[:2] == ("A", "B") and len(robot.lower) == robot.nv
+    assert abs(robot.total_mass - sum(pm.inertias[i].mass for i in range(1, 5))) < 1e-12
     for name in ("forward_dynamics_derivatives", "coriolis_matrix", "kinematic_hessian"):
         with pytest.raises(NotImplementedError, match=f"{name} does not take the "
                                                       "spherical/floating joint 's'"):
