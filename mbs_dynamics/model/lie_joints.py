@@ -38,12 +38,13 @@ __all__ = ["LieJointRobot", "quat_to_matrix", "matrix_to_quat", "CAPABILITIES"]
 CAPABILITIES = ("inverse_dynamics", "torque_derivatives", "inverse_dynamics_derivatives",
                 "mass_matrix", "gravity_torques",
                 "forward_dynamics", "frame_placement", "frame_jacobian",
-                "frame_jacobian_derivative", "regressor", "inertial_parameters", "simulate")
+                "frame_jacobian_derivative", "regressor", "inertial_parameters", "simulate",
+                "to_urdf")
 
 
 #: read-only data forwarded to the chart robot (per velocity coordinate, or the whole robot)
 _FORWARD = ("link_names", "joint_types", "lower", "upper", "velocity_limit", "effort_limit",
-            "gravity", "base_link", "total_mass")
+            "gravity", "base_link", "total_mass", "to_urdf")
 
 
 def quat_to_matrix(x, y, z, w):
