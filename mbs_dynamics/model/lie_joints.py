@@ -165,6 +165,16 @@ def _jb_partials(kind, d):
     return D1, D2
 
 
+def _fill(out, x):
+    """``x``, or ``out`` filled with it (same shape) when given."""
+    if out is None:
+        return x
+    if not (isinstance(out, np.ndarray) and out.shape == np.shape(x) and out.dtype == float):
+        raise ValueError(f"out must be a float64 array of shape {np.shape(x)}")
+    out[...] = x
+    return out
+
+
 class LieJointRobot:
     """A robot with spherical or free inner joints, in their group coordinates (module
     docstring). Made by :func:`mbs_dynamics.load_urdf` for a URDF with ``spherical`` or
@@ -262,6 +272,12 @@ class LieJointRobot:
                 f"lie_joints={self.lie_joints})")
 
     # ---- the chart
+    def _no_fext(self, f_ext):
+        if f_ext is not None:
+            joint = next(iter(self.lie_joints))
+            raise NotImplementedError(f"f_ext does not take the spherical/floating joint "
+                                      f"'{joint}' inside the tree")
+
     def _q(self, q):
         q = np.asarray(q, dtype=float)
         if q.ndim == 2:
@@ -322,7 +338,7 @@ class LieJointRobot:
         return out, series
 
     # ---- dynamics
-    def inverse_dynamics(self, q, qd, qdd):
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None, representation="body"):
         """Inverse dynamics at the group state: the chart's RNEA at φ = 0 with φ̇ = V and
         φ̈ = V̇ − J̇b V (module docstring).
 
@@ -330,22 +346,31 @@ class LieJointRobot:
             q: (nq,) configuration (Pinocchio's layout: quaternions ``(qx, qy, qz, qw)``).
             qd: (nv,) velocity (each group joint's twist in its child frame) [rad/s, m/s].
             qdd: (nv,) its time derivative [rad/s², m/s²].
+            f_ext: not supported (must be None).
+            out: optional (nv,) array to fill.
+            representation: the recursion, as ``Robot.inverse_dynamics``.
         Returns:
             τ (nv,) [N m, N].
         Raises:
             ValueError: wrong shapes, non-finite values, a quaternion that is not unit.
+            NotImplementedError: ``f_ext`` given.
         """
+        self._no_fext(f_ext)
         robot, qc = self._chart(q)
         vs = np.stack([self._v(qd, "qd"), self._v(qdd, "qdd")])
         rates, _ = self._chart_rates(vs)
-        return robot.inverse_dynamics(qc, rates[0], rates[1])
+        return _fill(out, robot.inverse_dynamics(qc, rates[0], rates[1],
+                                                 representation=representation))
 
-    def torque_derivatives(self, qs):
+    def torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
         """τ and its first k time derivatives along a motion: τ_group(t) = Jb(φ(t))⁻ᵀ τ_chart(t)
         as Taylor series.
 
         Args:
             qs: a pair ``(q, vs)``: q (nq,) and vs (k+2, nv) rows V, V′, …, V^(k+1).
+            method: as ``Robot.torque_derivatives`` (the chart's recursion).
+            out: optional (k+1, nv) array to fill.
+            f_ext: not supported (must be None).
         Returns:
             (k+1, nv) rows τ, τ′, …, τ^(k) [N m, N m/s, …].
         Raises:
@@ -362,9 +387,10 @@ class LieJointRobot:
         robot, qc = self._chart(q)
         rates, series = self._chart_rates(vs)
         K = len(vs) - 2
-        tc = robot.torque_derivatives(np.vstack([qc, rates]))
+        self._no_fext(f_ext)
+        tc = robot.torque_derivatives(np.vstack([qc, rates]), method)
         fact = np.array([math.factorial(k) for k in range(K + 1)], dtype=float)
-        out = np.array(tc)
+        res, out = out, np.array(tc)
         for (_, _, sc, _), Jn in zip(self._groups, series):
             inv = np.zeros((K + 1,) + Jn.shape[1:])
             inv[0] = np.eye(Jn.shape[1])
@@ -374,7 +400,7 @@ class LieJointRobot:
             tn = tc[:, sc] / fact[:, None]
             for k in range(K + 1):
                 out[k, sc] = fact[k] * sum(inv[j].T @ tn[k - j] for j in range(k + 1))
-        return out
+        return _fill(res, out)
 
     def inverse_dynamics_derivatives(self, q, qd, qdd):
         """(∂τ/∂q, ∂τ/∂q̇, M), each (nv, nv), Pinocchio's convention: ∂/∂q along q ⊕ δ
@@ -435,20 +461,24 @@ class LieJointRobot:
         robot, qc = self._chart(q)
         return robot.gravity_torques(qc)
 
-    def forward_dynamics(self, q, qd, tau):
+    def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="aba"):
         """Forward dynamics: the chart's ABA at φ = 0, then V̇ = φ̈ + J̇b V per group.
 
         Args:
             q: (nq,) configuration; qd: (nv,) velocity; tau: (nv,) joint torques [N m, N].
+            f_ext: not supported (must be None).
+            out: optional (nv,) array to fill.
+            method: ``"aba"`` or ``"dca"``, as ``Robot.forward_dynamics`` (the chart's).
         Returns:
             V̇ (nv,) [rad/s², m/s²].
         """
+        self._no_fext(f_ext)
         robot, qc = self._chart(q)
         v = self._v(qd, "qd")
-        a = robot.forward_dynamics(qc, v, self._v(tau, "tau"))
+        a = np.array(robot.forward_dynamics(qc, v, self._v(tau, "tau"), method=method))
         for kind, _, sc, _ in self._groups:
             a[sc] += _jb_rate(kind, v[sc]) @ v[sc]
-        return a
+        return _fill(out, a)
 
     def regressor(self, q, qd, qdd):
         """Inertial-parameter regressor.

@@ -228,3 +228,22 @@ def test_round_trip_through_urdf(pair):
             1, np.abs(tau).max())
         assert np.abs(again.frame_placement(q, "tool") - robot.frame_placement(q, "tool")).max() \
             <= 1e-13
+
+
+def test_keyword_arguments_as_robot(pair):
+    """out=, representation=, method= work as on a Robot; f_ext= is refused naming the joint."""
+    robot, pm = pair
+    q, v, a = _states(robot, pm, seed=9)[0]
+    tau = robot.inverse_dynamics(q, v, a)
+    out = np.empty(robot.nv)
+    assert robot.inverse_dynamics(q, v, a, out=out) is out and np.array_equal(out, tau)
+    for rep in ("spatial", "hybrid"):
+        assert np.abs(robot.inverse_dynamics(q, v, a, representation=rep) - tau).max() <= 1e-12
+    with pytest.raises(ValueError, match="dca.*joint 's_rx'.*singular inertia"):
+        robot.forward_dynamics(q, v, tau, method="dca")  # the chart's massless links
+    jet = robot.torque_derivatives((q, np.stack([v, a, v])))
+    o = np.empty_like(jet)
+    assert robot.torque_derivatives((q, np.stack([v, a, v])), out=o) is o
+    assert np.array_equal(o, jet)
+    with pytest.raises(NotImplementedError, match="f_ext .*joint 's'"):
+        robot.inverse_dynamics(q, v, a, f_ext={"tool": np.ones(6)})
