@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from .model.mimic import wrap
 from .model.model import build
+from .model.urdf import URDFError
 from .robot import Robot
 
 
 def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
               gravity=(0.0, 0.0, -9.81), floating_base=False, loops=None, actuated=None):
     """Load a robot from URDF.
+
+    A ``planar`` joint, and this package's extension types ``universal`` (``<axis>`` then
+    ``<axis2>``) and ``cylindrical``, become the 1-DOF joints they are, through massless links
+    (:func:`~.model.model.composite_parts`).
 
     Args:
         source: URDF XML text (str or bytes) or a path to a .urdf file.
@@ -49,6 +54,10 @@ def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
         if actuated is not None:
             raise ValueError("actuated= needs loops=")
         return wrap(robot)
+    if robot.model.lie_joints:
+        name, (kind, _) = next(iter(robot.model.lie_joints.items()))
+        raise URDFError(f"joint '{name}' ({kind}): closed loops (loops=) do not take spherical "
+                        "or floating joints inside the tree")
     from .loops.robot import ClosedLoopRobot
     return ClosedLoopRobot(robot, loops, actuated)
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..kernels import lie
 from .identifiable import identifiable_parameters
-from .parameters import GeometricParameters
+from .parameters import GeometricParameters, check_model
 
 __all__ = ["Measurements", "CalibrationReport", "calibrate", "stack"]
 
@@ -195,6 +195,7 @@ def calibrate(robot, measurements, *, base=True, base_pose=None, frame_params=Tr
         floating base or mimic joints, fewer residuals than identifiable parameters.
     """
     model = getattr(robot, "model", robot)
+    check_model(model)
     meas = _as_list(measurements, model.n)
     frames = tuple(dict.fromkeys(m.frame for m in meas))
     gp = GeometricParameters(model, frames, base=base, base_pose=base_pose,

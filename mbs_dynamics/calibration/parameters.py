@@ -56,6 +56,21 @@ def _twist_exp(U, p):
     return lie.se3_exp(U @ p)
 
 
+def check_model(model):
+    """Raise ValueError naming the cause when calibration cannot take ``model``: a floating
+    base, spherical or floating joints inside the tree, mimic joints."""
+    if model.floating_base:
+        raise ValueError("calibration: a floating-base model is not supported (its base pose "
+                         "is a state, not a geometric parameter)")
+    if getattr(model, "lie_joints", None):
+        name, (kind, _) = next(iter(model.lie_joints.items()))
+        raise ValueError(f"calibration: joint '{name}' ({kind}): spherical and floating "
+                         "joints inside the tree are not supported")
+    if model.mimic:
+        raise ValueError(f"calibration: mimic joints ({', '.join(model.mimic)}) are not "
+                         "supported")
+
+
 class GeometricParameters:
     """The geometric parameters of ``model`` for measurements of ``frames`` (module docstring).
 
@@ -77,12 +92,7 @@ class GeometricParameters:
     """
 
     def __init__(self, model, frames, *, base=True, base_pose=None, frame_params=True):
-        if model.floating_base:
-            raise ValueError("calibration: a floating-base model is not supported (its base pose "
-                             "is a state, not a geometric parameter)")
-        if model.mimic:
-            raise ValueError(f"calibration: mimic joints ({', '.join(model.mimic)}) are not "
-                             "supported")
+        check_model(model)
         if isinstance(frames, str):
             frames = (frames,)
         frames = tuple(frames)

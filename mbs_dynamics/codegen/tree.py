@@ -65,6 +65,11 @@ def model_of(robot):
     if model is None or not hasattr(model, "parent"):
         raise CodegenError(f"cannot generate code for {type(robot).__name__}: it has no Model "
                            "(load it with mbs_dynamics.load_urdf)")
+    lie = getattr(model, "lie_joints", None)
+    if lie:
+        name, (kind, _) = next(iter(lie.items()))
+        raise CodegenError(f"joint '{name}' ({kind}): the code generator does not take "
+                           "spherical or floating joints inside the tree")
     for t in model.joint_types:
         if t not in ("revolute", "continuous", "prismatic"):
             raise CodegenError(f"joint type '{t}' is not supported by the code generator")

@@ -675,5 +675,9 @@ class MimicRobot(SubsetDescription):
 
 
 def wrap(robot):
-    """``robot`` itself when its model has no mimic joints, else a :class:`MimicRobot`."""
+    """``robot`` itself when its model has no mimic joints, else a :class:`MimicRobot` (a
+    :class:`~.lie_joints.LieJointRobot` when it has spherical or inner floating joints)."""
+    if robot.model.lie_joints:
+        from .lie_joints import LieJointRobot
+        return LieJointRobot(robot)
     return MimicRobot(robot) if robot.model.mimic else robot

@@ -15,8 +15,8 @@ import numpy as np
 from ..kernels import lie
 import warnings
 
-from .urdf import (MAX_LENGTH, MAX_MIMIC, MOVABLE, UNSUPPORTED, URDFError, URDFWarning,
-                   check_inertia, check_inertias, parse)
+from .urdf import (COMPOSITE, LIE, MAX_LENGTH, MAX_MIMIC, MOVABLE, URDFError,
+                   URDFWarning, check_inertia, check_inertias, parse)
 
 
 def _ro(a):
@@ -68,6 +68,9 @@ class Model:
     floating_base: bool = False
     base_inertia: np.ndarray = field(default_factory=lambda: np.zeros((6, 6)), repr=False)
     mimic: dict = field(default_factory=dict, repr=False)
+    #: spherical / floating joints inside the tree: name → (kind, index of its first chart
+    #: joint) (:mod:`~.lie_joints`)
+    lie_joints: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
         for k in ("parent", "axis", "B", "X", "inertias", "gravity", "lower", "upper",
@@ -209,6 +212,7 @@ def build(source, *, base_link=None, tip_link=None, locked_joints=None, gravity=
         path = set(path)
 
     names, links, types, parent, axis, B, X, lims = [], [], [], [], [], [], [], []
+    lie_j = {}
     link_frames = {base: (-1, np.eye(4))}
     eye4 = np.eye(4)
 
@@ -218,17 +222,15 @@ def build(source, *, base_link=None, tip_link=None, locked_joints=None, gravity=
         j = stack.pop()  # pre-order: a joint, then its whole subtree, then its next sibling
         body, S = link_frames[j.parent]
         movable = j.type in MOVABLE and j.name not in locked
-        if path is not None and j.child not in path and (movable or j.type == "planar"):
+        if path is not None and j.child not in path and (movable or j.type in COMPOSITE):
             continue  # a movable branch off the selected chain is dropped
-        if j.type == "planar":  # three joints through two massless links (_planar)
-            _planar(j, body, S, u.links, link_frames, names, links, types, parent, axis, B, X,
-                    lims)
+        if j.type in COMPOSITE:  # 1-DOF joints through massless links (composite_parts)
+            if j.type in LIE:
+                lie_j[j.name] = (j.type, len(names))
+            _composite(j, body, S, u.links, link_frames, names, links, types, parent, axis, B, X,
+                       lims)
             stack.extend(reversed(u.children.get(j.child, ())))
             continue
-        if j.type in UNSUPPORTED:
-            raise URDFError(f"joint '{j.name}' is of type '{j.type}', which is not supported "
-                            "yet: only revolute, continuous, prismatic, planar and fixed "
-                            "joints are (a free base: floating_base=True)")
         if movable:
             names.append(j.name)
             links.append(j.child)
@@ -274,32 +276,70 @@ def build(source, *, base_link=None, tip_link=None, locked_joints=None, gravity=
         velocity_limit=lims[:, 2], effort_limit=lims[:, 3], link_frames=link_frames,
         base_link=base, name=u.name,
         mimic={m: mimic[m] for m in names if m in mimic},  # in joint order: deterministic
-        floating_base=bool(floating_base), base_inertia=base_inertia)
+        floating_base=bool(floating_base), base_inertia=base_inertia, lie_joints=lie_j)
 
 
-def _planar(j, body, S, urdf_links, link_frames, names, links, types, parent, axis, B, X, lims):
-    """A URDF ``planar`` joint (the URDF specification: motion in the plane normal to
-    ``<axis>``) as the three joints it is, q = (x, y, θ): ``<name>_x`` and ``<name>_y``
-    prismatic along u₁, u₂ and ``<name>_theta`` revolute about the normal e (u₁ × u₂ = e; u₁ is
-    the child frame's x axis projected on the plane, or its y axis when x is the normal), the
-    first two carrying massless links ``<child>_planar_x``, ``<child>_planar_y``. The joint's
-    configuration (x, y in the parent's joint frame, θ ∈ SO(2)) has no singularity; (ẋ, ẏ) are
-    rates in the parent joint frame (Pinocchio's planar velocity is the same motion in the child
-    frame: (v_x, v_y) = R(θ)ᵀ (ẋ, ẏ)). Unlike Pinocchio 4.1, which builds a URDF planar joint in
-    the x–y plane whatever its axis, the plane here is normal to the axis."""
+def composite_parts(j):
+    """The 1-DOF joints ``(name, child link, type, unit axis)`` that a multi-DOF URDF joint
+    ``j`` (:data:`~.urdf.COMPOSITE`) is, parent to child; every child link but the last is a
+    massless link of the model. All axes are in the joint frame at q = 0 (the intermediate
+    links' frames coincide with the joint frame there).
+
+    - ``planar`` (the URDF specification: motion in the plane normal to ``<axis>`` e):
+      q = (x, y, θ), ``<name>_x`` and ``<name>_y`` prismatic along u₁, u₂ and ``<name>_theta``
+      revolute about e (u₁ × u₂ = e; u₁ is the joint frame's x axis projected on the plane, or
+      its y axis when x is the normal), through links ``<child>_planar_x``,
+      ``<child>_planar_y``. (x, y) are in the parent's joint frame and θ ∈ SO(2): no
+      singularity. Pinocchio's planar velocity is the same motion in the child frame,
+      (v_x, v_y) = R(θ)ᵀ (ẋ, ẏ); unlike Pinocchio 4.1, which builds a URDF planar joint in the
+      x–y plane whatever its axis, the plane here is normal to the axis.
+    - ``universal`` (extension; Hooke's joint): R = exp(ê₁ q₁) exp(ê₂ q₂), ``<name>_1`` about
+      ``<axis>`` e₁ to link ``<child>_universal``, then ``<name>_2`` about ``<axis2>`` e₂ (which
+      turns with q₁): Pinocchio's ``JointModelUniversal(e₁, e₂)`` with the same q and q̇.
+    - ``cylindrical`` (extension): ``<name>_theta`` revolute about e to link
+      ``<child>_cylindrical``, then ``<name>_d`` prismatic along e; q = (θ, d) [rad, m]
+      (rotation and translation along one axis commute).
+    - ``spherical`` (extension) and ``floating`` (URDF, inside the tree): the chart of
+      :mod:`~.lie_joints` — ``<name>_rx``, ``<name>_ry``, ``<name>_rz`` revolute about the joint
+      frame's x, y, z through links ``<child>_<type>_rx``, ``<child>_<type>_ry`` (a floating
+      joint: ``<name>_x``, ``_y``, ``_z`` prismatic first). The configuration is the group's
+      (:class:`~.lie_joints.LieJointRobot`), never these Euler angles.
+    """
     e = np.asarray(j.axis, dtype=float)
+    if j.type in LIE:
+        I3 = np.eye(3)
+        rot = tuple((f"{j.name}_r{c}", f"{j.child}_{j.type}_r{c}", "continuous", I3[k])
+                    for k, c in enumerate("xyz"))
+        rot = rot[:2] + ((rot[2][0], j.child, "continuous", I3[2]),)
+        if j.type == "spherical":
+            return rot
+        return tuple((f"{j.name}_{c}", f"{j.child}_{j.type}_{c}", "prismatic", I3[k])
+                     for k, c in enumerate("xyz")) + rot
+    if j.type == "universal":
+        return ((f"{j.name}_1", f"{j.child}_universal", "continuous", e),
+                (f"{j.name}_2", j.child, "continuous", np.asarray(j.axis2, dtype=float)))
+    if j.type == "cylindrical":
+        return ((f"{j.name}_theta", f"{j.child}_cylindrical", "continuous", e),
+                (f"{j.name}_d", j.child, "prismatic", e))
     a = np.eye(3)[0] if abs(e[0]) < 0.9 else np.eye(3)[1]
     u1 = a - e * (e @ a)
     u1 /= np.linalg.norm(u1)
     u2 = np.cross(e, u1)
+    return ((f"{j.name}_x", f"{j.child}_planar_x", "prismatic", u1),
+            (f"{j.name}_y", f"{j.child}_planar_y", "prismatic", u2),
+            (f"{j.name}_theta", j.child, "continuous", e))
+
+
+def _composite(j, body, S, urdf_links, link_frames, names, links, types, parent, axis, B, X,
+               lims):
+    """Append the 1-DOF joints of :func:`composite_parts` (unbounded, no effort or velocity
+    limit) to the model under construction."""
     eye4 = np.eye(4)
-    parts = ((f"{j.name}_x", f"{j.child}_planar_x", "prismatic", u1),
-             (f"{j.name}_y", f"{j.child}_planar_y", "prismatic", u2),
-             (f"{j.name}_theta", j.child, "continuous", e))
+    parts = composite_parts(j)
     for k, (jn, ln, jt, ax) in enumerate(parts):
-        if k < 2 and (ln in urdf_links or ln in link_frames):
-            raise URDFError(f"joint '{j.name}' (planar) needs a link '{ln}' for its "
-                            "translations, which the URDF already has")
+        if k < len(parts) - 1 and (ln in urdf_links or ln in link_frames):
+            raise URDFError(f"joint '{j.name}' ({j.type}) needs a massless link '{ln}' between "
+                            "its axes, which the URDF already has")
         names.append(jn)
         links.append(ln)
         types.append(jt)

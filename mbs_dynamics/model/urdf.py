@@ -22,7 +22,15 @@ import numpy as np
 from .limits import FileLimitError, check_text_size, read_bytes
 
 MOVABLE = ("revolute", "continuous", "prismatic")
-UNSUPPORTED = ("floating", "planar")
+# multi-DOF joints the model builds as chains of 1-DOF joints through massless links
+# (model.build): URDF's ``planar``, and this package's URDF extension types ``universal``
+# (``<axis>`` then ``<axis2>``) and ``cylindrical`` (rotation about and translation along
+# ``<axis>``) and ``spherical`` (a ball joint, configuration a quaternion, as URDF's
+# ``floating`` joint inside the tree), which other URDF readers (urdfdom, Pinocchio, ROS) refuse.
+COMPOSITE = ("planar", "universal", "cylindrical", "spherical", "floating")
+EXTENSION = ("universal", "cylindrical", "spherical")
+#: joints whose configuration lives on a group (a quaternion), see model.lie_joints
+LIE = ("spherical", "floating")
 
 
 # Validation policy (README "Physically valid models"): finite-but-absurd values are rejected.
@@ -58,6 +66,7 @@ class Joint:
     child: str
     origin: np.ndarray  # 4×4 pose of the child link frame in the parent link frame at q = 0
     axis: np.ndarray  # unit 3-vector in the child (joint) frame
+    axis2: np.ndarray | None = None  # universal joints: the second axis (joint frame at q = 0)
     lower: float = -np.inf
     upper: float = np.inf
     velocity: float = np.inf
@@ -156,6 +165,19 @@ def robot_element(source) -> ET.Element:
     return root
 
 
+def extension_joints(source):
+    """The joints of URDF text, bytes or a path whose type is one of this package's extensions
+    (:data:`EXTENSION`: ``universal``, ``cylindrical``), as ``[(name, type), ...]`` in file
+    order. Tools that hand the URDF itself to other readers (ROS, MuJoCo) refuse these joints:
+    urdfdom and MuJoCo do not know the types.
+
+    Raises:
+        URDFError: not URDF XML.
+    """
+    return [(el.get("name", ""), el.get("type")) for el in robot_element(source).findall("joint")
+            if el.get("type") in EXTENSION]
+
+
 def parse(source) -> URDF:
     """Parse URDF XML text, bytes or a file path into a :class:`URDF` tree."""
     root = robot_element(source)
@@ -174,7 +196,7 @@ def parse(source) -> URDF:
         if name in joints:
             raise URDFError(f"{what} is defined twice")
         jtype = _attr(el, "type", what)
-        if jtype not in MOVABLE + UNSUPPORTED + ("fixed",):
+        if jtype not in MOVABLE + COMPOSITE + ("fixed",):
             raise URDFError(f"{what} has unknown type '{jtype}'")
         p, c = el.find("parent"), el.find("child")
         if p is None or c is None:
@@ -185,8 +207,10 @@ def parse(source) -> URDF:
                 raise URDFError(f"{what} refers to unknown link '{ln}'")
         ax = el.find("axis")
         axis = _axis(ax.get("xyz", "1 0 0") if ax is not None else "1 0 0", what,
-                     jtype in MOVABLE or jtype == "planar")
+                     jtype in MOVABLE or jtype in COMPOSITE)
         j = Joint(name, jtype, parent, child, _origin(el, what), axis)
+        if jtype == "universal":
+            j.axis2 = _universal_axis2(el, what, axis)
         lim = el.find("limit")
         if lim is not None:
             for key in ("lower", "upper", "velocity", "effort"):
@@ -233,6 +257,20 @@ def parse(source) -> URDF:
         raise URDFError(f"URDF links not connected to root '{u.root}' (a cycle?): "
                         f"{sorted(set(links) - seen)[:5]}")
     return u
+
+
+def _universal_axis2(el, what, axis):
+    """The second axis of a ``universal`` joint (``<axis2 xyz>``, required), not parallel to
+    the first."""
+    ax2 = el.find("axis2")
+    if ax2 is None or ax2.get("xyz") is None:
+        raise URDFError(f"{what} (universal) needs <axis2 xyz=...>: the second axis, in the "
+                        "joint frame at q = 0")
+    a2 = _axis(ax2.get("xyz"), f"{what} <axis2>", True)
+    if np.linalg.norm(np.cross(axis, a2)) < 1e-6:
+        raise URDFError(f"{what} (universal): <axis> and <axis2> are parallel "
+                        f"({ax2.get('xyz')!r}); a universal joint needs two distinct axes")
+    return a2
 
 
 def _axis(text, what, movable):

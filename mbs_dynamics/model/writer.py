@@ -6,7 +6,9 @@ links welded by fixed joints summed, as an ``<inertial>`` about the centre of ma
 and every other link of ``Model.link_frames`` as a massless link on a fixed joint at its pose in
 its body. Loading the text again gives the same poses, Jacobians and dynamics (to the rounding of
 the roll–pitch–yaw angles, ~1e-16). A floating base and the gravity vector have no URDF element:
-load the text with ``floating_base=True`` / ``gravity=`` as the original. Names are written as
+load the text with ``floating_base=True`` / ``gravity=`` as the original. A spherical or
+floating joint inside the tree is written back as that one joint (its chart's massless links
+and 1-DOF joints are not written). Names are written as
 XML attributes (escaped by ``xml.etree``), so any name round-trips.
 """
 from __future__ import annotations
@@ -128,18 +130,36 @@ def to_urdf(model, name=None) -> str:
     root = ET.Element("robot", name=str(name or model.name or "robot"))
     body_link = {-1: model.base_link}
     body_link.update({i: ln for i, ln in enumerate(model.link_names)})
+    # spherical / floating joints are written back as one joint, without their chart's links
+    group, inner, chart_links = {}, set(), set()
+    for gname, (kind, i0) in getattr(model, "lie_joints", {}).items():
+        last = i0 + (3 if kind == "spherical" else 6) - 1
+        group[i0] = (gname, kind, last)
+        inner.update(range(i0 + 1, last + 1))
+        chart_links.update(model.link_names[i] for i in range(i0, last))
     # links: bodies carry the merged inertia, other links are massless frames
     for ln, (b, _) in model.link_frames.items():
+        if ln in chart_links:
+            continue
         el = ET.SubElement(root, "link", name=ln)
         if body_link.get(b) != ln:
             continue
         M = model.base_inertia if b < 0 else model.inertias[b]
         if np.any(M):
             inertial_element(el, *_inertial_from_spatial(M))
-    taken = set(model.joint_names)
+    taken = set(model.joint_names) | {g[0] for g in group.values()}
     links = set(model.link_frames)
     hang = _mounts(model, body_link, root, taken, links)
     for i, jn in enumerate(model.joint_names):
+        if i in inner:
+            continue
+        if i in group:
+            gname, kind, last = group[i]
+            el = ET.SubElement(root, "joint", name=gname, type=kind)
+            ET.SubElement(el, "parent", link=hang.get(i, body_link[int(model.parent[i])]))
+            ET.SubElement(el, "child", link=model.link_names[last])
+            origin_element(el, model.B[i])
+            continue
         el = ET.SubElement(root, "joint", name=jn, type=model.joint_types[i])
         ET.SubElement(el, "parent", link=hang.get(i, body_link[int(model.parent[i])]))
         ET.SubElement(el, "child", link=model.link_names[i])

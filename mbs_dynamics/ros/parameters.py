@@ -287,12 +287,23 @@ def load_robot(urdf, cfg):
         set without ``actuated`` ("" otherwise), for the node's log.
 
     Raises:
-        ValueError: the URDF or the loops do not load (the loader's message).
+        ValueError: the URDF or the loops do not load (the loader's message), or it has a
+            ``universal`` or ``cylindrical`` joint (a URDF extension of this package that
+            robot_state_publisher and ros2_control cannot read).
     """
     import warnings
 
     from ..loader import load_urdf
     from ..loops.robot import LoopWarning
+    from ..model.urdf import extension_joints
+
+    ext = extension_joints(urdf)
+    if ext:
+        name, kind = ext[0]
+        raise ValueError(f"joint '{name}' is of type '{kind}', an mbs_dynamics URDF extension "
+                         "that the ROS nodes cannot take (robot_state_publisher and "
+                         "ros2_control read the URDF with urdfdom, which refuses it): publish "
+                         "Robot.to_urdf() instead, which writes it as 1-DOF joints")
 
     loops = cfg.get("loops")
     with warnings.catch_warnings(record=True) as caught:
@@ -301,6 +312,12 @@ def load_robot(urdf, cfg):
                           locked_joints=cfg.get("locked_joints") or None,
                           gravity=cfg.get("gravity", (0.0, 0.0, -9.81)),
                           loops=loops, actuated=cfg.get("actuated") if loops else None)
+    lie = getattr(robot, "lie_joints", None)
+    if lie:
+        name = next(iter(lie))
+        raise ValueError(f"joint '{name}' is of type '{lie[name]}' inside the tree: the ROS "
+                         "nodes do not take spherical or floating joints (a JointState carries "
+                         "one position per joint)")
     note = ""
     for w in caught:
         if issubclass(w.category, LoopWarning):

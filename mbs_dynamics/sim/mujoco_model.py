@@ -143,6 +143,9 @@ def _strip(root):
                                   "base is assumed)")
         if kind == "planar":
             raise CosimModelError(f"joint {name!r}: planar joints are not supported")
+        if kind in ("universal", "cylindrical", "spherical"):
+            raise CosimModelError(f"joint {name!r}: {kind} joints (an mbs_dynamics URDF "
+                                  "extension) are not supported by the MuJoCo model")
         if kind not in ("revolute", "continuous", "prismatic"):
             continue
         m = j.find("mimic")
@@ -190,8 +193,8 @@ def mujoco_model(urdf, actuator=None, *, gravity=(0.0, 0.0, -9.81), timestep=0.0
         :class:`CosimModel`.
 
     Raises:
-        CosimModelError: malformed URDF, floating/planar joints, closed loops, a ``vsa``
-            actuator, a motor inertia of zero, or MuJoCo's compiler refusing the model.
+        CosimModelError: malformed URDF, floating/planar/universal/cylindrical/spherical
+            joints, closed loops, a ``vsa`` actuator, a motor inertia of zero, or MuJoCo's compiler refusing the model.
     """
     import mujoco
 

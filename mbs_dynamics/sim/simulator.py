@@ -504,6 +504,11 @@ def simulate(robot, controller, duration, dt, actuator=None, q0=None, qd0=None, 
         return _simulate_loops(robot, controller, duration, dt, actuator, q0, qd0, loop_options)
     if loop_options:
         raise TypeError(f"simulate() got unexpected keyword arguments {sorted(loop_options)}")
+    if getattr(robot, "lie_joints", None):  # spherical / free joints inside the tree
+        if actuator not in (None, "rigid") or integrator not in (None, "rk4") or fext_body:
+            raise ValueError(f"joint '{next(iter(robot.lie_joints))}' (spherical/floating): "
+                             "simulated with rigid joints, the chart RK4, no fext_body")
+        return _simulate_lie(robot, controller, duration, dt, q0, qd0, substeps)
     if getattr(robot, "floating_base", False):
         if actuator is not None and actuator != "rigid":
             raise ValueError("a floating-base robot is simulated with rigid joints (actuator None)")
@@ -553,6 +558,48 @@ def simulate(robot, controller, duration, dt, actuator=None, q0=None, qd0=None, 
         tau_e=tau_e, compute_time=ctime, joint_names=tuple(robot.joint_names), actuator=kind,
         dt=dt, substeps=plant.substeps,
         theta=X[:, 2].copy() if nx == 4 else None, thetad=X[:, 3].copy() if nx == 4 else None)
+
+
+def _simulate_lie(robot, controller, duration, dt, q0=None, qd0=None, substeps=1):
+    """Spherical / free joints inside the tree (a ``LieJointRobot``): RK4 in the chart re-centred at every step (``chart_step``), so each
+    joint's configuration stays on its group. Rigid joints, ``q`` (nq,) in the
+    group layout (default ``robot.neutral()``), ``qd`` (nv,); the controller returns (nv,)."""
+    nq, nv = robot.nq, robot.nv
+    dt, duration = float(dt), float(duration)
+    if not (dt > 0 and math.isfinite(dt)):
+        raise ValueError(f"dt must be a finite number of seconds > 0, got {dt}")
+    if not (duration >= 0 and math.isfinite(duration)):
+        raise ValueError(f"duration must be a finite number of seconds >= 0, got {duration}")
+    if not (isinstance(substeps, int) and substeps >= 1):
+        raise ValueError(f"substeps must be an integer >= 1, got {substeps!r}")
+    q = robot.neutral() if q0 is None else np.array(q0, dtype=float)
+    v = np.zeros(nv) if qd0 is None else np.array(qd0, dtype=float)
+    if q.shape != (nq,) or v.shape != (nv,):
+        raise ValueError(f"q0 must have shape ({nq},) and qd0 ({nv},), got {q.shape}, {v.shape}")
+    N = int(round(duration / dt))
+    Q, V, A = np.zeros((N + 1, nq)), np.zeros((N + 1, nv)), np.zeros((N + 1, nv))
+    cmd, ctime = np.zeros((N + 1, nv)), np.zeros(N + 1)
+    h = dt / substeps
+    for k in range(N + 1):
+        Q[k], V[k] = q, v
+        qr, vr = q.copy(), v.copy()
+        qr.setflags(write=False)
+        vr.setflags(write=False)
+        t = k * dt
+        t0 = time.perf_counter()
+        u = np.asarray(controller(t, SimState(t, qr, vr)), dtype=float)
+        ctime[k] = time.perf_counter() - t0
+        if u.shape != (nv,) or not np.all(np.isfinite(u)):
+            raise ValueError(f"the controller returned shape {u.shape} or non-finite values at "
+                             f"t = {t:g} s; expected ({nv},) finite joint torques")
+        cmd[k] = u
+        A[k] = robot.forward_dynamics(q, v, u)
+        if k < N:
+            for _ in range(substeps):
+                q, v = robot.chart_step(q, v, u, h)
+    return SimResult(t=np.arange(N + 1) * dt, q=Q, qd=V, qdd=A, command=cmd, tau_e=cmd.copy(),
+                     compute_time=ctime, joint_names=tuple(robot.joint_names), actuator="rigid",
+                     dt=dt, substeps=substeps, meta={"lie_joints": robot.lie_joints})
 
 
 def _simulate_loops(robot, controller, duration, dt, actuator, q0, qd0, options):

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 import mbs_dynamics as mbs
-
-TOL = 1e-12
+from joint_oracle import TOL, check_core, check_jacobians, check_jet, energy_swing, sine_motion
 
 
 def _arm(pitches=(0.0, 0.05, 0.0, -0.12), parent=None):
@@ -97,49 +96,20 @@ def test_dynamics_against_pinocchio(pair):
     pin = pytest.importorskip("pinocchio")
     robot, pm = pair
     pd = pm.createData()
-    fid = pm.getFrameId("tool")
     for q, v, a in _states(robot.n):
-        pin.framesForwardKinematics(pm, pd, q)
-        assert np.abs(robot.frame_placement(q, "tool") - pd.oMf[fid].homogeneous).max() <= TOL
-        tau = pin.rnea(pm, pd, q, v, a)
-        s = max(1.0, np.abs(tau).max())
-        assert np.abs(robot.inverse_dynamics(q, v, a) - tau).max() <= TOL * s
-        M = pin.crba(pm, pd, q)
-        M = np.triu(M) + np.triu(M, 1).T
-        assert np.abs(robot.mass_matrix(q) - M).max() <= TOL * max(1.0, np.abs(M).max())
-        ddq = pin.aba(pm, pd, q, v, tau)
-        assert np.abs(robot.forward_dynamics(q, v, tau) - ddq).max() <= 1e-10 * max(
-            1.0, np.abs(ddq).max())
+        s = check_core(robot, pm, pd, q, v, a)
         dq, dv, _ = pin.computeRNEADerivatives(pm, pd, q, v, a)
         ours = robot.inverse_dynamics_derivatives(q, v, a)
         assert np.abs(ours[0] - dq).max() <= 1e-11 * s
         assert np.abs(ours[1] - dv).max() <= 1e-11 * s
 
 
-REPS = {"body": "LOCAL", "spatial": "WORLD", "hybrid": "LOCAL_WORLD_ALIGNED"}
-
-
 def test_frame_jacobians_against_pinocchio(pair):
     """Body, spatial and hybrid (seed 001 Table 3) are Pinocchio's LOCAL, WORLD and
     LOCAL_WORLD_ALIGNED; mixed = diag(I, Rᵀ) hybrid (linear in world, angular in body axes)."""
-    pin = pytest.importorskip("pinocchio")
     robot, pm = pair
-    pd = pm.createData()
-    fid = pm.getFrameId("tool")
     for q, v, _ in _states(robot.n, seed=1):
-        pin.computeJointJacobians(pm, pd, q)
-        pin.computeJointJacobiansTimeVariation(pm, pd, q, v)
-        pin.framesForwardKinematics(pm, pd, q)
-        for rep, rf in REPS.items():
-            ref = pin.getFrameJacobian(pm, pd, fid, getattr(pin.ReferenceFrame, rf))
-            assert np.abs(robot.frame_jacobian(q, "tool", rep) - ref).max() <= TOL, rep
-            dref = pin.getFrameJacobianTimeVariation(pm, pd, fid, getattr(pin.ReferenceFrame, rf))
-            assert np.abs(robot.frame_jacobian_derivative(q, v, "tool", rep) - dref).max() \
-                <= 1e-11, rep
-        R = pd.oMf[fid].rotation
-        ref = pin.getFrameJacobian(pm, pd, fid, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
-        ref[3:] = R.T @ ref[3:]
-        assert np.abs(robot.frame_jacobian(q, "tool", "mixed") - ref).max() <= TOL
+        check_jacobians(robot, pm, q, v)
 
 
 def test_regressor_against_pinocchio(pair):
@@ -167,32 +137,14 @@ def test_time_derivatives_against_differences_of_pinocchio(pair):
     pin = pytest.importorskip("pinocchio")
     robot, pm = pair
     pd = pm.createData()
-    rng = np.random.default_rng(3)
-    a, b, c = rng.normal(size=(3, robot.n))
-    w = 1.3
-
-    def qs(t, k):
-        out = [a + b * np.sin(w * t) + c * t * t, b * w * np.cos(w * t) + 2 * c * t,
-               -b * w * w * np.sin(w * t) + 2 * c]
-        for r in range(3, k):
-            out.append(b * w ** r * np.sin(w * t + r * np.pi / 2))
-        return np.array(out[:k])
+    qs = sine_motion(robot.n)
 
     def tau(t):
         q, v, acc = qs(t, 3)
         return pin.rnea(pm, pd, q, v, acc)
 
-    h = 1e-2
-    coef = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
-    coef2 = np.array([-1 / 560, 8 / 315, -1 / 5, 8 / 5, -205 / 72, 8 / 5, -1 / 5, 8 / 315,
-                      -1 / 560])
     for t in (0.0, 0.7):
-        jet = robot.torque_derivatives(qs(t, 5))
-        T = np.array([tau(t + k * h) for k in range(-4, 5)])
-        assert np.abs(jet[0] - T[4]).max() <= TOL * max(1, np.abs(T[4]).max())
-        d1, d2 = coef @ T / h, coef2 @ T / h ** 2
-        assert np.abs(jet[1] - d1).max() <= 1e-8 * max(1, np.abs(d1).max())
-        assert np.abs(jet[2] - d2).max() <= 1e-6 * max(1, np.abs(d2).max())
+        check_jet(robot.torque_derivatives(qs(t, 5)), tau, t)
 
 
 def test_simulation_conserves_pinocchios_energy():
@@ -201,15 +153,12 @@ def test_simulation_conserves_pinocchios_energy():
     pin = pytest.importorskip("pinocchio")
     robot, Y, A, ine, tool, parent = _arm()
     pm = _pin(Y, A, ine, tool, parent)
-    pd = pm.createData()
     z = np.zeros(robot.n)
     res = mbs.simulate(robot, lambda t, s: z, 1.0, 5e-4, q0=np.array([0.3, -0.5, 0.8, 0.1]),
                        qd0=np.ones(robot.n))
-    E = [pin.computeKineticEnergy(pm, pd, q, v) + pin.computePotentialEnergy(pm, pd, q)
-         for q, v in zip(res.q[::20], res.qd[::20])]
-    swing = np.ptp([pin.computePotentialEnergy(pm, pd, q) for q in res.q[::20]])
+    drift, swing = energy_swing(pm, res)
     assert swing > 1.0
-    assert np.ptp(E) < 1e-9 * swing
+    assert drift < 1e-9 * swing
 
 
 def test_helical_robot_round_trips_through_urdf(pair):
