@@ -257,6 +257,10 @@ std::vector<hardware_interface::StateInterface> MujocoSystem::export_state_inter
     out.emplace_back(j.name, hardware_interface::HW_IF_POSITION, &j.position);
     out.emplace_back(j.name, hardware_interface::HW_IF_VELOCITY, &j.velocity);
     out.emplace_back(j.name, hardware_interface::HW_IF_EFFORT, &j.effort);
+    if (j.elastic) {
+      out.emplace_back(j.name, "motor_position", &j.motor_position);
+      out.emplace_back(j.name, "motor_velocity", &j.motor_velocity);
+    }
   }
   return out;
 }
@@ -280,6 +284,8 @@ void MujocoSystem::copy_state()
     j.velocity = data_->qvel[j.dof];
     if (j.elastic) {
       j.effort = j.stiffness * (data_->qpos[j.motor_qpos] - data_->qpos[j.qpos]);
+      j.motor_position = data_->qpos[j.motor_qpos];
+      j.motor_velocity = data_->qvel[j.motor_dof];
     } else {
       j.effort = data_->qfrc_applied[j.dof];
     }
