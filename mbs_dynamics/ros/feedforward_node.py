@@ -61,6 +61,7 @@ stale.
 from __future__ import annotations
 
 import array
+import collections
 import math
 import os
 import sys
@@ -237,6 +238,7 @@ class FeedforwardNode(Node):
                 qos_overriding_options=override())
         self._flat = None                 # FlatnessOutput, with the robot model
         self._motor_js = None             # latest motor_states (JointState, receive time [s])
+        self._motor_recent = collections.deque(maxlen=4)   # the last few, paired by stamp
         self._pub_motor_torque = None
         if self._config["flatness"] is not None:
             self._pub_motor_torque = self.create_publisher(
@@ -423,7 +425,9 @@ class FeedforwardNode(Node):
             self._js_event.set()
 
     def _on_motor_state(self, msg):
-        self._motor_js = (msg, self._now())
+        entry = (msg, self._now())
+        self._motor_recent.append(entry)   # deque: thread-safe append, the last four kept
+        self._motor_js = entry
 
     def _on_trajectory(self, msg):
         # The spline is built here, in the executor thread, never in the control loop; the
@@ -610,14 +614,14 @@ class FeedforwardNode(Node):
             self._pub_motor.publish(mr)
 
     def _publish_motor_torque(self, flat, ctl, out, now):
-        mjs = self._motor_js
-        if mjs is not None and mjs[0] is not getattr(self, "_motor_done", None):
-            msg, received = mjs
-            flat.set_motor_state(msg.name, msg.position, msg.velocity, received)
-            self._motor_done = msg
+        flat.clear_motor_states()
+        for msg, received in tuple(self._motor_recent):
+            flat.set_motor_state(msg.name, msg.position, msg.velocity, received,
+                                 stamp_to_sec(msg.header.stamp))
         msg = self._js_done[0]
         u = flat.compute(now, (msg.name, msg.position, msg.velocity), ctl.desired, out.mode,
-                         ctl.holding_last_point, ctl.joint_state_timeout)
+                         ctl.holding_last_point, ctl.joint_state_timeout,
+                         stamp_to_sec(msg.header.stamp))
         if u is not None:
             self._messages.u[:] = u
             self._pub_motor_torque.publish(self._messages.motor_torque)

@@ -9,7 +9,10 @@ link position as the flat output); this module only
 * maps the measured link state (``joint_states``: position and velocity) and motor state
   (``motor_states``: position θ and velocity θ̇ reflected to the joint side, one entry per joint,
   named as the joint) from message order to model order, and checks them (every joint present,
-  finite, fresh);
+  finite, fresh); of the last few motor states it takes the one whose header stamp is nearest
+  the joint state's (the same sample when both come from one control cycle, as from the MuJoCo
+  co-simulation's hardware), else the latest: a motor state one cycle newer than the link state
+  would put an error ``K θ̇ T`` into the spring torque the law differentiates;
 * chooses the desired jet: the trajectory's q_d … q_d⁗ while a trajectory runs (q_d⁽⁵⁾ the
   backward difference of q_d⁗ over one sample time, as
   :meth:`~mbs_dynamics.control.flatness.FlatnessController.update` does); the held last point at
@@ -21,6 +24,7 @@ link position as the flat output); this module only
 from __future__ import annotations
 
 import math
+from collections import deque
 
 import numpy as np
 
@@ -95,14 +99,25 @@ class FlatnessOutput:
         self._latched = None
         self._u = np.zeros(n)
         self.u = np.zeros(n)                       # the last u, joints order
-        self.motor_state = None                    # (names, positions, velocities, stamp)
+        self._motor = deque(maxlen=4)  # (names, positions, velocities, received, header stamp)
         self.rejections = dict.fromkeys(FLATNESS_REJECTIONS, 0)
         self.last_rejection = ""
         self.published = 0
 
-    def set_motor_state(self, names, positions, velocities, stamp):
-        """Store the latest motor state (checked when used)."""
-        self.motor_state = (tuple(names), positions, velocities, float(stamp))
+    def set_motor_state(self, names, positions, velocities, stamp, header_stamp=0.0):
+        """Store a motor state (checked when used); the last four are kept.
+
+        Args:
+            names, positions, velocities: the message's fields (θ, θ̇ per joint name).
+            stamp: when it was received [s] (node clock; the freshness check).
+            header_stamp: its header stamp [s] (0: unstamped), to pair it with a joint state.
+        """
+        self._motor.append((tuple(names), positions, velocities, float(stamp),
+                            float(header_stamp)))
+
+    def clear_motor_states(self):
+        """Forget the stored motor states."""
+        self._motor.clear()
 
     def _map(self, names):
         m = self._maps.get(names)
@@ -137,7 +152,8 @@ class FlatnessOutput:
         self.last_rejection = f"{cause}: {message}"
         return None
 
-    def compute(self, now, joint_state, desired, mode, holding_last_point, timeout):
+    def compute(self, now, joint_state, desired, mode, holding_last_point, timeout,
+                joint_state_stamp=0.0):
         """The motor torque of this cycle.
 
         Args:
@@ -147,14 +163,22 @@ class FlatnessOutput:
             mode: its decision, ``'trajectory'`` or ``'hold'``.
             holding_last_point: whether the hold is a finished trajectory's last point.
             timeout: maximum motor state age [s] (inf: no check).
+            joint_state_stamp: the joint state's header stamp [s] (0: unstamped): the motor
+                state nearest in header stamp is used (else the latest).
 
         Returns:
             (m,) u in ``joints`` order (a buffer reused by the next call), or None (counted).
         """
-        ms = self.motor_state
-        if ms is None:
+        if not self._motor:
             return self._reject("no_motor_state", "no motor state received yet")
-        names, pos, vel, stamp = ms
+        ms = self._motor[-1]
+        if joint_state_stamp > 0.0:
+            best = math.inf
+            for cand in self._motor:
+                gap = abs(cand[4] - joint_state_stamp)
+                if cand[4] > 0.0 and gap < best:
+                    ms, best = cand, gap
+        names, pos, vel, stamp, _ = ms
         age = now - stamp
         if not abs(age) <= timeout:
             return self._reject("stale_motor_state", f"latest motor state is {age:.3f} s old")

@@ -126,3 +126,26 @@ def test_missing_stale_or_partial_motor_states_give_no_torque():
     assert out.rejections == {"no_motor_state": 1, "stale_motor_state": 1, "motor_state": 3,
                               "joint_state": 1, "non_finite_output": 0}
     assert out.compute(0.5, js, des, "hold", False, 0.1) is not None
+
+
+def test_the_motor_state_of_the_joint_states_stamp_is_used():
+    """Of the last motor states, the one stamped like the joint state (one control cycle's
+    sample) is used, even when a newer one has arrived; unstamped joint states take the latest."""
+    robot, names = _arm()
+    n = robot.n
+    out = FlatnessOutput(robot, names, SEA, bandwidth=20.0, sample_time=0.0)
+    ref = FlatnessController(robot, stiffness=1000.0, motor_inertia=0.5, bandwidth=20.0,
+                             sample_time=0.0)
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-0.3, 0.3, (4, n))
+    newer = x[2] + 0.01
+    held = np.zeros((5, n))
+    held[0] = x[0]
+    out.set_motor_state(names, x[2], x[3], stamp=1.0, header_stamp=0.999)
+    out.set_motor_state(names, x[2] - 0.01, x[3], stamp=1.0, header_stamp=1.000)
+    out.set_motor_state(names, newer, x[3], stamp=1.0, header_stamp=1.001)
+    js = (names, x[0], x[1])
+    u = out.compute(1.0, js, held, "hold", False, 0.1, joint_state_stamp=1.000)
+    np.testing.assert_allclose(u, ref.command(x[0], x[1], x[2] - 0.01, x[3], held), rtol=1e-12)
+    u = out.compute(1.0, js, held, "hold", False, 0.1)
+    np.testing.assert_allclose(u, ref.command(x[0], x[1], newer, x[3], held), rtol=1e-12)

@@ -14,7 +14,7 @@
 //                  torque). State position, velocity (link side), effort (spring torque K(θ − q)).
 //   Motor side of elastic joints: state interfaces motor_position (θ) and motor_velocity (θ'),
 //   and (θ, θ', motor torque) as sensor_msgs/JointState on `<hardware node>/<motor_state_topic>`
-//   (published in write(), after the step: the state the next read() gives the controllers).
+//   (published in read(), stamped with the cycle's time: the state the controllers read).
 // Non-finite commands never reach MuJoCo (a NaN effort counts as 0 and is reported). The joints
 // are held ("brakes") until the first finite command. With publish_clock the plugin owns the
 // simulated time: each write() advances MuJoCo by exactly one controller period and publishes
