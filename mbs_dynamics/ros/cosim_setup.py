@@ -230,9 +230,10 @@ def actuator_overrides(actuator):
 def flatness_node_overrides(actuator, joints, bandwidth, damping, update_rate,
                             use_sim_time=True):
     """feedforward_node's parameters in ``controller:=flatness``: the actuator, every hardware
-    joint, one cycle per joint state (``control_rate: 0``: the state of cycle k gives the torque
-    the controller manager applies from the next cycle on), the hold lead of one controller
-    period, the gains by bandwidth and damping.
+    joint, one cycle per joint state (``control_rate: 0``), the gains by bandwidth and damping,
+    and the lead: the hold of one controller period T plus a delay of one period (the state of
+    cycle k gives the torque the controller manager applies from cycle k + 1 on), so
+    ``(T/2 + T) u̇``.
 
     Raises:
         ValueError: the actuator is not ``sea``, or bandwidth/damping not > 0.
@@ -247,5 +248,6 @@ def flatness_node_overrides(actuator, joints, bandwidth, damping, update_rate,
     out.update({"joints": list(joints), "control_rate": 0.0, "flatness.enabled": True,
                 "flatness.bandwidth": float(bandwidth), "flatness.damping": float(damping),
                 "flatness.sample_time": 1.0 / float(update_rate),
+                "flatness.delay": 1.0 / float(update_rate),
                 "use_sim_time": bool(use_sim_time)})
     return out

@@ -19,7 +19,9 @@ Topics (inputs relative, so launch files remap them; outputs private):
 * with ``flatness.enabled``: sub ``motor_states`` — sensor_msgs/JointState, best effort, keep
   last 1: the measured motor side of every joint, named as the joint, position θ [rad] and
   velocity θ̇ [rad/s] reflected to the joint side (what the co-simulation's MuJoCo hardware
-  publishes on ``<hardware>/motor_states``); pub ``~/motor_torque`` —
+  publishes on ``<hardware>/motor_states``, and sim_node on ``~/motor_states``); of the last
+  four, the one whose header stamp is nearest the joint state's is used (one control cycle's
+  sample), else the latest; pub ``~/motor_torque`` —
   std_msgs/Float64MultiArray: the flatness controller's motor torque u in ``joints`` order
   (:mod:`.flatness_output`; ``effort_controllers/JointGroupEffortController``'s ``~/commands``
   takes it);
@@ -365,7 +367,7 @@ class FeedforwardNode(Node):
             T = 0.0 if vsa or self._rate <= 0.0 else 1.0 / self._rate
         flat = FlatnessOutput(robot, joints, self._config["actuator"], poles=fc.get("poles"),
                               bandwidth=fc.get("bandwidth"), damping=fc.get("damping"),
-                              sample_time=T)
+                              sample_time=T, delay=fc.get("delay", 0.0))
         q0 = rest_positions(robot)
         flat.controller.command(q0, 0 * q0, q0, 0 * q0, np.stack([q0] + [0 * q0] * 4))
         return flat

@@ -58,6 +58,8 @@ class FlatnessOutput:
         poles: 4 shared values, or one row of 4 per joint in ``joints`` order; or None.
         bandwidth, damping: instead of ``poles`` (see FlatnessController).
         sample_time: the hold period T [s] (SEA lead ``u + (T/2) u̇``); 0: none.
+        delay: transport delay d [s] between the states read and the command applied: the
+            lead becomes ``(T/2 + d) u̇`` (FlatnessController with ``sample_time`` T + 2d).
 
     Raises:
         ValueError: joints not all of the robot's; whatever FlatnessController refuses (rigid
@@ -66,7 +68,7 @@ class FlatnessOutput:
     """
 
     def __init__(self, robot, joints, actuator, poles=None, bandwidth=None, damping=None,
-                 sample_time=0.0):
+                 sample_time=0.0, delay=0.0):
         names = list(robot.joint_names)
         if sorted(joints) != sorted(names) or len(joints) != len(names):
             missing = [j for j in names if j not in joints]
@@ -85,7 +87,7 @@ class FlatnessOutput:
         try:
             self.controller = FlatnessController(
                 robot, actuator=_permute_actuator(dict(actuator), perm),
-                sample_time=sample_time, **kw)
+                sample_time=float(sample_time) + 2.0 * float(delay), **kw)
         except FlatnessConfigError as exc:
             raise ValueError(f"flatness: {exc}") from None
         self.sample_time = float(sample_time)

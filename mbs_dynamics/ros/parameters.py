@@ -105,6 +105,10 @@ FLATNESS_PARAMETERS = {
         -1.0, "Period T [s] of the zero-order hold the command goes through; u leads by T/2 "
               "(SEA only). Negative: 1/control_rate at start-up (0 with control_rate 0, and for "
               "a VSA); 0: no lead (a continuous-time law).", True, (-1.0, 1.0)),
+    "flatness.delay": (
+        0.0, "Transport delay [s] from the states a cycle reads to the time its u is applied "
+             "(e.g. one controller period when the torque reaches the drive in the next cycle); "
+             "the lead becomes (T/2 + delay) du/dt. SEA only.", True, (0.0, 1.0)),
 }
 
 #: Parameters that may change while the node runs (``ros2 param set``).
@@ -535,7 +539,8 @@ def _flatness_config(cfg, get):
         raise ValueError(f"flatness.poles must be numbers, got {get('flatness.poles')!r}") \
             from None
     numbers = {}
-    for key in ("flatness.bandwidth", "flatness.damping", "flatness.sample_time"):
+    for key in ("flatness.bandwidth", "flatness.damping", "flatness.sample_time",
+                "flatness.delay"):
         v = get(key)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             raise ValueError(f"{key} must be a finite number, got {v!r}")
@@ -571,10 +576,14 @@ def _flatness_config(cfg, get):
     T = numbers["flatness.sample_time"]
     if T > 1.0:
         raise ValueError(f"flatness.sample_time must be <= 1 s, got {T:g}")
-    if kind == "vsa" and T > 0:
-        raise ValueError("flatness.sample_time > 0 (the zero-order-hold lead) is implemented for "
-                         "SEA only; leave it negative or 0 for a VSA")
+    delay = numbers["flatness.delay"]
+    if not 0.0 <= delay <= 1.0:
+        raise ValueError(f"flatness.delay must be between 0 and 1 s, got {delay:g}")
+    if kind == "vsa" and (T > 0 or delay > 0):
+        raise ValueError("flatness.sample_time > 0 and flatness.delay > 0 (the lead) are "
+                         "implemented for SEA only; leave them at their defaults for a VSA")
     out["sample_time"] = None if T < 0 else T
+    out["delay"] = delay
     return out
 
 

@@ -166,7 +166,7 @@ def test_cosim_flatness_tracks_on_the_elastic_arm():
     _require_ros()
     tmp = Path(tempfile.mkdtemp(prefix="mbs_cosim_flat_"))
     flat = _flatness_run(tmp, real_time_factor=float(
-        os.environ.get("MBS_COSIM_FLAT_RTF", "0.5")))
+        os.environ.get("MBS_COSIM_FLAT_RTF", "0.1")))
     _record(flat)
     rigid = _run("arm7", "rigid", True, tmp)
     _record(rigid)

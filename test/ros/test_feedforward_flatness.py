@@ -186,7 +186,7 @@ def test_no_motor_torque_without_fresh_motor_states(flat_harness):
 def test_flatness_parameters_are_declared(flat_harness):
     h = flat_harness()
     for name in ("flatness.enabled", "flatness.poles", "flatness.bandwidth", "flatness.damping",
-                 "flatness.sample_time"):
+                 "flatness.sample_time", "flatness.delay"):
         assert h.node.has_parameter(name), name
         assert h.node.describe_parameter(name).description, name
         assert h.node.describe_parameter(name).read_only, name

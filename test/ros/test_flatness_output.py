@@ -40,6 +40,10 @@ def _arm():
      "damping must be > 0"),
     ({"actuator.type": "vsa", "flatness.enabled": True, "flatness.bandwidth": 10.0,
       "flatness.sample_time": 0.001}, "SEA only"),
+    ({"actuator.type": "vsa", "flatness.enabled": True, "flatness.bandwidth": 10.0,
+      "flatness.delay": 0.001}, "SEA only"),
+    ({**SEA, "flatness.enabled": True, "flatness.bandwidth": 10.0, "flatness.delay": -0.001},
+     "flatness.delay"),
     ({**SEA, "flatness.enabled": "yes", "flatness.bandwidth": 10.0}, "true or false"),
 ])
 def test_flatness_parameters_are_checked(values, match):
@@ -52,7 +56,7 @@ def test_flatness_off_by_default_and_parsed():
     cfg = check_config({**SEA, "joints": ["a", "b"], "flatness.enabled": True,
                         "flatness.poles": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]})
     assert cfg["flatness"] == {"poles": [[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]],
-                               "sample_time": None}
+                               "sample_time": None, "delay": 0.0}
 
 
 def test_robot_level_refusals():
@@ -149,3 +153,18 @@ def test_the_motor_state_of_the_joint_states_stamp_is_used():
     np.testing.assert_allclose(u, ref.command(x[0], x[1], x[2] - 0.01, x[3], held), rtol=1e-12)
     u = out.compute(1.0, js, held, "hold", False, 0.1)
     np.testing.assert_allclose(u, ref.command(x[0], x[1], newer, x[3], held), rtol=1e-12)
+
+
+def test_a_delay_lengthens_the_lead():
+    """flatness.delay d: the lead (T/2 + d) u̇ — FlatnessController with sample_time T + 2d."""
+    robot, names = _arm()
+    n = robot.n
+    out = FlatnessOutput(robot, names, SEA, bandwidth=20.0, sample_time=1e-3, delay=1e-3)
+    ref = FlatnessController(robot, stiffness=1000.0, motor_inertia=0.5, bandwidth=20.0,
+                             sample_time=3e-3)
+    x = np.random.default_rng(8).uniform(-0.3, 0.3, (4, n))
+    held = np.zeros((5, n))
+    held[0] = x[0]
+    out.set_motor_state(names, x[2], x[3], stamp=0.0)
+    u = out.compute(0.0, (names, x[0], x[1]), held, "hold", False, 0.1)
+    np.testing.assert_allclose(u, ref.command(*x, held), rtol=1e-12)

@@ -426,7 +426,8 @@ def test_flatness_controllers_and_node_parameters():
     assert eff["joints"] == joints and eff["interface_name"] == "effort"
     params = flatness_node_overrides(_sea_section(), joints, 20.0, 0.8, rate)
     cfg = check_config(params)
-    assert cfg["flatness"] == {"bandwidth": 20.0, "damping": 0.8, "sample_time": 1e-3}
+    assert cfg["flatness"] == {"bandwidth": 20.0, "damping": 0.8, "sample_time": 1e-3,
+                               "delay": 1e-3}
     assert cfg["joints"] == joints and cfg["control_rate"] == 0.0
     with pytest.raises(ValueError, match="actuator:=sea"):
         flatness_node_overrides({"type": "rigid"}, joints, 20.0, 1.0, rate)
