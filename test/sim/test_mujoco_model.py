@@ -427,7 +427,7 @@ def test_flatness_controllers_and_node_parameters():
     params = flatness_node_overrides(_sea_section(), joints, 20.0, 0.8, rate)
     cfg = check_config(params)
     assert cfg["flatness"] == {"bandwidth": 20.0, "damping": 0.8, "sample_time": 1e-3,
-                               "delay": 1e-3}
+                               "delay": 0.0}
     assert cfg["joints"] == joints and cfg["control_rate"] == 0.0
     with pytest.raises(ValueError, match="actuator:=sea"):
         flatness_node_overrides({"type": "rigid"}, joints, 20.0, 1.0, rate)
