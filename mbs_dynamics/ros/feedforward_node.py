@@ -21,8 +21,7 @@ Topics (inputs relative, so launch files remap them; outputs private):
   velocity θ̇ [rad/s] reflected to the joint side (what the co-simulation's MuJoCo hardware
   publishes on ``<hardware>/motor_states``, and sim_node on ``~/motor_states``); of the last
   four, the one whose header stamp is nearest the joint state's is used (one control cycle's
-  sample), else the latest; with ``control_rate: 0`` a cycle runs at the joint state's header
-  stamp (when set), the time of the state the law linearises about; pub ``~/motor_torque`` —
+  sample), else the latest; pub ``~/motor_torque`` —
   std_msgs/Float64MultiArray: the flatness controller's motor torque u in ``joints`` order
   (:mod:`.flatness_output`; ``effort_controllers/JointGroupEffortController``'s ``~/commands``
   takes it);
@@ -563,14 +562,6 @@ class FeedforwardNode(Node):
             ctl.set_joint_state(msg.name, msg.position, msg.velocity, stamp=received)
             self._js_done = js
         ns = now.nanoseconds
-        if self._rate <= 0.0 and self._flat is not None and self._js_done is not None:
-            # one cycle per joint state, feedback law: the cycle is at the state's own time (the
-            # desired jet at the time of the state the law linearises about, not at the node's
-            # clock, which may already show the next control cycle)
-            stamp = self._js_done[0].header.stamp
-            stamp_ns = stamp.sec * 1_000_000_000 + stamp.nanosec
-            if stamp_ns > 0:
-                ns = stamp_ns
         out = ctl.update(ns * 1e-9)
         if out.valid:
             self._publish(out, ns)
