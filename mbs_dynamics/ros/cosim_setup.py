@@ -82,6 +82,28 @@ def _sections(doc, name):
     return out
 
 
+def _controller_managers(doc, use_sim_time):
+    """A copy of the controllers file and its ``controller_manager`` parameter mappings, each
+    with ``update_rate`` (default :data:`DEFAULT_UPDATE_RATE`) and ``use_sim_time`` set."""
+    if not isinstance(doc, dict):
+        raise ValueError("controllers file: expected a YAML mapping")
+    doc = copy.deepcopy(doc)
+    cms = _sections(doc, "controller_manager")
+    if not cms:
+        raise ValueError("controllers file: no 'controller_manager:' section")
+    for cm in cms:
+        cm.setdefault("update_rate", DEFAULT_UPDATE_RATE)
+        cm["use_sim_time"] = bool(use_sim_time)
+    return doc, cms
+
+
+def _update_rate(cms):
+    rate = cms[-1]["update_rate"]
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 100000:
+        raise ValueError(f"controllers file: update_rate must be a positive number, got {rate!r}")
+    return rate
+
+
 def controllers_config(doc, joints, elastic, use_sim_time=True):
     """The controllers file the co-simulation runs (a patched copy of ``doc``).
 
@@ -98,17 +120,8 @@ def controllers_config(doc, joints, elastic, use_sim_time=True):
         ValueError: no ``controller_manager`` / ``joint_trajectory_controller`` section, a
             controller type missing, or JTC naming joints the hardware does not have.
     """
-    if not isinstance(doc, dict):
-        raise ValueError("controllers file: expected a YAML mapping")
-    doc = copy.deepcopy(doc)
-    cms = _sections(doc, "controller_manager")
-    if not cms:
-        raise ValueError("controllers file: no 'controller_manager:' section")
-    rate = None
+    doc, cms = _controller_managers(doc, use_sim_time)
     for cm in cms:
-        cm.setdefault("update_rate", DEFAULT_UPDATE_RATE)
-        cm["use_sim_time"] = bool(use_sim_time)
-        rate = cm["update_rate"]
         for name, kind in (("joint_state_broadcaster",
                             "joint_state_broadcaster/JointStateBroadcaster"),
                            ("joint_trajectory_controller",
@@ -118,8 +131,7 @@ def controllers_config(doc, joints, elastic, use_sim_time=True):
                 raise ValueError(f"controllers file: controller_manager.{name} must be a "
                                  "mapping with a 'type'")
             entry.setdefault("type", kind)
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 100000:
-        raise ValueError(f"controllers file: update_rate must be a positive number, got {rate!r}")
+    rate = _update_rate(cms)
     jtcs = _sections(doc, "joint_trajectory_controller")
     if not jtcs:
         doc["joint_trajectory_controller"] = {"ros__parameters": {}}
@@ -187,22 +199,12 @@ def flatness_controllers_config(doc, joints, use_sim_time=True):
     Raises:
         ValueError: no ``controller_manager`` section or a bad ``update_rate``.
     """
-    if not isinstance(doc, dict):
-        raise ValueError("controllers file: expected a YAML mapping")
-    doc = copy.deepcopy(doc)
-    cms = _sections(doc, "controller_manager")
-    if not cms:
-        raise ValueError("controllers file: no 'controller_manager:' section")
-    rate = None
+    doc, cms = _controller_managers(doc, use_sim_time)
     for cm in cms:
-        cm.setdefault("update_rate", DEFAULT_UPDATE_RATE)
-        cm["use_sim_time"] = bool(use_sim_time)
-        rate = cm["update_rate"]
         cm.setdefault("joint_state_broadcaster", {}).setdefault(
             "type", "joint_state_broadcaster/JointStateBroadcaster")
         cm[FLATNESS_CONTROLLER] = {"type": "effort_controllers/JointGroupEffortController"}
-    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 < rate <= 100000:
-        raise ValueError(f"controllers file: update_rate must be a positive number, got {rate!r}")
+    rate = _update_rate(cms)
     doc[FLATNESS_CONTROLLER] = {"ros__parameters": {
         "joints": list(joints), "interface_name": "effort", "use_sim_time": bool(use_sim_time)}}
     for jsb in _sections(doc, "joint_state_broadcaster"):

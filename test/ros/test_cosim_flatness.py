@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-from test_cosim import ARM7, RATE, Probe, _controllers, _gains, _require_ros, _run, _wait
+from test_cosim import (ARM7, RATE, Probe, _controllers, _gains, _require_ros, _run, _wait,
+                        stop_launch)
 
 BANDWIDTH = 20.0       # rad/s, a quadruple pole at -20
 OMEGA_S = 40.0         # rad/s, every joint's spring frequency with the motor held
@@ -43,20 +42,6 @@ TIMES = [0.0, 1.5, 3.0, 4.5]
 def _offsets(n):
     amp = np.full(n, 0.4)
     return [np.zeros(n), amp * np.sign(np.arange(n) % 2 - 0.5), -0.6 * amp, np.zeros(n)]
-
-
-def _stop(proc):
-    try:
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout=30)
-    except ProcessLookupError:
-        pass
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=10)
 
 
 def _flatness_run(tmp, real_time_factor):
@@ -128,7 +113,7 @@ def _flatness_run(tmp, real_time_factor):
         cmds = np.array(commands[cmd_before:]) * 1e-9
     finally:
         probe.close()
-        _stop(proc)
+        stop_launch(proc)
     text = log.read_text()
     spline = parse_joint_trajectory(joint_trajectory_to_dict(traj), strict=False).to_trajectory()
     stamps = np.array([s[0] for s in samples])
