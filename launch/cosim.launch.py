@@ -35,7 +35,16 @@ closed loops are refused by the co-simulation with a message):
 * ``use_sim_time``: ``true`` (default): the hardware publishes ``/clock`` and advances MuJoCo by
   exactly one period per cycle, the controller manager runs in lockstep on that clock;
 * ``real_time_factor``: simulated seconds per wall second (0: as fast as possible; sim time only);
-* ``substeps``: MuJoCo steps per control period (default 4, RK4).
+* ``substeps``: MuJoCo steps per control period (default 4, RK4);
+* ``controller``: ``jtc`` (default: JTC + ``feedforward_proxy`` as above) or ``flatness``
+  (``actuator:=sea`` only): no JTC and no proxy; ``feedforward_node`` with ``flatness.enabled``
+  computes the motor torque u from ``/joint_states`` (link side) and the hardware's
+  ``motor_states`` (motor side) once per joint state, and
+  ``effort_controllers/JointGroupEffortController`` (``flatness_effort_controller``) writes it to
+  the elastic joints' effort interface (their position command unclaimed: no motor loop).
+  Trajectories go to ``/feedforward_node/joint_trajectory`` (trajectory_msgs/JointTrajectory);
+  gains from ``flatness_bandwidth`` [rad/s] and ``flatness_damping``
+  (``(s² + 2ζωs + ω²)²`` per joint).
 
 The motor side of elastic joints (θ, θ', motor torque) is published on
 ``/mujocosystem/motor_states`` (sensor_msgs/JointState); ``/joint_states`` is the link side.
@@ -137,8 +146,9 @@ def _setup(context):
     import yaml
 
     from mbs_dynamics.control.actuators import flatten_params
-    from mbs_dynamics.ros.cosim_setup import (controllers_config, find_actuator_section,
-                                              proxy_overrides)
+    from mbs_dynamics.ros.cosim_setup import (FLATNESS_CONTROLLER, controllers_config,
+                                              find_actuator_section, flatness_controllers_config,
+                                              flatness_node_overrides, proxy_overrides)
     from mbs_dynamics.ros.parameters import read_loops_parameter
 
     urdf_file = LaunchConfiguration("robot_description_file").perform(context).strip()
@@ -149,6 +159,12 @@ def _setup(context):
     kind = LaunchConfiguration("actuator").perform(context).strip()
     if kind not in ("rigid", "sea"):
         raise RuntimeError(f"actuator:={kind}: expected rigid or sea")
+    controller = LaunchConfiguration("controller").perform(context).strip()
+    if controller not in ("jtc", "flatness"):
+        raise RuntimeError(f"controller:={controller}: expected jtc or flatness")
+    if controller == "flatness" and kind != "sea":
+        raise RuntimeError("controller:=flatness needs actuator:=sea (the flatness controller "
+                           "commands the motor torque of elastic joints)")
     feedforward = _bool(context, "feedforward")
     use_sim_time = _bool(context, "use_sim_time")
     act_file = _share_config(context, "actuator_config")
@@ -181,8 +197,16 @@ def _setup(context):
                          {"substeps": substeps, "real_time_factor": rtf,
                           "publish_clock": use_sim_time})
     try:
-        ctrl_doc, _ = controllers_config(ctrl_doc, files["joints"], files["elastic"],
-                                         use_sim_time)
+        if controller == "flatness":
+            ctrl_doc, rate = flatness_controllers_config(ctrl_doc, files["joints"], use_sim_time)
+            flat_params = flatness_node_overrides(
+                actuator, files["joints"],
+                float(LaunchConfiguration("flatness_bandwidth").perform(context)),
+                float(LaunchConfiguration("flatness_damping").perform(context)), rate,
+                use_sim_time)
+        else:
+            ctrl_doc, _ = controllers_config(ctrl_doc, files["joints"], files["elastic"],
+                                             use_sim_time)
     except ValueError as exc:
         raise RuntimeError(f"cosim.launch.py: {exc}") from None
     with open(files["description"], encoding="utf-8") as f:
@@ -201,7 +225,20 @@ def _setup(context):
     spawners = [Node(package="controller_manager", executable="spawner", output="screen",
                      arguments=[name, "--param-file", ctrl_path,
                                 "--controller-manager-timeout", "120"])
-                for name in ("joint_state_broadcaster", "joint_trajectory_controller")]
+                for name in ("joint_state_broadcaster", FLATNESS_CONTROLLER
+                             if controller == "flatness" else "joint_trajectory_controller")]
+    if controller == "flatness":
+        with open(urdf_file, encoding="utf-8") as f:
+            plain = f.read()
+        node = Node(
+            package="mbs_dynamics", executable="feedforward_node", name="feedforward_node",
+            namespace=LaunchConfiguration("namespace"), output="screen", emulate_tty=True,
+            parameters=[{"robot_description": ParameterValue(plain, value_type=str),
+                         "gravity": [float(g) for g in gravity]}, flat_params],
+            remappings=[("joint_states", "/joint_states"),
+                        ("motor_states", "/mujocosystem/motor_states"),
+                        ("~/motor_torque", f"/{FLATNESS_CONTROLLER}/commands")])
+        return [state_publisher, control_node, *spawners, node]
     proxy = Node(
         package="mbs_dynamics", executable="feedforward_proxy", name="feedforward_proxy",
         namespace=LaunchConfiguration("namespace"), output="screen", emulate_tty=True,
@@ -228,5 +265,13 @@ def generate_launch_description():
                               description="sim seconds per wall second (0: as fast as possible)"),
         DeclareLaunchArgument("substeps", default_value="4",
                               description="MuJoCo RK4 steps per control period"),
+        DeclareLaunchArgument(
+            "controller", default_value="jtc",
+            description="jtc: JTC + feedforward_proxy; flatness: feedforward_node's flatness "
+                        "motor torque through an effort controller (actuator:=sea)"),
+        DeclareLaunchArgument("flatness_bandwidth", default_value="20.0",
+                              description="controller:=flatness: error bandwidth w [rad/s]"),
+        DeclareLaunchArgument("flatness_damping", default_value="1.0",
+                              description="controller:=flatness: damping zeta of the poles"),
         OpaqueFunction(function=_setup),
     ])

@@ -294,6 +294,13 @@ class FeedforwardController:
         return self._active is not None
 
     @property
+    def desired(self):
+        """(5, n) view of the last cycle's desired q and its first four time derivatives in
+        *model* order (``robot.joint_names``): the trajectory's jet, or in a hold the held (or
+        measured) pose at rest. Overwritten by the next :meth:`update`."""
+        return self._model.qs
+
+    @property
     def holding_last_point(self):
         """bool: the last point of a finished trajectory is held (else hold = measured pose)."""
         return self._holding

@@ -16,6 +16,15 @@ Topics (inputs relative, so launch files remap them; outputs private):
 * pub ``~/torque_derivatives`` — std_msgs/Float64MultiArray, layout ``order`` (3) × ``joint``
   (n), row-major: τ, τ′, τ″;
 * pub ``~/motor_reference`` — sensor_msgs/JointState: θ_d, θ′_d, τ_m (elastic actuators only);
+* with ``flatness.enabled``: sub ``motor_states`` — sensor_msgs/JointState, best effort, keep
+  last 1: the measured motor side of every joint, named as the joint, position θ [rad] and
+  velocity θ̇ [rad/s] reflected to the joint side (what the co-simulation's MuJoCo hardware
+  publishes on ``<hardware>/motor_states``, and sim_node on ``~/motor_states``); of the last
+  four, the one whose header stamp is nearest the joint state's is used (one control cycle's
+  sample), else the latest; pub ``~/motor_torque`` —
+  std_msgs/Float64MultiArray: the flatness controller's motor torque u in ``joints`` order
+  (:mod:`.flatness_output`; ``effort_controllers/JointGroupEffortController``'s ``~/commands``
+  takes it);
 * pub ``/diagnostics`` — diagnostic_msgs/DiagnosticArray, once a second: achieved rate,
   compute-time percentiles, loop lateness, rejections by cause.
 
@@ -54,6 +63,7 @@ stale.
 from __future__ import annotations
 
 import array
+import collections
 import math
 import os
 import sys
@@ -79,7 +89,9 @@ from trajectory_msgs.msg import JointTrajectory
 from ..control.controller import FeedforwardController
 from ..control.trajectory import Trajectory
 from .conversions import derivatives_message, joint_trajectory_to_dict, stamp_to_sec
-from .parameters import (MAX_SUSTAINED_RATE, STRING_ARRAY_PARAMETERS, check_config,
+from .flatness_output import FlatnessOutput
+from .parameters import (DOUBLE_ARRAY_PARAMETERS, MAX_SUSTAINED_RATE,
+                         STRING_ARRAY_PARAMETERS, check_config,
                          check_runtime, joint_name_problem, load_robot, parameter_table,
                          rest_positions)
 from .runner import run
@@ -152,6 +164,8 @@ class _Messages:
         names = list(joint_names)
         self.torque = Float64MultiArray()
         self.tau = _attach(self.torque, "data", n)
+        self.motor_torque = Float64MultiArray()
+        self.u = _attach(self.motor_torque, "data", n)
         self.feedforward = JointState()
         self.feedforward.name = names
         self.ff_views = [_attach(self.feedforward, f, n)
@@ -224,6 +238,16 @@ class FeedforwardNode(Node):
             self._pub_motor = self.create_publisher(
                 JointState, "~/motor_reference", qos_control(),
                 qos_overriding_options=override())
+        self._flat = None                 # FlatnessOutput, with the robot model
+        self._motor_js = None             # latest motor_states (JointState, receive time [s])
+        self._motor_recent = collections.deque(maxlen=4)   # the last few, paired by stamp
+        self._pub_motor_torque = None
+        if self._config["flatness"] is not None:
+            self._pub_motor_torque = self.create_publisher(
+                Float64MultiArray, "~/motor_torque", qos_control(),
+                qos_overriding_options=override())
+            self.create_subscription(JointState, "motor_states", self._on_motor_state,
+                                     qos_joint_states(), qos_overriding_options=override())
         self._pub_diagnostics = self.create_publisher(DiagnosticArray, "/diagnostics", 10)
 
         self.create_subscription(JointState, "joint_states", self._on_joint_state,
@@ -257,6 +281,8 @@ class FeedforwardNode(Node):
             if name in STRING_ARRAY_PARAMETERS:
                 # no default: an empty list would be typed as a byte array by rclpy
                 self.declare_parameter(name, Parameter.Type.STRING_ARRAY, desc)
+            elif name in DOUBLE_ARRAY_PARAMETERS:
+                self.declare_parameter(name, Parameter.Type.DOUBLE_ARRAY, desc)
             elif name.startswith("actuator.") and not isinstance(default, str):
                 # one number for every joint or one per joint: both types accepted
                 desc.dynamic_typing = True
@@ -325,10 +351,30 @@ class FeedforwardNode(Node):
             raise ValueError(problem)
         actuator = _make_actuator(cfg["actuator"], len(joints))
         _warm_up(robot, joints, actuator)
-        return robot, joints, actuator
+        flat = self._build_flatness(robot, joints)
+        return robot, joints, actuator, flat
+
+    def _build_flatness(self, robot, joints):
+        """The FlatnessOutput of this model (None without ``flatness.enabled``), warmed up."""
+        fc = self._config["flatness"]
+        if fc is None:
+            return None
+        if hasattr(robot, "loop_names"):
+            raise ValueError("flatness.enabled: not available for a closed-loop robot")
+        T = fc["sample_time"]
+        if T is None:   # the node's own period; a VSA has no lead
+            vsa = self._config["actuator"].get("actuator.type") == "vsa"
+            T = 0.0 if vsa or self._rate <= 0.0 else 1.0 / self._rate
+        flat = FlatnessOutput(robot, joints, self._config["actuator"], poles=fc.get("poles"),
+                              bandwidth=fc.get("bandwidth"), damping=fc.get("damping"),
+                              sample_time=T, delay=fc.get("delay", 0.0))
+        q0 = rest_positions(robot)
+        flat.controller.command(q0, 0 * q0, q0, 0 * q0, np.stack([q0] + [0 * q0] * 4))
+        return flat
 
     def _install(self, built):
-        robot, joints, actuator = built
+        robot, joints, actuator, flat = built
+        self._flat = None   # never a new model's controller with the old output (or back)
         if self._controller is None:
             ctl = FeedforwardController(robot, joints=joints, actuator=actuator,
                                         joint_state_timeout=self._config["joint_state_timeout"])
@@ -336,6 +382,7 @@ class FeedforwardNode(Node):
             self._controller = ctl   # published last: the control thread starts using it now
         else:
             self._controller.swap_robot(robot)
+        self._flat = flat
         self._load_error = ""
         loops = getattr(robot, "loop_names", ())
         closed = (f" (closed loops {list(loops)}; {len(robot.full_joint_names)} joints in all, "
@@ -378,6 +425,11 @@ class FeedforwardNode(Node):
         self._js = (msg, self._now())
         if self._rate <= 0.0:
             self._js_event.set()
+
+    def _on_motor_state(self, msg):
+        entry = (msg, self._now())
+        self._motor_recent.append(entry)   # deque: thread-safe append, the last four kept
+        self._motor_js = entry
 
     def _on_trajectory(self, msg):
         # The spline is built here, in the executor thread, never in the control loop; the
@@ -513,6 +565,9 @@ class FeedforwardNode(Node):
         out = ctl.update(ns * 1e-9)
         if out.valid:
             self._publish(out, ns)
+            flat = self._flat
+            if flat is not None:
+                self._publish_motor_torque(flat, ctl, out, ns * 1e-9)
         elif out.mode == "none":
             self._log_not_publishing(ctl)
 
@@ -560,6 +615,19 @@ class FeedforwardNode(Node):
             views[2][:] = out.tau_motor
             self._pub_motor.publish(mr)
 
+    def _publish_motor_torque(self, flat, ctl, out, now):
+        flat.clear_motor_states()
+        for msg, received in tuple(self._motor_recent):
+            flat.set_motor_state(msg.name, msg.position, msg.velocity, received,
+                                 stamp_to_sec(msg.header.stamp))
+        msg = self._js_done[0]
+        u = flat.compute(now, (msg.name, msg.position, msg.velocity), ctl.desired, out.mode,
+                         ctl.holding_last_point, ctl.joint_state_timeout,
+                         stamp_to_sec(msg.header.stamp))
+        if u is not None:
+            self._messages.u[:] = u
+            self._pub_motor_torque.publish(self._messages.motor_torque)
+
     # -- diagnostics --------------------------------------------------------------------------
     def _publish_diagnostics(self, now_ns, last_ns):
         status = DiagnosticStatus()
@@ -602,6 +670,9 @@ class FeedforwardNode(Node):
                 values[key.replace("compute.", "compute_") + "_us"] = (
                     round(v * 1e6, 2) if math.isfinite(v) else "n/a")
             values.update(d)
+            flat = self._flat
+            if flat is not None:
+                values.update(flat.diagnostics())
             achieved = values.get("rate_achieved_hz")
             short = (self._rate > 0.0 and achieved is not None
                      and achieved < RATE_SHORTFALL * self._rate)

@@ -12,11 +12,15 @@ __all__ = ["NODE_PARAMETERS", "RUNTIME_PARAMETERS", "PROXY_PARAMETERS", "paramet
            "proxy_parameter_table", "check_config", "check_proxy_config", "check_runtime",
            "parse_locked_joints", "STRING_ARRAY_PARAMETERS", "MAX_SUSTAINED_RATE",
            "PROXY_BOOLEANS", "LOOP_PARAMETERS", "read_loops_parameter", "load_robot",
-           "joint_name_problem", "rest_positions"]
+           "joint_name_problem", "rest_positions", "FLATNESS_PARAMETERS",
+           "DOUBLE_ARRAY_PARAMETERS"]
 
 #: Parameters declared as string arrays without a default (rclpy would type an empty list as a
 #: byte array).
 STRING_ARRAY_PARAMETERS = ("joints", "locked_joints", "actuated")
+
+#: Parameters declared as double arrays without a default (same reason).
+DOUBLE_ARRAY_PARAMETERS = ("flatness.poles",)
 
 #: Above this control_rate [Hz] a Python control loop is not expected to keep up on a typical
 #: PC (measured: ~1 kHz sustained on 2 cores with Cyclone DDS); the node warns at start and reports
@@ -72,8 +76,39 @@ NODE_PARAMETERS = {
                            "(3 values).", True, None),
     "joint_state_timeout": (
         0.1, "Publish nothing while the latest joint state is older than this [s]; 0 "
-             "disables the check.", False, (0.0, 3600.0)),
+             "disables the check. With flatness.enabled the same bound applies to the motor "
+             "states.", False, (0.0, 3600.0)),
     **LOOP_PARAMETERS,
+}
+
+#: The flatness controller's parameters of ``feedforward_node`` (issue 28): the motor torque u of
+#: :class:`~mbs_dynamics.control.flatness.FlatnessController` on ``~/motor_torque``.
+FLATNESS_PARAMETERS = {
+    "flatness.enabled": (
+        False, "Publish the flatness-based feedback linearisation's motor torque u on "
+               "~/motor_torque, computed each cycle from the measured link state (joint_states), "
+               "the measured motor state (motor_states) and the desired trajectory. Needs "
+               "actuator.type sea or vsa, every movable joint in joints, no loops, and exactly "
+               "one of flatness.poles and flatness.bandwidth.", True, None),
+    "flatness.poles": (
+        [], "Closed-loop poles p [1/s] of the link error, roots at s = -p of "
+            "(s + p1)(s + p2)(s + p3)(s + p4): 4 values shared by every joint, or 4 per joint in "
+            "joints order (4 n values); each > 0.", True, None),
+    "flatness.bandwidth": (
+        0.0, "Instead of poles: the error polynomial (s^2 + 2 zeta w s + w^2)^2 with w this "
+             "value [rad/s] > 0 and zeta flatness.damping; 0: use flatness.poles.", True,
+        (0.0, 1e6)),
+    "flatness.damping": (
+        1.0, "zeta of flatness.bandwidth, > 0 (1: a quadruple real pole at -w).", True,
+        (0.0, 1e3)),
+    "flatness.sample_time": (
+        -1.0, "Period T [s] of the zero-order hold the command goes through; u leads by T/2 "
+              "(SEA only). Negative: 1/control_rate at start-up (0 with control_rate 0, and for "
+              "a VSA); 0: no lead (a continuous-time law).", True, (-1.0, 1.0)),
+    "flatness.delay": (
+        0.0, "Transport delay [s] from the states a cycle reads to the time its u is applied "
+             "(e.g. one controller period when the torque reaches the drive in the next cycle); "
+             "the lead becomes (T/2 + delay) du/dt. SEA only.", True, (0.0, 1.0)),
 }
 
 #: Parameters that may change while the node runs (``ros2 param set``).
@@ -440,6 +475,7 @@ def parameter_table():
     table = dict(NODE_PARAMETERS)
     for name, (default, text) in ACTUATOR_PARAMETERS.items():
         table[name] = (default, text, True, None)
+    table.update(FLATNESS_PARAMETERS)
     return table
 
 
@@ -493,7 +529,79 @@ def check_config(values):
     _actuator_config(cfg, table, get)
     if joints:   # the joint count is known: check the actuator parameters now
         actuator_from_params(cfg["actuator"], len(joints))
+    cfg["flatness"] = _flatness_config(cfg, get)
     return cfg
+
+
+def _flatness_config(cfg, get):
+    """The ``flatness.*`` parameters → None (off) or a dict of FlatnessController keywords
+    (``poles`` (k, 4) in ``joints`` order or (4,), or ``bandwidth``/``damping``; and
+    ``sample_time``, None = from control_rate). Raises ValueError naming the parameter."""
+    enabled = get("flatness.enabled")
+    if not isinstance(enabled, bool):
+        raise ValueError(f"flatness.enabled must be true or false, got {enabled!r}")
+    if not enabled:
+        return None
+    kind = cfg["actuator"]["actuator.type"]
+    if kind == "rigid":
+        raise ValueError("flatness.enabled needs elastic joints: set actuator.type to sea (with "
+                         "actuator.stiffness and actuator.motor_inertia) or vsa; a rigid robot "
+                         "has no motor side to command")
+    if cfg["loops"] is not None:
+        raise ValueError("flatness.enabled: the flatness controller models a tree robot; it is "
+                         "not available with loops")
+    try:
+        poles = [float(p) for p in (get("flatness.poles") or [])]
+    except (TypeError, ValueError):
+        raise ValueError(f"flatness.poles must be numbers, got {get('flatness.poles')!r}") \
+            from None
+    numbers = {}
+    for key in ("flatness.bandwidth", "flatness.damping", "flatness.sample_time",
+                "flatness.delay"):
+        v = get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise ValueError(f"{key} must be a finite number, got {v!r}")
+        numbers[key] = float(v)
+    bandwidth = numbers["flatness.bandwidth"]
+    if bandwidth < 0:
+        raise ValueError(f"flatness.bandwidth must be > 0 rad/s (0: use flatness.poles), got "
+                         f"{bandwidth:g}")
+    if bool(poles) == (bandwidth > 0):
+        raise ValueError("flatness.enabled: give exactly one of flatness.poles (4 values, or 4 "
+                         "per joint) and flatness.bandwidth (> 0)")
+    out = {}
+    if poles:
+        if len(poles) % 4:
+            raise ValueError(f"flatness.poles must hold 4 values (shared) or 4 per joint, got "
+                             f"{len(poles)}")
+        bad = [p for p in poles if not (math.isfinite(p) and p > 0)]
+        if bad:
+            raise ValueError(f"flatness.poles {bad}: every pole p must be > 0 (the closed-loop "
+                             "root s = -p must lie in the left half-plane)")
+        joints = cfg["joints"]
+        if len(poles) > 4 and joints and len(poles) != 4 * len(joints):
+            raise ValueError(f"flatness.poles has {len(poles)} values: give 4 (shared) or "
+                             f"4 per joint ({4 * len(joints)} for the {len(joints)} joints)")
+        out["poles"] = poles[:4] if len(poles) == 4 else [poles[i:i + 4] for i in
+                                                           range(0, len(poles), 4)]
+    else:
+        damping = numbers["flatness.damping"]
+        if not damping > 0:
+            raise ValueError(f"flatness.damping must be > 0, got {damping:g}")
+        out["bandwidth"] = bandwidth
+        out["damping"] = damping
+    T = numbers["flatness.sample_time"]
+    if T > 1.0:
+        raise ValueError(f"flatness.sample_time must be <= 1 s, got {T:g}")
+    delay = numbers["flatness.delay"]
+    if not 0.0 <= delay <= 1.0:
+        raise ValueError(f"flatness.delay must be between 0 and 1 s, got {delay:g}")
+    if kind == "vsa" and (T > 0 or delay > 0):
+        raise ValueError("flatness.sample_time > 0 and flatness.delay > 0 (the lead) are "
+                         "implemented for SEA only; leave them at their defaults for a VSA")
+    out["sample_time"] = None if T < 0 else T
+    out["delay"] = delay
+    return out
 
 
 def _plain(value):

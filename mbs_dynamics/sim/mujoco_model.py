@@ -372,6 +372,8 @@ def ros2_control_block(model, mjcf_path, *, name="MujocoSystem", substeps=None,
         ET.SubElement(je, "state_interface", {"name": "velocity"})
         ET.SubElement(je, "state_interface", {"name": "effort"})
         if j.elastic:
+            ET.SubElement(je, "state_interface", {"name": "motor_position"})
+            ET.SubElement(je, "state_interface", {"name": "motor_velocity"})
             _param(je, "stiffness", j.stiffness)
             _param(je, "motor_p", j.motor_p)
             _param(je, "motor_d", j.motor_d)

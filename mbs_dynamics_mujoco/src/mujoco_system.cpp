@@ -257,6 +257,10 @@ std::vector<hardware_interface::StateInterface> MujocoSystem::export_state_inter
     out.emplace_back(j.name, hardware_interface::HW_IF_POSITION, &j.position);
     out.emplace_back(j.name, hardware_interface::HW_IF_VELOCITY, &j.velocity);
     out.emplace_back(j.name, hardware_interface::HW_IF_EFFORT, &j.effort);
+    if (j.elastic) {
+      out.emplace_back(j.name, "motor_position", &j.motor_position);
+      out.emplace_back(j.name, "motor_velocity", &j.motor_velocity);
+    }
   }
   return out;
 }
@@ -280,19 +284,37 @@ void MujocoSystem::copy_state()
     j.velocity = data_->qvel[j.dof];
     if (j.elastic) {
       j.effort = j.stiffness * (data_->qpos[j.motor_qpos] - data_->qpos[j.qpos]);
+      j.motor_position = data_->qpos[j.motor_qpos];
+      j.motor_velocity = data_->qvel[j.motor_dof];
     } else {
       j.effort = data_->qfrc_applied[j.dof];
     }
   }
 }
 
-return_type MujocoSystem::read(const rclcpp::Time &, const rclcpp::Duration &)
+return_type MujocoSystem::read(const rclcpp::Time & time, const rclcpp::Duration &)
 {
   if (!loop_started_) {
     std::lock_guard<std::mutex> lock(clock_mutex_);
     loop_started_ = true;
   }
   copy_state();
+  if (motor_pub_) {
+    // the state this cycle's controllers read, stamped with its time (as joint_state_broadcaster
+    // stamps /joint_states), published before they run: a consumer pairing the two by stamp
+    // (feedforward_node's flatness output) finds the motor state of a joint state already there
+    motor_msg_.header.stamp = time;
+    size_t k = 0;
+    for (const auto & j : joints_) {
+      if (j.elastic) {
+        motor_msg_.position[k] = j.motor_position;
+        motor_msg_.velocity[k] = j.motor_velocity;
+        motor_msg_.effort[k] = j.motor_torque;
+        ++k;
+      }
+    }
+    motor_pub_->publish(motor_msg_);
+  }
   return return_type::OK;
 }
 
@@ -347,7 +369,7 @@ bool MujocoSystem::step(double period)
   return true;
 }
 
-return_type MujocoSystem::write(const rclcpp::Time & time, const rclcpp::Duration & period)
+return_type MujocoSystem::write(const rclcpp::Time &, const rclcpp::Duration & period)
 {
   for (auto & j : joints_) {
     if (!std::isfinite(j.cmd_effort) && !std::isnan(j.cmd_effort)) {
@@ -388,19 +410,6 @@ return_type MujocoSystem::write(const rclcpp::Time & time, const rclcpp::Duratio
   }
   last_write_wall_ns_ = wall_ns();
   ++steps_;
-  if (motor_pub_) {
-    motor_msg_.header.stamp = publish_clock_ ? rclcpp::Time(now_ns) : time;
-    size_t k = 0;
-    for (const auto & j : joints_) {
-      if (j.elastic) {
-        motor_msg_.position[k] = data_->qpos[j.motor_qpos];
-        motor_msg_.velocity[k] = data_->qvel[j.motor_dof];
-        motor_msg_.effort[k] = j.motor_torque;
-        ++k;
-      }
-    }
-    motor_pub_->publish(motor_msg_);
-  }
   if (publish_clock_ && real_time_factor_ > 0.0) {
     const auto now = std::chrono::steady_clock::now();
     if (!paced_) {

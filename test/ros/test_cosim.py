@@ -153,6 +153,21 @@ def _wait(cond, timeout, what):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def stop_launch(proc):
+    """SIGINT the launch's process group, SIGKILL it if it has not ended after 30 s."""
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=30)
+    except ProcessLookupError:
+        pass                       # the launch already ended (its log says why)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=10)
+
+
 def _run(robot, actuator, feedforward, tmp):
     """One launch: returns a dict of measured numbers."""
     import mbs_dynamics as mbs
@@ -240,17 +255,7 @@ def _run(robot, actuator, feedforward, tmp):
             samples = list(probe.samples)
     finally:
         probe.close()
-        try:
-            os.killpg(proc.pid, signal.SIGINT)
-            proc.wait(timeout=30)
-        except ProcessLookupError:
-            pass                       # the launch already ended (its log says why)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout=10)
+        stop_launch(proc)
     text = log.read_text()
 
     # the commanded trajectory, as the proxy splines it, on a 1 ms grid

@@ -213,12 +213,14 @@ def test_ros2_control_block():
     j2 = rc.find("joint[@name='arm7_joint2']")
     assert [c.get("name") for c in j2.findall("command_interface")] == ["position", "effort"]
     assert [s.get("name") for s in j2.findall("state_interface")] == [
-        "position", "velocity", "effort"]
+        "position", "velocity", "effort", "motor_position", "motor_velocity"]
     assert float(j2.find("state_interface[@name='position']/param").text) == 0.5
     assert float(j2.find("param[@name='stiffness']").text) == 3000.0
     rigid, _ = cosim_description(ARM7.read_text(), "/tmp/x.xml")
     j1 = ET.fromstring(rigid).find("ros2_control/joint[@name='arm7_joint1']")
     assert [c.get("name") for c in j1.findall("command_interface")] == ["effort"]
+    assert [s.get("name") for s in j1.findall("state_interface")] == [
+        "position", "velocity", "effort"]
 
 
 def test_actuator_section_under_any_node_key():
@@ -404,3 +406,32 @@ def test_point_masses_and_massless_links_load():
     pm = pin.buildModelFromXML(urdf)
     Mp = sym(pin.crba(pm, pm.createData(), np.array([0.4, -0.7])))
     np.testing.assert_allclose(M, Mp, atol=1e-10)
+
+
+def test_flatness_controllers_and_node_parameters():
+    """controller:=flatness: the effort controller over every hardware joint, and node
+    parameters feedforward_node's own checks accept (the flatness output on, the lead one
+    controller period)."""
+    from mbs_dynamics.ros.cosim_setup import (FLATNESS_CONTROLLER, flatness_controllers_config,
+                                              flatness_node_overrides)
+    from mbs_dynamics.ros.parameters import check_config
+
+    doc = yaml.safe_load((REPO / "config" / "jtc_feedforward_example.yaml").read_text())
+    joints = [f"arm7_joint{i}" for i in range(1, 8)]
+    out, rate = flatness_controllers_config(doc, joints)
+    assert rate == 1000
+    cm = out["controller_manager"]["ros__parameters"]
+    assert cm[FLATNESS_CONTROLLER]["type"] == "effort_controllers/JointGroupEffortController"
+    eff = out[FLATNESS_CONTROLLER]["ros__parameters"]
+    assert eff["joints"] == joints and eff["interface_name"] == "effort"
+    params = flatness_node_overrides(_sea_section(), joints, 20.0, 0.8, rate)
+    cfg = check_config(params)
+    assert cfg["flatness"] == {"bandwidth": 20.0, "damping": 0.8, "sample_time": 1e-3,
+                               "delay": 0.0}
+    assert cfg["joints"] == joints and cfg["control_rate"] == 0.0
+    with pytest.raises(ValueError, match="actuator:=sea"):
+        flatness_node_overrides({"type": "rigid"}, joints, 20.0, 1.0, rate)
+    with pytest.raises(ValueError, match="flatness_bandwidth"):
+        flatness_node_overrides(_sea_section(), joints, -1.0, 1.0, rate)
+    with pytest.raises(ValueError, match="controller_manager"):
+        flatness_controllers_config({}, joints)

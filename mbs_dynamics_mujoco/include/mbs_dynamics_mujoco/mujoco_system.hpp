@@ -12,8 +12,9 @@
 //                  the end of the period, as joint_trajectory_controller writes it), θ'_ref their
 //                  difference quotient; a NaN position command switches the loop off (pure motor
 //                  torque). State position, velocity (link side), effort (spring torque K(θ − q)).
-//   Motor side (θ, θ', motor torque) of elastic joints: sensor_msgs/JointState on
-//   `<hardware node>/<motor_state_topic>`.
+//   Motor side of elastic joints: state interfaces motor_position (θ) and motor_velocity (θ'),
+//   and (θ, θ', motor torque) as sensor_msgs/JointState on `<hardware node>/<motor_state_topic>`
+//   (published in read(), stamped with the cycle's time: the state the controllers read).
 // Non-finite commands never reach MuJoCo (a NaN effort counts as 0 and is reported). The joints
 // are held ("brakes") until the first finite command. With publish_clock the plugin owns the
 // simulated time: each write() advances MuJoCo by exactly one controller period and publishes
@@ -51,6 +52,7 @@ struct SimJoint
   double initial = 0.0;
   // interfaces
   double position = 0.0, velocity = 0.0, effort = 0.0;
+  double motor_position = 0.0, motor_velocity = 0.0;  // θ, θ' (elastic joints)
   double cmd_effort = std::numeric_limits<double>::quiet_NaN();
   double cmd_position = std::numeric_limits<double>::quiet_NaN();
   // motor loop
