@@ -350,7 +350,10 @@ cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double*
                        double* dC, int* mark, int k, bint vel, double* Tq, double* Tv,
                        double* TM) noexcept nogil:
     """The directional derivative of (∂τ/∂q, ∂τ/∂q̇, M) along q_k (``vel`` false) or q̇_k into
-    Tq, Tv, TM (nv × nv, zeroed by the caller; only the pairs of related bodies written).
+    Tq, Tv, TM (nv × nv, zeroed by the caller; only the pairs of related bodies written). Along
+    q̇_k only Tv is formed (∂²τ/∂q̇²; the other two come from the q passes). Along q_k the
+    columns j > k of Tq are skipped where ∂²τ/∂q_j∂q_k is symmetric (all but the base's own
+    6 × 6 block; :func:`second_order` mirrors them).
     mark (nb): 1 in the subtree of b(k), 2 on its strict ancestors, 0 elsewhere."""
     cdef int nb = m.nb, nv = m.nv, fb = m.fb, i, a, r, par, ci, cj, bi, b, c0, c1
     cdef int rb = coord_body(m, k)
@@ -371,6 +374,7 @@ cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double*
     cdef double dvl[6]
     cdef double dal[6]
     cdef bint sub
+    cdef int nbase = 6 * fb
     ag[0], ag[1], ag[2] = 0.0, 0.0, 0.0
     ag[3], ag[4], ag[5] = -m.g[0], -m.g[1], -m.g[2]
     for i in range(nb):
@@ -484,12 +488,13 @@ cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double*
         inertia_apply(dY, Ci + C_S, dCi + C_AL, 1.0)
         Bt_apply(Y, dCi + C_S, dCi + C_BE, 1.0)
         Bt_apply(dY, Ci + C_S, dCi + C_BE, 1.0)
-        inertia_apply(Y, dCi + C_PDD, dCi + C_GQ, 1.0)
-        inertia_apply(dY, Ci + C_PDD, dCi + C_GQ, 1.0)
-        cross_force(dCi + C_S, Y + (B_F - B_I), dCi + C_GQ, 1.0)
-        cross_force(Ci + C_S, dY + (B_F - B_I), dCi + C_GQ, 1.0)
-        B_apply(Y, dCi + C_PD, dCi + C_GQ, 1.0)
-        B_apply(dY, Ci + C_PD, dCi + C_GQ, 1.0)
+        if not vel:
+            inertia_apply(Y, dCi + C_PDD, dCi + C_GQ, 1.0)
+            inertia_apply(dY, Ci + C_PDD, dCi + C_GQ, 1.0)
+            cross_force(dCi + C_S, Y + (B_F - B_I), dCi + C_GQ, 1.0)
+            cross_force(Ci + C_S, dY + (B_F - B_I), dCi + C_GQ, 1.0)
+            B_apply(Y, dCi + C_PD, dCi + C_GQ, 1.0)
+            B_apply(dY, Ci + C_PD, dCi + C_GQ, 1.0)
         inertia_apply(Y, dCi + C_D, dCi + C_GV, 1.0)
         inertia_apply(dY, Ci + C_D, dCi + C_GV, 1.0)
         B_apply(Y, dCi + C_S, dCi + C_GV, 1.0)
@@ -511,26 +516,36 @@ cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double*
                 Cj = C + CS * cj
                 dCj = dC + CS * cj
                 if mark[b] == 1:                      # column cj's values move too
-                    Tq[ci * nv + cj] = (dot6(dCi + C_AL, Cj + C_PDD) + dot6(Ci + C_AL, dCj + C_PDD)
-                                        + dot6(dCi + C_BE, Cj + C_PD) + dot6(Ci + C_BE, dCj + C_PD))
+                    if not vel and (cj <= k or cj < nbase):
+                        Tq[ci * nv + cj] = (dot6(dCi + C_AL, Cj + C_PDD)
+                                            + dot6(Ci + C_AL, dCj + C_PDD)
+                                            + dot6(dCi + C_BE, Cj + C_PD)
+                                            + dot6(Ci + C_BE, dCj + C_PD))
                     Tv[ci * nv + cj] = (dot6(dCi + C_AL, Cj + C_D) + dot6(Ci + C_AL, dCj + C_D)
                                         + dot6(dCi + C_BE, Cj + C_S) + dot6(Ci + C_BE, dCj + C_S))
-                    TM[ci * nv + cj] = dot6(dCi + C_AL, Cj + C_S) + dot6(Ci + C_AL, dCj + C_S)
+                    if not vel:
+                        TM[ci * nv + cj] = (dot6(dCi + C_AL, Cj + C_S)
+                                            + dot6(Ci + C_AL, dCj + C_S))
                 else:
-                    Tq[ci * nv + cj] = (dot6(dCi + C_AL, Cj + C_PDD)
-                                        + dot6(dCi + C_BE, Cj + C_PD))
+                    if not vel and (cj <= k or cj < nbase):
+                        Tq[ci * nv + cj] = (dot6(dCi + C_AL, Cj + C_PDD)
+                                            + dot6(dCi + C_BE, Cj + C_PD))
                     Tv[ci * nv + cj] = dot6(dCi + C_AL, Cj + C_D) + dot6(dCi + C_BE, Cj + C_S)
-                    TM[ci * nv + cj] = dot6(dCi + C_AL, Cj + C_S)
+                    if not vel:
+                        TM[ci * nv + cj] = dot6(dCi + C_AL, Cj + C_S)
                 if b != bi:                           # row cj: a strict ancestor
                     if mark[b] == 1:
-                        Tq[cj * nv + ci] = (dot6(dCj + C_S, Ci + C_GQ)
-                                            + dot6(Cj + C_S, dCi + C_GQ))
+                        if not vel and (ci <= k or ci < nbase):
+                            Tq[cj * nv + ci] = (dot6(dCj + C_S, Ci + C_GQ)
+                                                + dot6(Cj + C_S, dCi + C_GQ))
                         Tv[cj * nv + ci] = (dot6(dCj + C_S, Ci + C_GV)
                                             + dot6(Cj + C_S, dCi + C_GV))
                     else:
-                        Tq[cj * nv + ci] = dot6(Cj + C_S, dCi + C_GQ)
+                        if not vel and (ci <= k or ci < nbase):
+                            Tq[cj * nv + ci] = dot6(Cj + C_S, dCi + C_GQ)
                         Tv[cj * nv + ci] = dot6(Cj + C_S, dCi + C_GV)
-                    TM[cj * nv + ci] = TM[ci * nv + cj]
+                    if not vel:
+                        TM[cj * nv + ci] = TM[ci * nv + cj]
             b = m.parent[b]
 
 
@@ -547,6 +562,7 @@ cdef void second_order(const KModel* m, KWork* w, double* work, int* mark, bint 
     cdef double* Tq = dC + nv * CS
     cdef double* Tv = Tq + nn
     cdef double* TM = Tv + nn
+    cdef int nbase = 6 * m.fb
     base_pass(m, w, X, C, use_fx)
     for k in range(nv):
         memset(Tq, 0, 3 * nn * sizeof(double))
@@ -555,12 +571,30 @@ cdef void second_order(const KModel* m, KWork* w, double* work, int* mark, bint 
             for j in range(nv):
                 dqq[(i * nv + j) * nv + k] = Tq[i * nv + j]
                 daq[(i * nv + j) * nv + k] = TM[i * nv + j]
+                dqv[(i * nv + k) * nv + j] = Tv[i * nv + j]   # ∂/∂q_k ∂τ_i/∂q̇_j
+    for i in range(nv):                                       # the skipped symmetric half
+        for j in range(nv):
+            for k in range(j):
+                if j >= nbase or k >= nbase:
+                    dqq[(i * nv + j) * nv + k] = dqq[(i * nv + k) * nv + j]
+    # Christoffel (i any; j, k joints, the base's ∂M/∂q = 0 in its own frame):
+    # ∂²τ_i/∂q̇_j∂q̇_k = Γ_ijk + Γ_ikj = ∂_k M_ij + ∂_j M_ik − ∂_i M_jk
+    for i in range(nv):
+        for j in range(nbase, nv):
+            for k in range(nbase, nv):
+                dvv[(i * nv + j) * nv + k] = (daq[(i * nv + j) * nv + k]
+                                              + daq[(i * nv + k) * nv + j]
+                                              - daq[(j * nv + k) * nv + i])
+    # the base's quasi-velocities (their Lie brackets): one q̇ pass per base coordinate, and
+    # the symmetric entries from it
+    for k in range(nbase):
         memset(Tq, 0, 3 * nn * sizeof(double))
         tangent_pass(m, w, X, C, dX, dC, mark, k, True, Tq, Tv, TM)
         for i in range(nv):
             for j in range(nv):
                 dvv[(i * nv + j) * nv + k] = Tv[i * nv + j]
-                dqv[(i * nv + j) * nv + k] = Tq[i * nv + j]
+                if j >= nbase:
+                    dvv[(i * nv + k) * nv + j] = Tv[i * nv + j]
 
 
 cdef Py_ssize_t work_size(const KModel* m):
