@@ -523,9 +523,8 @@ cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double*
                                             + dot6(Ci + C_BE, dCj + C_PD))
                     Tv[ci * nv + cj] = (dot6(dCi + C_AL, Cj + C_D) + dot6(Ci + C_AL, dCj + C_D)
                                         + dot6(dCi + C_BE, Cj + C_S) + dot6(Ci + C_BE, dCj + C_S))
-                    if not vel:
-                        TM[ci * nv + cj] = (dot6(dCi + C_AL, Cj + C_S)
-                                            + dot6(Ci + C_AL, dCj + C_S))
+                    # TM stays 0: M_ij is invariant when the subtree holding i and j moves
+                    # rigidly (the two dot products cancel analytically)
                 else:
                     if not vel and (cj <= k or cj < nbase):
                         Tq[ci * nv + cj] = (dot6(dCi + C_AL, Cj + C_PDD)
