@@ -45,7 +45,7 @@ cdef enum:
     B_I = 24        # inertia (m, h, Θ) about the world origin (13)
     B_H = 37        # momentum I v
     B_F = 43        # force I a + v ×* I v − W_ext
-    B_N = 49        # N = I ad_v (36, row-major)
+    B_N = 49        # N = I ad_v (36, row-major); in the composites N + Nᵀ
     B_C = 85        # the composites of B_I … B_N (61 doubles)
     B_W = 146       # the applied wrench in the world
     BS = 152
@@ -208,14 +208,26 @@ cdef void body_N(const double* I, const double* v, double* N, bint add) noexcept
 
 
 cdef inline void N_sym(const double* N, const double* x, double* d, double c) noexcept nogil:
-    """d += c (N + Nᵀ) x."""
+    """d += c (N + Nᵀ) x, with the composite's N + Nᵀ stored (symmetrised by :func:`symmetrise`)."""
     cdef int a, b
     cdef double r
     for a in range(6):
         r = 0.0
         for b in range(6):
-            r += (N[6 * a + b] + N[6 * b + a]) * x[b]
+            r += N[6 * a + b] * x[b]
         d[a] += c * r
+
+
+cdef inline void symmetrise(double* N) noexcept nogil:
+    """N ← N + Nᵀ (6×6 row-major, in place)."""
+    cdef int a, b
+    cdef double t
+    for a in range(6):
+        N[7 * a] *= 2.0
+        for b in range(a + 1, 6):
+            t = N[6 * a + b] + N[6 * b + a]
+            N[6 * a + b] = t
+            N[6 * b + a] = t
 
 
 cdef inline void B_apply(const double* Y, const double* x, double* d, double c) noexcept nogil:
@@ -330,6 +342,8 @@ cdef void base_pass(const KModel* m, KWork* w, double* X, double* C, bint use_fx
             Xp = X + BS * par
             for a in range(NCOMP):
                 Xp[B_C + a] += Xi[B_C + a]
+    for i in range(nb):
+        symmetrise(X + BS * i + B_C + (B_N - B_I))
     # α = I^C S, β = 𝔅^{Cᵀ} S, g_q = S ×* F^C + I^C Ψ̈ + 𝔅^C Ψ̇, g_v = I^C D + 𝔅^C S
     for ci in range(nv):
         bi = coord_body(m, ci)
@@ -472,6 +486,9 @@ cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double*
             dXp = dX + BS * par
             for a in range(NCOMP):
                 dXp[B_C + a] += dXi[B_C + a]
+    for i in range(nb):
+        if mark[i] != 0:
+            symmetrise(dX + BS * i + B_C + (B_N - B_I))
     # ---- per related coordinate: dα, dβ, dg_q, dg_v (product rule)
     for ci in range(nv):
         bi = coord_body(m, ci)
@@ -484,20 +501,22 @@ cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double*
         memset(dCi + C_AL, 0, 24 * sizeof(double))
         Y = X + BS * bi + B_C
         dY = dX + BS * bi + B_C
-        inertia_apply(Y, dCi + C_S, dCi + C_AL, 1.0)
+        if mark[bi] == 1:                             # S, Ψ̇, D, Ψ̈ move (ancestors: fixed)
+            inertia_apply(Y, dCi + C_S, dCi + C_AL, 1.0)
+            Bt_apply(Y, dCi + C_S, dCi + C_BE, 1.0)
+            if not vel:
+                inertia_apply(Y, dCi + C_PDD, dCi + C_GQ, 1.0)
+                cross_force(dCi + C_S, Y + (B_F - B_I), dCi + C_GQ, 1.0)
+                B_apply(Y, dCi + C_PD, dCi + C_GQ, 1.0)
+            inertia_apply(Y, dCi + C_D, dCi + C_GV, 1.0)
+            B_apply(Y, dCi + C_S, dCi + C_GV, 1.0)
         inertia_apply(dY, Ci + C_S, dCi + C_AL, 1.0)
-        Bt_apply(Y, dCi + C_S, dCi + C_BE, 1.0)
         Bt_apply(dY, Ci + C_S, dCi + C_BE, 1.0)
         if not vel:
-            inertia_apply(Y, dCi + C_PDD, dCi + C_GQ, 1.0)
             inertia_apply(dY, Ci + C_PDD, dCi + C_GQ, 1.0)
-            cross_force(dCi + C_S, Y + (B_F - B_I), dCi + C_GQ, 1.0)
             cross_force(Ci + C_S, dY + (B_F - B_I), dCi + C_GQ, 1.0)
-            B_apply(Y, dCi + C_PD, dCi + C_GQ, 1.0)
             B_apply(dY, Ci + C_PD, dCi + C_GQ, 1.0)
-        inertia_apply(Y, dCi + C_D, dCi + C_GV, 1.0)
         inertia_apply(dY, Ci + C_D, dCi + C_GV, 1.0)
-        B_apply(Y, dCi + C_S, dCi + C_GV, 1.0)
         B_apply(dY, Ci + C_S, dCi + C_GV, 1.0)
     # ---- the entries: the first-order pairs, differentiated
     for ci in range(nv):
