@@ -98,6 +98,15 @@ cdef inline void cross_add(const double* V, const double* s, double* d) noexcept
         d[a] += t[a]
 
 
+cdef inline void ad_sub(const double* V, const double* s, double* d) noexcept nogil:
+    """d −= V × s."""
+    cdef double t[6]
+    ad_V(V, s, t)
+    cdef int a
+    for a in range(6):
+        d[a] -= t[a]
+
+
 cdef inline void world_screw(const double* P, const double* u, double* d) noexcept nogil:
     """d = Ad_C u for a body twist u and the world pose C = P (R, p): (R ω, R v + p × R ω)."""
     cdef double a0 = P[0] * u[0] + P[1] * u[1] + P[2] * u[2]
@@ -361,14 +370,17 @@ cdef void base_pass(const KModel* m, KWork* w, double* X, double* C, bint use_fx
 
 
 cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double* C, double* dX,
-                       double* dC, int* mark, int k, bint vel, double* Tq, double* Tv,
+                       double* dC, double* eC, int* mark, int k, bint vel, double* Tq, double* Tv,
                        double* TM) noexcept nogil:
     """The directional derivative of (∂τ/∂q, ∂τ/∂q̇, M) along q_k (``vel`` false) or q̇_k into
     Tq, Tv, TM (nv × nv, zeroed by the caller; only the pairs of related bodies written). Along
     q̇_k only Tv is formed (∂²τ/∂q̇²; the other two come from the q passes). Along q_k the
     columns j > k of Tq are skipped where ∂²τ/∂q_j∂q_k is symmetric (all but the base's own
     6 × 6 block; :func:`second_order` mirrors them).
-    mark (nb): 1 in the subtree of b(k), 2 on its strict ancestors, 0 elsewhere."""
+    mark (nb): 1 in the subtree of b(k), 2 on its strict ancestors, 0 elsewhere. eC (nv, CS):
+    for the subtree's coordinates the non-rigid parts δx = dx − ξ ⊙ x (ξ × for twists, ξ ×* for
+    wrenches; ξ = 0 along q̇): a dot product of a twist and a wrench that both move rigidly
+    has zero tangent, so the pairs inside the subtree need only these (δα = δS = 0)."""
     cdef int nb = m.nb, nv = m.nv, fb = m.fb, i, a, r, par, ci, cj, bi, b, c0, c1
     cdef int rb = coord_body(m, k)
     cdef const double* Xi
@@ -389,6 +401,15 @@ cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double*
     cdef double dal[6]
     cdef bint sub
     cdef int nbase = 6 * fb
+    cdef double z6[6]
+    cdef const double* rig
+    cdef double* eCi
+    cdef const double* eCj
+    for a in range(6):
+        z6[a] = 0.0
+    rig = xi
+    if vel:
+        rig = &z6[0]
     ag[0], ag[1], ag[2] = 0.0, 0.0, 0.0
     ag[3], ag[4], ag[5] = -m.g[0], -m.g[1], -m.g[2]
     for i in range(nb):
@@ -518,6 +539,21 @@ cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double*
             B_apply(dY, Ci + C_PD, dCi + C_GQ, 1.0)
         inertia_apply(dY, Ci + C_D, dCi + C_GV, 1.0)
         B_apply(dY, Ci + C_S, dCi + C_GV, 1.0)
+        if mark[bi] == 1:
+            eCi = eC + CS * ci
+            for a in range(6):
+                eCi[C_PD + a] = dCi[C_PD + a]
+                eCi[C_D + a] = dCi[C_D + a]
+                eCi[C_PDD + a] = dCi[C_PDD + a]
+                eCi[C_BE + a] = dCi[C_BE + a]
+                eCi[C_GQ + a] = dCi[C_GQ + a]
+                eCi[C_GV + a] = dCi[C_GV + a]
+            ad_sub(rig, Ci + C_PD, eCi + C_PD)
+            ad_sub(rig, Ci + C_D, eCi + C_D)
+            ad_sub(rig, Ci + C_PDD, eCi + C_PDD)
+            cross_force(rig, Ci + C_BE, eCi + C_BE, -1.0)
+            cross_force(rig, Ci + C_GQ, eCi + C_GQ, -1.0)
+            cross_force(rig, Ci + C_GV, eCi + C_GV, -1.0)
     # ---- the entries: the first-order pairs, differentiated
     for ci in range(nv):
         bi = coord_body(m, ci)
@@ -534,14 +570,14 @@ cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double*
             for cj in range(c0, c1):
                 Cj = C + CS * cj
                 dCj = dC + CS * cj
-                if mark[b] == 1:                      # column cj's values move too
+                if mark[b] == 1:                      # both move: the non-rigid parts only
+                    eCj = eC + CS * cj
+                    eCi = eC + CS * ci
                     if not vel and (cj <= k or cj < nbase):
-                        Tq[ci * nv + cj] = (dot6(dCi + C_AL, Cj + C_PDD)
-                                            + dot6(Ci + C_AL, dCj + C_PDD)
-                                            + dot6(dCi + C_BE, Cj + C_PD)
-                                            + dot6(Ci + C_BE, dCj + C_PD))
-                    Tv[ci * nv + cj] = (dot6(dCi + C_AL, Cj + C_D) + dot6(Ci + C_AL, dCj + C_D)
-                                        + dot6(dCi + C_BE, Cj + C_S) + dot6(Ci + C_BE, dCj + C_S))
+                        Tq[ci * nv + cj] = (dot6(Ci + C_AL, eCj + C_PDD)
+                                            + dot6(eCi + C_BE, Cj + C_PD)
+                                            + dot6(Ci + C_BE, eCj + C_PD))
+                    Tv[ci * nv + cj] = dot6(Ci + C_AL, eCj + C_D) + dot6(eCi + C_BE, Cj + C_S)
                     # TM stays 0: M_ij is invariant when the subtree holding i and j moves
                     # rigidly (the two dot products cancel analytically)
                 else:
@@ -554,10 +590,8 @@ cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double*
                 if b != bi:                           # row cj: a strict ancestor
                     if mark[b] == 1:
                         if not vel and (ci <= k or ci < nbase):
-                            Tq[cj * nv + ci] = (dot6(dCj + C_S, Ci + C_GQ)
-                                                + dot6(Cj + C_S, dCi + C_GQ))
-                        Tv[cj * nv + ci] = (dot6(dCj + C_S, Ci + C_GV)
-                                            + dot6(Cj + C_S, dCi + C_GV))
+                            Tq[cj * nv + ci] = dot6(Cj + C_S, eCi + C_GQ)
+                        Tv[cj * nv + ci] = dot6(Cj + C_S, eCi + C_GV)
                     else:
                         if not vel and (ci <= k or ci < nbase):
                             Tq[cj * nv + ci] = dot6(Cj + C_S, dCi + C_GQ)
@@ -577,14 +611,15 @@ cdef void second_order(const KModel* m, KWork* w, double* work, int* mark, bint 
     cdef double* dX = X + nb * BS
     cdef double* C = dX + nb * BS
     cdef double* dC = C + nv * CS
-    cdef double* Tq = dC + nv * CS
+    cdef double* eC = dC + nv * CS
+    cdef double* Tq = eC + nv * CS
     cdef double* Tv = Tq + nn
     cdef double* TM = Tv + nn
     cdef int nbase = 6 * m.fb
     base_pass(m, w, X, C, use_fx)
     for k in range(nv):
         memset(Tq, 0, 3 * nn * sizeof(double))
-        tangent_pass(m, w, X, C, dX, dC, mark, k, False, Tq, Tv, TM)
+        tangent_pass(m, w, X, C, dX, dC, eC, mark, k, False, Tq, Tv, TM)
         for i in range(nv):
             for j in range(nv):
                 dqq[(i * nv + j) * nv + k] = Tq[i * nv + j]
@@ -607,7 +642,7 @@ cdef void second_order(const KModel* m, KWork* w, double* work, int* mark, bint 
     # the symmetric entries from it
     for k in range(nbase):
         memset(Tq, 0, 3 * nn * sizeof(double))
-        tangent_pass(m, w, X, C, dX, dC, mark, k, True, Tq, Tv, TM)
+        tangent_pass(m, w, X, C, dX, dC, eC, mark, k, True, Tq, Tv, TM)
         for i in range(nv):
             for j in range(nv):
                 dvv[(i * nv + j) * nv + k] = Tv[i * nv + j]
@@ -616,7 +651,7 @@ cdef void second_order(const KModel* m, KWork* w, double* work, int* mark, bint 
 
 
 cdef Py_ssize_t work_size(const KModel* m):
-    return 2 * m.nb * BS + 2 * m.nv * CS + 3 * m.nv * m.nv + m.nb
+    return 2 * m.nb * BS + 3 * m.nv * CS + 3 * m.nv * m.nv + m.nb
 
 
 cdef void load_acc(const KModel* m, KWork* w, const double* pa) noexcept nogil:
