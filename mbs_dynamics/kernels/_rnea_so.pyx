@@ -371,9 +371,11 @@ cdef void base_pass(const KModel* m, KWork* w, double* X, double* C, bint use_fx
 
 cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double* C, double* dX,
                        double* dC, double* eC, int* mark, int k, bint vel, double* Tq, double* Tv,
-                       double* TM) noexcept nogil:
-    """The directional derivative of (∂τ/∂q, ∂τ/∂q̇, M) along q_k (``vel`` false) or q̇_k into
-    Tq, Tv, TM (nv × nv, zeroed by the caller; only the pairs of related bodies written). Along
+                       double* TM, long sbv, long offv) noexcept nogil:
+    """The directional derivative of (∂τ/∂q, ∂τ/∂q̇, M) along q_k (``vel`` false) or q̇_k,
+    written straight into the output tensors (zeroed by the caller; only the pairs of related
+    bodies written): entry (i, j) of the Tq and TM slices at ``[i, j, k]``, of Tv at
+    ``i·nv² + j·sbv + offv``. Along
     q̇_k only Tv is formed (∂²τ/∂q̇²; the other two come from the q passes). Along q_k the
     columns j > k of Tq are skipped where ∂²τ/∂q_j∂q_k is symmetric (all but the base's own
     6 × 6 block; :func:`second_order` mirrors them).
@@ -383,6 +385,7 @@ cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double*
     has zero tangent, so the pairs inside the subtree need only these (δα = δS = 0)."""
     cdef int nb = m.nb, nv = m.nv, fb = m.fb, i, a, r, par, ci, cj, bi, b, c0, c1
     cdef int rb = coord_body(m, k)
+    cdef long nn = nv * nv
     cdef const double* Xi
     cdef double* dXi
     cdef double* dXp
@@ -574,30 +577,30 @@ cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double*
                     eCj = eC + CS * cj
                     eCi = eC + CS * ci
                     if not vel and (cj <= k or cj < nbase):
-                        Tq[ci * nv + cj] = (dot6(Ci + C_AL, eCj + C_PDD)
+                        Tq[ci * nn + cj * nv + k] = (dot6(Ci + C_AL, eCj + C_PDD)
                                             + dot6(eCi + C_BE, Cj + C_PD)
                                             + dot6(Ci + C_BE, eCj + C_PD))
-                    Tv[ci * nv + cj] = dot6(Ci + C_AL, eCj + C_D) + dot6(eCi + C_BE, Cj + C_S)
+                    Tv[ci * nn + cj * sbv + offv] = dot6(Ci + C_AL, eCj + C_D) + dot6(eCi + C_BE, Cj + C_S)
                     # TM stays 0: M_ij is invariant when the subtree holding i and j moves
                     # rigidly (the two dot products cancel analytically)
                 else:
                     if not vel and (cj <= k or cj < nbase):
-                        Tq[ci * nv + cj] = (dot6(dCi + C_AL, Cj + C_PDD)
+                        Tq[ci * nn + cj * nv + k] = (dot6(dCi + C_AL, Cj + C_PDD)
                                             + dot6(dCi + C_BE, Cj + C_PD))
-                    Tv[ci * nv + cj] = dot6(dCi + C_AL, Cj + C_D) + dot6(dCi + C_BE, Cj + C_S)
+                    Tv[ci * nn + cj * sbv + offv] = dot6(dCi + C_AL, Cj + C_D) + dot6(dCi + C_BE, Cj + C_S)
                     if not vel:
-                        TM[ci * nv + cj] = dot6(dCi + C_AL, Cj + C_S)
+                        TM[ci * nn + cj * nv + k] = dot6(dCi + C_AL, Cj + C_S)
                 if b != bi:                           # row cj: a strict ancestor
                     if mark[b] == 1:
                         if not vel and (ci <= k or ci < nbase):
-                            Tq[cj * nv + ci] = dot6(Cj + C_S, eCi + C_GQ)
-                        Tv[cj * nv + ci] = dot6(Cj + C_S, eCi + C_GV)
+                            Tq[cj * nn + ci * nv + k] = dot6(Cj + C_S, eCi + C_GQ)
+                        Tv[cj * nn + ci * sbv + offv] = dot6(Cj + C_S, eCi + C_GV)
                     else:
                         if not vel and (ci <= k or ci < nbase):
-                            Tq[cj * nv + ci] = dot6(Cj + C_S, dCi + C_GQ)
-                        Tv[cj * nv + ci] = dot6(Cj + C_S, dCi + C_GV)
+                            Tq[cj * nn + ci * nv + k] = dot6(Cj + C_S, dCi + C_GQ)
+                        Tv[cj * nn + ci * sbv + offv] = dot6(Cj + C_S, dCi + C_GV)
                     if not vel:
-                        TM[cj * nv + ci] = TM[ci * nv + cj]
+                        TM[cj * nn + ci * nv + k] = TM[ci * nn + cj * nv + k]
             b = m.parent[b]
 
 
@@ -612,46 +615,36 @@ cdef void second_order(const KModel* m, KWork* w, double* work, int* mark, bint 
     cdef double* C = dX + nb * BS
     cdef double* dC = C + nv * CS
     cdef double* eC = dC + nv * CS
-    cdef double* Tq = eC + nv * CS
-    cdef double* Tv = Tq + nn
-    cdef double* TM = Tv + nn
+    cdef double* S
+    cdef double* M
     cdef int nbase = 6 * m.fb
     base_pass(m, w, X, C, use_fx)
+    # q passes: ∂²τ/∂q² (columns j ≤ k), ∂M/∂q, and ∂/∂q_k ∂τ_i/∂q̇_j = dqv[i, k, j]
     for k in range(nv):
-        memset(Tq, 0, 3 * nn * sizeof(double))
-        tangent_pass(m, w, X, C, dX, dC, eC, mark, k, False, Tq, Tv, TM)
-        for i in range(nv):
-            for j in range(nv):
-                dqq[(i * nv + j) * nv + k] = Tq[i * nv + j]
-                daq[(i * nv + j) * nv + k] = TM[i * nv + j]
-                dqv[(i * nv + k) * nv + j] = Tv[i * nv + j]   # ∂/∂q_k ∂τ_i/∂q̇_j
-    for i in range(nv):                                       # the skipped symmetric half
-        for j in range(nv):
-            for k in range(j):
-                if j >= nbase or k >= nbase:
-                    dqq[(i * nv + j) * nv + k] = dqq[(i * nv + k) * nv + j]
-    # Christoffel (i any; j, k joints, the base's ∂M/∂q = 0 in its own frame):
-    # ∂²τ_i/∂q̇_j∂q̇_k = Γ_ijk + Γ_ikj = ∂_k M_ij + ∂_j M_ik − ∂_i M_jk
+        tangent_pass(m, w, X, C, dX, dC, eC, mark, k, False, dqq, dqv, daq, 1, k * nv)
     for i in range(nv):
+        S = dqq + i * nn                                      # the skipped symmetric half
+        M = daq + i * nn
+        for j in range(nbase, nv):
+            for k in range(j):
+                S[j * nv + k] = S[k * nv + j]
+        # Christoffel (i any; j, k joints; the base's ∂M/∂q = 0 in its own frame):
+        # ∂²τ_i/∂q̇_j∂q̇_k = Γ_ijk + Γ_ikj = ∂_k M_ij + ∂_j M_ik − ∂_i M_jk
         for j in range(nbase, nv):
             for k in range(nbase, nv):
-                dvv[(i * nv + j) * nv + k] = (daq[(i * nv + j) * nv + k]
-                                              + daq[(i * nv + k) * nv + j]
-                                              - daq[(j * nv + k) * nv + i])
+                dvv[i * nn + j * nv + k] = M[j * nv + k] + M[k * nv + j] - daq[(j * nv + k) * nv + i]
     # the base's quasi-velocities (their Lie brackets): one q̇ pass per base coordinate, and
     # the symmetric entries from it
     for k in range(nbase):
-        memset(Tq, 0, 3 * nn * sizeof(double))
-        tangent_pass(m, w, X, C, dX, dC, eC, mark, k, True, Tq, Tv, TM)
-        for i in range(nv):
-            for j in range(nv):
-                dvv[(i * nv + j) * nv + k] = Tv[i * nv + j]
-                if j >= nbase:
-                    dvv[(i * nv + k) * nv + j] = Tv[i * nv + j]
+        tangent_pass(m, w, X, C, dX, dC, eC, mark, k, True, dqq, dvv, daq, nv, k)
+    for i in range(nv):
+        for j in range(nbase, nv):
+            for k in range(nbase):
+                dvv[i * nn + k * nv + j] = dvv[i * nn + j * nv + k]
 
 
 cdef Py_ssize_t work_size(const KModel* m):
-    return 2 * m.nb * BS + 3 * m.nv * CS + 3 * m.nv * m.nv + m.nb
+    return 2 * m.nb * BS + 3 * m.nv * CS + m.nb
 
 
 cdef void load_acc(const KModel* m, KWork* w, const double* pa) noexcept nogil:
@@ -688,12 +681,12 @@ def _second_order_derivatives(Data d, q, qd, qdd, fx=None, out=None):
     if not batch:
         shape = (4, nv, nv, nv)
     if out is None:
-        out = np.zeros(shape)
+        out = np.empty(shape)
     elif not (type(out) is np.ndarray and out.dtype == np.float64 and out.flags.c_contiguous
               and out.flags.writeable and out.shape == shape):
         raise ValueError(f"out must be a writable float64 C-contiguous array of shape {shape}")
     res = fresh_if_alias(out, (q, qd, qdd))
-    res[...] = 0.0
+    res.fill(0.0)
     cdef bint use_fx = fx is not None
     if use_fx:
         if batch:
