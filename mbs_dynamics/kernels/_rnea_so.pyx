@@ -65,7 +65,8 @@ cdef inline double dot6(const double* a, const double* b) noexcept nogil:
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
 
 
-cdef inline void inertia_apply(const double* I, const double* x, double* d, double c) noexcept nogil:
+cdef inline void inertia_apply(const double* I, const double* x, double* d,
+                               double c) noexcept nogil:
     """d += c · I x for I = (m, h, Θ): I x = (Θ ω + h × v, m v − h × ω)."""
     cdef double m = I[0]
     cdef const double* h = I + 1
@@ -179,14 +180,16 @@ cdef void rigid_inertia(const double* x, const double* I, double* d) noexcept no
     d[3] = x[0] * h[1] - x[1] * h[0] + I[0] * x[5]
     for a in range(3):
         for b in range(3):
-            d[4 + 3 * a + b] = (W[3 * a] * Th[b] + W[3 * a + 1] * Th[3 + b] + W[3 * a + 2] * Th[6 + b]
-                                - Th[3 * a] * W[b] - Th[3 * a + 1] * W[3 + b] - Th[3 * a + 2] * W[6 + b]
+            d[4 + 3 * a + b] = (W[3 * a] * Th[b] + W[3 * a + 1] * Th[3 + b]
+                                + W[3 * a + 2] * Th[6 + b] - Th[3 * a] * W[b]
+                                - Th[3 * a + 1] * W[3 + b] - Th[3 * a + 2] * W[6 + b]
                                 - h[a] * x[3 + b] - x[3 + a] * h[b])
         d[4 + 4 * a] += 2.0 * hv
 
 
 cdef void body_N(const double* I, const double* v, double* N, bint add) noexcept nogil:
-    """N (+)= I ad_v (6×6 row-major) = [[Θ ω̃ + h̃ ṽ, h̃ ω̃], [−h̃ ω̃ + m ṽ, m ω̃]] (bilinear in I, v)."""
+    """N (+)= I ad_v (6×6 row-major) = [[Θ ω̃ + h̃ ṽ, h̃ ω̃], [−h̃ ω̃ + m ṽ, m ω̃]] (bilinear in
+    I and v)."""
     cdef double W[9]
     cdef double L[9]
     cdef double H[9]
@@ -557,6 +560,15 @@ cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double*
             cross_force(rig, Ci + C_BE, eCi + C_BE, -1.0)
             cross_force(rig, Ci + C_GQ, eCi + C_GQ, -1.0)
             cross_force(rig, Ci + C_GV, eCi + C_GV, -1.0)
+        elif not vel:
+            # an ancestor of b(k): α, β, g move only through the composite tangent dY, the
+            # same for all of them, so for two ancestors ci ⪰ cj
+            # ∂/∂q_k (α_i·Ψ̈_j + β_i·Ψ̇_j) = S_i·(dI^C Ψ̈_j + d𝔅^C Ψ̇_j)
+            #                             = S_i·(dg_q(j) − S_j ×* dF^C)
+            eCi = eC + CS * ci
+            for a in range(6):
+                eCi[C_GQ + a] = dCi[C_GQ + a]
+            cross_force(Ci + C_S, dY + (B_F - B_I), eCi + C_GQ, -1.0)
     # ---- the entries: the first-order pairs, differentiated
     for ci in range(nv):
         bi = coord_body(m, ci)
@@ -578,16 +590,22 @@ cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double*
                     eCi = eC + CS * ci
                     if not vel and (cj <= k or cj < nbase):
                         Tq[ci * nn + cj * nv + k] = (dot6(Ci + C_AL, eCj + C_PDD)
-                                            + dot6(eCi + C_BE, Cj + C_PD)
-                                            + dot6(Ci + C_BE, eCj + C_PD))
-                    Tv[ci * nn + cj * sbv + offv] = dot6(Ci + C_AL, eCj + C_D) + dot6(eCi + C_BE, Cj + C_S)
+                                                     + dot6(eCi + C_BE, Cj + C_PD)
+                                                     + dot6(Ci + C_BE, eCj + C_PD))
+                    Tv[ci * nn + cj * sbv + offv] = (dot6(Ci + C_AL, eCj + C_D)
+                                                     + dot6(eCi + C_BE, Cj + C_S))
                     # TM stays 0: M_ij is invariant when the subtree holding i and j moves
                     # rigidly (the two dot products cancel analytically)
+                elif mark[bi] == 2 and not vel:       # two ancestors: one dot product each
+                    Tq[ci * nn + cj * nv + k] = dot6(Ci + C_S, eC + CS * cj + C_GQ)
+                    Tv[ci * nn + cj * sbv + offv] = dot6(Ci + C_S, dCj + C_GV)
+                    TM[ci * nn + cj * nv + k] = dot6(Ci + C_S, dCj + C_AL)
                 else:
                     if not vel and (cj <= k or cj < nbase):
                         Tq[ci * nn + cj * nv + k] = (dot6(dCi + C_AL, Cj + C_PDD)
-                                            + dot6(dCi + C_BE, Cj + C_PD))
-                    Tv[ci * nn + cj * sbv + offv] = dot6(dCi + C_AL, Cj + C_D) + dot6(dCi + C_BE, Cj + C_S)
+                                                     + dot6(dCi + C_BE, Cj + C_PD))
+                    Tv[ci * nn + cj * sbv + offv] = (dot6(dCi + C_AL, Cj + C_D)
+                                                     + dot6(dCi + C_BE, Cj + C_S))
                     if not vel:
                         TM[ci * nn + cj * nv + k] = dot6(dCi + C_AL, Cj + C_S)
                 if b != bi:                           # row cj: a strict ancestor
@@ -632,7 +650,8 @@ cdef void second_order(const KModel* m, KWork* w, double* work, int* mark, bint 
         # ∂²τ_i/∂q̇_j∂q̇_k = Γ_ijk + Γ_ikj = ∂_k M_ij + ∂_j M_ik − ∂_i M_jk
         for j in range(nbase, nv):
             for k in range(nbase, nv):
-                dvv[i * nn + j * nv + k] = M[j * nv + k] + M[k * nv + j] - daq[(j * nv + k) * nv + i]
+                dvv[i * nn + j * nv + k] = (M[j * nv + k] + M[k * nv + j]
+                                            - daq[(j * nv + k) * nv + i])
     # the base's quasi-velocities (their Lie brackets): one q̇ pass per base coordinate, and
     # the symmetric entries from it
     for k in range(nbase):
