@@ -23,9 +23,19 @@ the product rule, seeded geometrically:
   angular) in the base frame), with ν held fixed in the base frame;
 * direction q̇_k: the seed ``dq̇_k = 1`` (``dv_0 = S_r`` for a base coordinate), poses fixed.
 
-Cost: 2·nv tangent passes, each O(nb) 6×6 work plus O(nv·depth) dot products on the related
-coordinates only (the subtree and ancestors of b(k)), so O(nv²·depth) in all: the size of the
-output (nv³ entries, most of them structurally zero off the ancestor pairs).
+Only q passes are run for a fixed base. ∂²τ/∂q∂q̇ is their tangent of ∂τ/∂q̇ (mixed partials
+commute). ∂²τ/∂q̇² follows from ∂M/∂q by the Christoffel identity
+``∂²τ_i/∂q̇_j∂q̇_k = ∂_k M_ij + ∂_j M_ik − ∂_i M_jk``: for the joint block always, since the base's
+M does not depend on its pose in its own frame. A floating base adds one q̇ pass for each of its
+six quasi-velocities (the Lie brackets). Inside the moving subtree a twist and a wrench that both
+move rigidly keep their dot product, so those pairs use only the non-rigid parts
+``δx = dx − ξ ⊙ x``, and ∂M_ij/∂q_k = 0 there. Two ancestors of b(k) share the subtree's
+composite tangent, so each of their entries is one dot product. ∂²τ/∂q² is symmetric in (j, k)
+except in the base's own 6 × 6 block, so only its columns j ≤ k are formed.
+
+Cost: nv (+ 6) passes, each O(nb) 6×6 work plus O(nv·depth) dot products over the related
+coordinates only (the subtree and ancestors of b(k)). That is O(nv²·depth) in all, the order of
+the output (4·nv³ entries, most of them structurally zero off the ancestor pairs).
 """
 import numpy as np
 cimport numpy as cnp
@@ -33,7 +43,7 @@ from libc.string cimport memset
 
 from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, claim,
                                          fresh_if_alias, load_fx, take_states, unclaim)
-from mbs_dynamics.kernels._spatial cimport ad_V, joint_pose, load_jet
+from mbs_dynamics.kernels._spatial cimport ad_V, joint_pose, load_rows
 
 cnp.import_array()
 
@@ -255,6 +265,21 @@ cdef inline void Bt_apply(const double* Y, const double* x, double* d, double c)
     N_sym(Y + (B_N - B_I), x, d, -c)
 
 
+cdef inline void coord_terms(const double* Y, const double* c, double* d,
+                             bint gq) noexcept nogil:
+    """d += (α, β, g_q, g_v) of a coordinate row c (S, Ψ̇, D, Ψ̈) against the composite block Y:
+    α = I^C S, β = 𝔅^{Cᵀ} S, g_q = I^C Ψ̈ + S ×* F^C + 𝔅^C Ψ̇ (if ``gq``), g_v = I^C D + 𝔅^C S.
+    Bilinear in (Y, c): the tangent is ``coord_terms(Y, dc) + coord_terms(dY, c)``."""
+    inertia_apply(Y, c + C_S, d + C_AL, 1.0)
+    Bt_apply(Y, c + C_S, d + C_BE, 1.0)
+    if gq:
+        inertia_apply(Y, c + C_PDD, d + C_GQ, 1.0)
+        cross_force(c + C_S, Y + (B_F - B_I), d + C_GQ, 1.0)
+        B_apply(Y, c + C_PD, d + C_GQ, 1.0)
+    inertia_apply(Y, c + C_D, d + C_GV, 1.0)
+    B_apply(Y, c + C_S, d + C_GV, 1.0)
+
+
 cdef inline int coord_body(const KModel* m, int c) noexcept nogil:
     return 0 if c < 6 * m.fb else c - 5 * m.fb
 
@@ -363,13 +388,7 @@ cdef void base_pass(const KModel* m, KWork* w, double* X, double* C, bint use_fx
         Ci = C + CS * ci
         for a in range(24):
             Ci[C_AL + a] = 0.0
-        inertia_apply(Xi, Ci + C_S, Ci + C_AL, 1.0)
-        Bt_apply(Xi, Ci + C_S, Ci + C_BE, 1.0)
-        inertia_apply(Xi, Ci + C_PDD, Ci + C_GQ, 1.0)
-        cross_force(Ci + C_S, Xi + (B_F - B_I), Ci + C_GQ, 1.0)
-        B_apply(Xi, Ci + C_PD, Ci + C_GQ, 1.0)
-        inertia_apply(Xi, Ci + C_D, Ci + C_GV, 1.0)
-        B_apply(Xi, Ci + C_S, Ci + C_GV, 1.0)
+        coord_terms(Xi, Ci, Ci, True)
 
 
 cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double* C, double* dX,
@@ -529,22 +548,8 @@ cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double*
         Y = X + BS * bi + B_C
         dY = dX + BS * bi + B_C
         if mark[bi] == 1:                             # S, Ψ̇, D, Ψ̈ move (ancestors: fixed)
-            inertia_apply(Y, dCi + C_S, dCi + C_AL, 1.0)
-            Bt_apply(Y, dCi + C_S, dCi + C_BE, 1.0)
-            if not vel:
-                inertia_apply(Y, dCi + C_PDD, dCi + C_GQ, 1.0)
-                cross_force(dCi + C_S, Y + (B_F - B_I), dCi + C_GQ, 1.0)
-                B_apply(Y, dCi + C_PD, dCi + C_GQ, 1.0)
-            inertia_apply(Y, dCi + C_D, dCi + C_GV, 1.0)
-            B_apply(Y, dCi + C_S, dCi + C_GV, 1.0)
-        inertia_apply(dY, Ci + C_S, dCi + C_AL, 1.0)
-        Bt_apply(dY, Ci + C_S, dCi + C_BE, 1.0)
-        if not vel:
-            inertia_apply(dY, Ci + C_PDD, dCi + C_GQ, 1.0)
-            cross_force(Ci + C_S, dY + (B_F - B_I), dCi + C_GQ, 1.0)
-            B_apply(dY, Ci + C_PD, dCi + C_GQ, 1.0)
-        inertia_apply(dY, Ci + C_D, dCi + C_GV, 1.0)
-        B_apply(dY, Ci + C_S, dCi + C_GV, 1.0)
+            coord_terms(Y, dCi, dCi, not vel)
+        coord_terms(dY, Ci, dCi, not vel)
         if mark[bi] == 1:
             eCi = eC + CS * ci
             for a in range(6):
@@ -666,19 +671,6 @@ cdef Py_ssize_t work_size(const KModel* m):
     return 2 * m.nb * BS + 3 * m.nv * CS + m.nb
 
 
-cdef void load_acc(const KModel* m, KWork* w, const double* pa) noexcept nogil:
-    """q̈ (nv,) into the workspace: ν̇ (row 1 of ν, angular first) and the joints' row 2."""
-    cdef int b
-    if m.fb:
-        w.nu[6], w.nu[7], w.nu[8] = pa[3], pa[4], pa[5]
-        w.nu[9], w.nu[10], w.nu[11] = pa[0], pa[1], pa[2]
-        for b in range(1, m.nb):
-            w.qj[2 * m.nb + b] = pa[5 + b]
-    else:
-        for b in range(m.nb):
-            w.qj[2 * m.nb + b] = pa[b]
-
-
 cdef object _scratch(Data d):
     """The kernel's scratch, kept in the Data's arrays (made once per Data and size)."""
     cdef Py_ssize_t size = work_size(&d.m)
@@ -721,8 +713,7 @@ def _second_order_derivatives(Data d, q, qd, qdd, fx=None, out=None):
     cdef double* po = <double*> cnp.PyArray_DATA(res)
     with nogil:
         for s in range(N):
-            load_jet(m, w, pq + s * m.nq, pv + s * nv, 1)
-            load_acc(m, w, pa + s * nv)
+            load_rows(m, w, pq + s * m.nq, pv + s * nv, pa + s * nv)
             second_order(m, w, work, mark, use_fx, po + s * n3, po + (N + s) * n3,
                          po + (2 * N + s) * n3, po + (3 * N + s) * n3)
     if res is not out:
