@@ -163,3 +163,9 @@ def test_bad_input():
     q[3] = 2.0  # not a unit quaternion
     with pytest.raises(ValueError, match="quaternion"):
         fb.inverse_dynamics_second_order_derivatives(q, np.zeros(fb.nv), np.zeros(fb.nv))
+    mr = Case("mimic_panda").robot  # a MimicRobot: single samples only, checked inputs
+    z = np.zeros(mr.nv)
+    with pytest.raises(ValueError, match="q has shape"):
+        mr.inverse_dynamics_second_order_derivatives(np.zeros((2, mr.nq)), z[None], z[None])
+    with pytest.raises(ValueError, match="NaN"):
+        mr.inverse_dynamics_second_order_derivatives(np.zeros(mr.nq), z, np.full(mr.nv, np.nan))
