@@ -7,8 +7,10 @@ ours). Along q: 8th-order central differences on ``pin.integrate(q, h e_k)`` (Pi
 tangent convention for a floating base; the mimic robots' full model at ``G q + off``, projected
 with G). Along q̇: ∂τ/∂q and ∂τ/∂q̇ are polynomials of degree ≤ 2 in q̇, so the central difference
 with a unit step is exact up to rounding. Fixed (Panda, UR5, random trees, a random 30-joint
-chain), floating (solo12, ANYmal) and mimic robots."""
+chain), floating (solo12, ANYmal, TALOS) and mimic robots."""
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
@@ -91,6 +93,25 @@ def test_random_chain_and_tree(seed, n, branch):
     q, v, a = rng.uniform(-2, 2, r.n), rng.normal(size=r.n), rng.normal(size=r.n)
     got = r.inverse_dynamics_second_order_derivatives(q, v, a)
     _check(got, oracle(pin, pm, pin_q(pm, q), v, a, r.nv), r.nv)
+
+
+def test_floating_humanoid_talos():
+    """TALOS (talos_reduced, 38 velocity coordinates, a floating humanoid)."""
+    pin = pytest.importorskip("pinocchio")
+    from conftest import erd_path
+    from test_floating_base import _pinq
+    path = erd_path("talos_data/robots/talos_reduced.urdf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = mbs.load_urdf(path, floating_base=True)
+    pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer())
+    assert pm.nv == r.nv == 38
+    rng = np.random.default_rng(35)
+    quat = rng.normal(size=4)
+    q = np.r_[rng.normal(size=3), quat / np.linalg.norm(quat), rng.uniform(-1, 1, r.n)]
+    v, a = rng.normal(size=(2, r.nv))
+    got = r.inverse_dynamics_second_order_derivatives(q, v, a)
+    _check(got, oracle(pin, pm, _pinq(pm, q), v, a, r.nv), r.nv)
 
 
 @pytest.mark.parametrize("name,links", [("panda", ("panda_link4", "panda_link7")),
