@@ -12,7 +12,8 @@ floating) and TALOS (talos_reduced, 38, a floating humanoid):
 - its batch over N samples / a Python loop over ``pin.computeMinverse``;
 - ``forward_dynamics_derivatives(q, v, τ)`` / ``pin.computeABADerivatives``;
 - its batch / a Python loop over ``pin.computeABADerivatives``;
-- ``rnea_second_order_derivatives(q, v, a)`` / one ``pin.computeRNEADerivatives`` (when present);
+- ``inverse_dynamics_second_order_derivatives(q, v, a)`` / one ``pin.computeRNEADerivatives``
+  (more rows in ``bench/rnea_second_order.py``);
 - closed loops (delta, two-loop planar, parallelogram arm): batches of constrained τ and forward
   dynamics and τ, τ′, τ″ jets / the Python loop over the single compiled call (``--robots ""`` for these alone).
 
@@ -130,9 +131,9 @@ def rows(name, a):
     if _batched_fd(robot):
         add(f"∂FD batch N={N} / Python loop over `pin.computeABADerivatives`",
             lambda: robot.forward_dynamics_derivatives(Q, V, T), pin_aba_loop, 1, N)
-    if hasattr(robot, "rnea_second_order_derivatives"):
-        add("∂²τ: `rnea_second_order_derivatives(q, v, a)` / one `pin.computeRNEADerivatives`",
-            lambda: robot.rnea_second_order_derivatives(q, v, qdd),
+    if hasattr(robot, "inverse_dynamics_second_order_derivatives"):  # bench/rnea_second_order.py
+        add("∂²τ: `inverse_dynamics_second_order_derivatives` / one `pin.computeRNEADerivatives`",
+            lambda: robot.inverse_dynamics_second_order_derivatives(q, v, qdd),
             lambda: pin.computeRNEADerivatives(pm, pd, q, v, qdd), max(50, num // 10))
     return out
 

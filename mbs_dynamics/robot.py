@@ -23,6 +23,7 @@ from .identification import _derivatives, _regressor
 from .identification import parameters as _params
 from .kernels import _aba, _crba, _rnea, _rnea_repr
 from .kernels import _minv
+from .kernels import _rnea_so
 from .kinematics import _frames
 from .model import model as _model
 
@@ -601,6 +602,43 @@ class Robot:
         array whose three slices are returned. Batches: (N, ·) inputs give three (N, nv, nv)
         arrays (``out`` (3, N, nv, nv))."""
         return _derivatives.inverse_dynamics_derivatives(self._data, q, qd, qdd, out)
+
+    def inverse_dynamics_second_order_derivatives(self, q, qd, qdd, f_ext=None, out=None):
+        """Second-order partial derivatives of :meth:`inverse_dynamics`, exact and compiled
+        (:mod:`mbs_dynamics.kernels._rnea_so`: one forward-mode tangent pass of the first-order
+        recursion of :meth:`inverse_dynamics_derivatives` per coordinate q_k, plus one per base
+        quasi-velocity; ∂²τ/∂q̇² by the Christoffel identity from ∂M/∂q; no finite
+        differences). The tensors and their layout are those of Pinocchio's C++
+        ``ComputeRNEASecondOrderDerivatives``: entry ``[i, j, k]`` is ∂/∂x_k (∂τ_i/∂y_j), the first
+        index τ's.
+
+        A floating base's coordinates are Pinocchio's tangent space (``q ⊕ δ = pin.integrate(q, δ)``,
+        δ = (linear, angular) in the base frame, the velocity held in the base frame): the q–q
+        block is the derivative of ∂τ/∂q along ``q ⊕ δ``, not symmetric in the base's rotation
+        coordinates (their Lie bracket); the joint block is symmetric.
+
+        Args:
+            q, qd, qdd: (nq,), (nv,), (nv,) [rad, m, rad/s, m/s, rad/s², m/s²], or (N, ·) batches
+                (one compiled loop).
+            f_ext: optional dict link name → wrench ``(f, m)`` in that link's frame, as in
+                :meth:`inverse_dynamics` (single samples only); fixed in their links, so they enter
+                ∂²τ/∂q².
+            out: optional (4, nv, nv, nv) / (4, N, nv, nv, nv) array whose slices are returned.
+        Returns:
+            ``(d2tau_dq2, d2tau_dqd2, d2tau_dqdqd, dM_dq)``, each (nv, nv, nv) (or (N, nv, nv, nv)):
+            ``d2tau_dq2[i, j, k] = ∂²τ_i/∂q_j∂q_k``, ``d2tau_dqd2[i, j, k] = ∂²τ_i/∂q̇_j∂q̇_k``
+            (symmetric in j, k), ``d2tau_dqdqd[i, j, k] = ∂/∂q̇_k (∂τ_i/∂q_j)`` and
+            ``dM_dq[i, j, k] = ∂M_ij/∂q_k`` (= ∂²τ_i/∂q̈_j∂q_k).
+        Raises:
+            ValueError: wrong sizes, NaN or inf, a base quaternion far from unit, or a bad
+                ``f_ext``/``out``.
+        """
+        fx = None
+        if f_ext is not None:
+            if _ndim(q) == 2:
+                raise ValueError("f_ext is not supported with batch inputs")
+            fx = self._fext(f_ext, 1)[0]
+        return _rnea_so.second_order_derivatives(self._data, q, qd, qdd, fx, out)
 
     def forward_dynamics_derivatives(self, q, qd, tau, f_ext=None, out=None):
         """``(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹)`` of :meth:`forward_dynamics` (∂q̈/∂τ = M⁻¹), compiled in one

@@ -176,6 +176,8 @@ def methods(r, rng):
         add("inverse_dynamics_derivatives", dict(q=q, qd=qd, qdd=qdd),
             dict(q=A, qd=A, qdd=A, out="out"))
         add("forward_dynamics_derivatives", dict(q=q, qd=qd, tau=qdd), dict(q=A, qd=A, tau=A))
+        add("inverse_dynamics_second_order_derivatives", dict(q=q, qd=qd, qdd=qdd),
+            dict(q=A, qd=A, qdd=A, out="out"))
         pi = r.inertial_parameters()
         add("with_inertial_parameters", dict(pi=pi), dict(pi=A))
         add("mass_matrix_derivative", dict(q=q, qd=qd), dict(q=A, qd=A, out="out"))

@@ -100,7 +100,8 @@ else:
     _METHODS = ["inverse_dynamics", "forward_dynamics", "frame_placement", "frame_velocity",
                 "frame_jacobian", "frame_jacobian_derivative", "frame_acceleration",
                 "kinematic_hessian", "christoffel", "regressor", "inverse_dynamics_derivatives",
-                "forward_dynamics_derivatives", "frame_derivatives", "regressor_derivatives",
+                "forward_dynamics_derivatives", "inverse_dynamics_second_order_derivatives",
+                "frame_derivatives", "regressor_derivatives",
                 "with_inertial_parameters"]
 
 

@@ -649,6 +649,22 @@ class MimicRobot(SubsetDescription):
             self._project(d[k], out=o[k])
         return o[0], o[1], o[2]
 
+    def inverse_dynamics_second_order_derivatives(self, q, qd, qdd, f_ext=None, out=None):
+        """The four second-order tensors of :meth:`Robot.inverse_dynamics_second_order_derivatives`
+        in the independent coordinates: ``T[i, j, k] = Σ G_ai G_bj G_ck T_full[a, b, c]`` at the
+        expanded state (G constant, so no other term). Single samples; ``f_ext`` as for
+        :meth:`inverse_dynamics`; ``out``: optional (4, nv, nv, nv)."""
+        nv, G = self.nv, self._G
+        o = _out(out, (4, nv, nv, nv))
+        with self._d:  # the shared buffers (_bq, _bv, _ba): one thread at a time
+            q, qd, qdd = self._q1(q), self._v1(qd, "qd"), self._v1(qdd, "qdd")
+            full = self._full.inverse_dynamics_second_order_derivatives(
+                self._xq(q, self._bq), self._xv(qd, self._bv), self._xv(qdd, self._ba),
+                f_ext=f_ext)
+            for k in range(4):
+                np.einsum("abc,ai,bj,ck->ijk", full[k], G, G, G, out=o[k], optimize=True)
+        return o[0], o[1], o[2], o[3]
+
     def forward_dynamics_derivatives(self, q, qd, tau, f_ext=None, out=None):
         """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹) in the independent coordinates: −M⁻¹ ∂τ/∂x at q̈ = FD(q, q̇, τ),
         M = Gᵀ M_full G inverted through its Cholesky factor. (N, ·) batches loop over the

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Second-order derivatives of inverse dynamics against Pinocchio, as ratios in one run (issue 29).
+
+Run from the repository root (build in place first: ``python setup.py build_ext --inplace``):
+
+    python3 bench/rnea_second_order.py [--robots panda,chain30,solo12,talos] [--repeats 11]
+
+Pinocchio's Python wheel does not expose ``ComputeRNEASecondOrderDerivatives``, so the peers are
+one ``pin.computeRNEADerivatives`` call (the issue's unit: the target is ≤ 5× it) and the
+2·nv + 1 calls of the cheapest differences of it (one-sided along q and q̇, what a user without
+the C++ call would do; ``pin.integrate`` not counted). Rows:
+
+- ``inverse_dynamics_second_order_derivatives(q, v, a)`` / one ``pin.computeRNEADerivatives``;
+- the same / 2·nv + 1 ``pin.computeRNEADerivatives`` calls (a Python loop);
+- its batch of N samples, per sample / one ``pin.computeRNEADerivatives``.
+
+Timing as in ``bench/derivatives.py`` (whose robots, states and interleaved ratio it reuses):
+both calls of a pair back to back in every repeat, the order alternating, CPU time
+(``time.process_time``), the ratio per repeat, median [min–max] printed. One OpenMP thread.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from derivatives import pair, ratio, states  # noqa: E402
+
+
+def rows(name, a):
+    import pinocchio as pin
+    robot, pm = pair(name)
+    pd = pm.createData()
+    rng = np.random.default_rng(0)
+    Q, V, A = states(robot, rng, a.batch)
+    q, v, qdd = Q[0], V[0], A[0]
+    nv = robot.nv
+    num = max(20, int(a.number * 7 / nv ** 2))
+    f = robot.inverse_dynamics_second_order_derivatives
+    out = []
+
+    def add(label, ours, theirs, number, per=1):
+        mo, mt, med, lo, hi = ratio(ours, theirs, number, a.repeats)
+        out.append((name, nv, label, mo / per, mt / per, med, lo, hi))
+
+    def one():
+        pin.computeRNEADerivatives(pm, pd, q, v, qdd)
+
+    E = np.eye(nv) * 1e-6
+    qs = [pin.integrate(pm, q, e) for e in E]
+
+    def differences():
+        pin.computeRNEADerivatives(pm, pd, q, v, qdd)
+        for x in qs:
+            pin.computeRNEADerivatives(pm, pd, x, v, qdd)
+        for e in E:
+            pin.computeRNEADerivatives(pm, pd, q, v + e, qdd)
+
+    add("`inverse_dynamics_second_order_derivatives` / one `pin.computeRNEADerivatives`",
+        lambda: f(q, v, qdd), one, num * 10)
+    add(f"same / {2 * nv + 1} `pin.computeRNEADerivatives` (one-sided differences)",
+        lambda: f(q, v, qdd), differences, num)
+    def loop():
+        for x, y, z in zip(Q, V, A):
+            pin.computeRNEADerivatives(pm, pd, x, y, z)
+    add(f"batch N={a.batch}, per sample / one `pin.computeRNEADerivatives` (a loop of N)",
+        lambda: f(Q, V, A), loop, 1, a.batch)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--robots", default="panda,chain30,solo12,talos")
+    ap.add_argument("--repeats", type=int, default=11)
+    ap.add_argument("--number", type=int, default=2000, help="scales the calls per timing loop")
+    ap.add_argument("--batch", type=int, default=50)
+    a = ap.parse_args(argv)
+    print(f"{a.repeats} interleaved repeats, CPU time, OMP_NUM_THREADS="
+          f"{os.environ.get('OMP_NUM_THREADS')}; µs per call (batches: per sample)")
+    print("| robot | nv | call / peer | ours µs | Pinocchio µs | ratio median [min–max] |")
+    print("|---|---|---|---|---|---|")
+    for name in [x for x in a.robots.split(",") if x]:
+        for r in rows(name, a):
+            print("| {} | {} | {} | {:.2f} | {:.2f} | {:.3f} [{:.3f}–{:.3f}] |".format(*r),
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
