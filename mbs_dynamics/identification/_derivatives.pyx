@@ -33,11 +33,10 @@ import numpy as np
 cimport numpy as cnp
 
 
-from mbs_dynamics.kernels._aba cimport aba_core
 from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, claim,
                                          fresh_if_alias, load_fx, take_states, unclaim)
-from mbs_dynamics.kernels._minv cimport minv_core
-from mbs_dynamics.kernels._spatial cimport ad_V, joint_pose, load_jet
+from mbs_dynamics.kernels._minv cimport minv_solve
+from mbs_dynamics.kernels._spatial cimport ad_V, base_gravity, joint_pose, load_jet
 
 cnp.import_array()
 
@@ -192,48 +191,71 @@ cdef inline void N_apply(const double* N, const double* x, double* d1, double* d
             d2[b] += N[6 * a + b] * x[a]
 
 
+cdef inline void expand_inertia(const double* I, double* d) noexcept nogil:
+    """d (6×6 row-major) = [[Θ, h̃], [−h̃, m 1]] for I = (m, h, Θ) (as :func:`inertia_apply`)."""
+    cdef double ms = I[0], h0 = I[1], h1 = I[2], h2 = I[3]
+    cdef int r, k
+    for r in range(3):
+        for k in range(3):
+            d[6 * r + k] = I[4 + 3 * r + k]
+            d[6 * (r + 3) + k + 3] = ms if r == k else 0.0
+    d[3], d[4], d[5] = 0.0, -h2, h1
+    d[9], d[10], d[11] = h2, 0.0, -h0
+    d[15], d[16], d[17] = -h1, h0, 0.0
+    d[18], d[19], d[20] = 0.0, h2, -h1
+    d[24], d[25], d[26] = -h2, 0.0, h0
+    d[30], d[31], d[32] = h1, -h0, 0.0
+
+
 cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double* M,
                       bint use_fx=False) noexcept nogil:
     """∂τ/∂q, ∂τ/∂q̇, M (nv, nv) each, from q, v, a loaded in the workspace (w.T[0] holds the
     base pose, w.nu the base twist and its rate, w.qj the joint jet). With ``use_fx`` the
     applied body wrenches w.fx (body frames, constant there) enter f_k as −Ad_{C_k}⁻ᵀ W_k: a
     wrench fixed in the body moves with it, so ∂f_k/∂q_j keeps the form S_j ×* f_k above."""
-    cdef int nb = m.nb, nv = m.nv, fb = m.fb, i, j, a, b, c, r, par, ci, cj, bi
+    deriv_forward(m, w, use_fx, False)
+    deriv_composites(m, w)
+    deriv_entries(m, w, dq, dv, M)
+
+
+cdef void deriv_forward(const KModel* m, KWork* w, bint use_fx, bint fill_IA) noexcept nogil:
+    """The forward pass of :func:`derivatives`: reference-frame poses, twists, accelerations,
+    screws, Ψ̇, Ψ̈ and each body's own inertia, momentum, force and N (w.dX, w.dC). The
+    reference frame is the world for a fixed base and the floating base's own frame otherwise
+    (every quantity is moved by the same constant Ad, so the τ partials are unchanged; gravity
+    enters as that frame's acceleration (0, −R₀ᵀ g)). With ``fill_IA`` each body inertia is also
+    written as a 6×6 matrix into w.IA (for :func:`minv_solve`)."""
+    cdef int nb = m.nb, fb = m.fb, i, a, b, c, r, par
     cdef double* X
     cdef double* Xp
     cdef double* C
-    cdef double* Cj
     cdef double* T
     cdef double qd, qdd
     cdef double u[6]
     cdef double t1[6]
-    cdef double t2[6]
-    cdef double gq[6]
-    cdef double gv[6]
     cdef double ag[6]
     cdef double vl[6]
     cdef double al[6]
-    ag[0], ag[1], ag[2] = 0.0, 0.0, 0.0
-    ag[3], ag[4], ag[5] = -m.g[0], -m.g[1], -m.g[2]
-    # ---- forward: world poses, twists, accelerations, screws; each body's own terms
+    if fb:
+        base_gravity(m, w.T, ag)
+    else:
+        ag[0], ag[1], ag[2] = 0.0, 0.0, 0.0
+        ag[3], ag[4], ag[5] = -m.g[0], -m.g[1], -m.g[2]
     for i in range(nb):
         X = w.dX + 96 * i
         par = m.parent[i]
         if m.jtype[i] == FREE:
             for a in range(12):
-                X[B_POSE + a] = w.T[a]
-            world_screw(X, w.nu, X + B_V)
-            world_screw(X, w.nu + 6, X + B_A)
+                X[B_POSE + a] = 1.0 if a in (0, 4, 8) else 0.0
             for a in range(6):
-                X[B_A + a] += ag[a]
+                X[B_V + a] = w.nu[a]
+                X[B_A + a] = w.nu[6 + a] + ag[a]
             for r in range(6):
                 C = w.dC + 36 * r
                 for a in range(6):
-                    u[a] = 0.0
-                u[3 + r if r < 3 else r - 3] = 1.0   # (linear, angular) order
-                world_screw(X, u, C + C_S)
-                for a in range(6):
+                    C[C_S + a] = 0.0
                     C[C_PD + a] = 0.0
+                C[C_S + (3 + r if r < 3 else r - 3)] = 1.0   # (linear, angular) order
                 ad_V(X + B_V, C + C_S, C + C_D)      # D = v_0 × S
                 ad_V(ag, C + C_S, C + C_PDD)         # Ψ̈ = a_0 × S
         else:
@@ -273,6 +295,8 @@ cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double*
                 X[B_V + a] = vl[a] + C[C_S + a] * qd
                 X[B_A + a] = al[a] + C[C_S + a] * qdd + C[C_PD + a] * qd
         body_inertia(m, i, X, X + B_M)
+        if fill_IA:
+            expand_inertia(X + B_M, w.IA + 36 * i)
         inertia_apply(X + B_M, X + B_V, X + B_H)
         inertia_apply(X + B_M, X + B_A, X + B_F)
         cross_force(X + B_V, X + B_H, X + B_F, 1.0)
@@ -281,7 +305,17 @@ cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double*
             for a in range(6):
                 X[B_F + a] -= t1[a]
         body_N(X + B_M, X + B_V, X + B_N)
-    # ---- backward: composites
+
+
+cdef void deriv_composites(const KModel* m, KWork* w) noexcept nogil:
+    """The backward pass of :func:`derivatives`: subtree composites of (I, h, f, N) in place,
+    then α = I^C S and β = 𝔅^{Cᵀ} S per velocity coordinate."""
+    cdef int nb = m.nb, nv = m.nv, fb = m.fb, i, a, par, ci, bi
+    cdef double* X
+    cdef double* Xp
+    cdef double* C
+    cdef double t1[6]
+    cdef double t2[6]
     for i in range(nb - 1, 0, -1):
         par = m.parent[i]
         if par < 0:
@@ -290,7 +324,6 @@ cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double*
         Xp = w.dX + 96 * par
         for a in range(B_M, 96 - 11):
             Xp[a] += X[a]
-    # ---- per coordinate: α = I^C S, β = 𝔅^{Cᵀ} S
     for ci in range(nv):
         bi = 0 if ci < 6 * fb else ci - 5 * fb
         X = w.dX + 96 * bi
@@ -300,7 +333,20 @@ cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double*
         for a in range(6):
             C[C_BE + a] = -t1[a] - t2[a]
         cross_force(C + C_S, X + B_H, C + C_BE, -1.0)   # H̄ᵀ S = −S ×* h
-    # ---- the entries
+
+
+cdef void deriv_entries(const KModel* m, KWork* w, double* dq, double* dv,
+                        double* M) noexcept nogil:
+    """The entries of :func:`derivatives` (M skipped when NULL); entries of unrelated bodies
+    are not written."""
+    cdef int nv = m.nv, fb = m.fb, a, b, c, r, ci, cj, bi
+    cdef double* X
+    cdef double* C
+    cdef double* Cj
+    cdef double t1[6]
+    cdef double t2[6]
+    cdef double gq[6]
+    cdef double gv[6]
     for ci in range(nv):
         bi = 0 if ci < 6 * fb else ci - 5 * fb
         X = w.dX + 96 * bi
@@ -329,11 +375,13 @@ cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double*
                 # row ci in the subtree of column cj's body
                 dq[ci * nv + cj] = dot6(C + C_AL, Cj + C_PDD) + dot6(C + C_BE, Cj + C_PD)
                 dv[ci * nv + cj] = dot6(C + C_AL, Cj + C_D) + dot6(C + C_BE, Cj + C_S)
-                M[ci * nv + cj] = dot6(C + C_AL, Cj + C_S)
+                if M != NULL:
+                    M[ci * nv + cj] = dot6(C + C_AL, Cj + C_S)
                 if b != bi:  # row cj: a strict ancestor
                     dq[cj * nv + ci] = dot6(Cj + C_S, gq)
                     dv[cj * nv + ci] = dot6(Cj + C_S, gv)
-                    M[cj * nv + ci] = M[ci * nv + cj]
+                    if M != NULL:
+                        M[cj * nv + ci] = M[ci * nv + cj]
             b = m.parent[b]
 
 
@@ -383,11 +431,14 @@ cdef void load_acc(const KModel* m, KWork* w, const double* pa) noexcept nogil:
 
 cdef extern from *:
     """
-    /* C = -A B for n x n row-major A, B, C: four rows of C at a time, so that each row of B
-       is loaded once per four rows (the loops over j vectorise across columns). */
+    /* C = -A B for n x n row-major A, B, C, where row l of B is zero beyond column e(l) =
+       last[b(l)] + 5 fb (b(l) = 0 for l < 6 fb, else l - 5 fb; `last` the subtree ends of the
+       bodies): four rows of C at a time, so that each row of B is loaded once per four rows
+       (the loops over j vectorise across columns). */
     static void fdd_neg_product(long n, const double* __restrict__ A,
-                                const double* __restrict__ B, double* __restrict__ C) {
-        long i = 0, l, j;
+                                const double* __restrict__ B, double* __restrict__ C,
+                                const double* last, int fb) {
+        long i = 0, l, j, e;
         for (j = 0; j < n * n; j++) C[j] = 0.0;
         for (; i + 4 <= n; i += 4) {
             double* __restrict__ c0 = C + i * n;
@@ -398,7 +449,8 @@ cdef extern from *:
                 const double a0 = -A[i * n + l], a1 = -A[(i + 1) * n + l],
                              a2 = -A[(i + 2) * n + l], a3 = -A[(i + 3) * n + l];
                 const double* __restrict__ b = B + l * n;
-                for (j = 0; j < n; j++) {
+                e = (long) last[l < 6 * fb ? 0 : l - 5 * fb] + 5 * fb + 1;
+                for (j = 0; j < e; j++) {
                     const double x = b[j];
                     c0[j] += a0 * x;
                     c1[j] += a1 * x;
@@ -412,35 +464,112 @@ cdef extern from *:
             for (l = 0; l < n; l++) {
                 const double a0 = -A[i * n + l];
                 const double* __restrict__ b = B + l * n;
-                for (j = 0; j < n; j++) c0[j] += a0 * b[j];
+                e = (long) last[l < 6 * fb ? 0 : l - 5 * fb] + 5 * fb + 1;
+                for (j = 0; j < e; j++) c0[j] += a0 * b[j];
             }
         }
     }
     """
-    void fdd_neg_product(long n, const double* A, const double* B, double* C) noexcept nogil
+    void fdd_neg_product(long n, const double* A, const double* B, double* C,
+                         const double* last, int fb) noexcept nogil
 
 
 cdef int fd_derivatives(const KModel* m, KWork* w, const double* q, const double* v,
                         const double* tau, bint use_fx, double* F, double* P, double* dq,
                         double* dv, double* Mi) noexcept nogil:
-    """∂q̈/∂q, ∂q̈/∂q̇ and M⁻¹ (nv × nv each) at one sample, in one pass over the kernels:
-    q̈ = ABA(q, q̇, τ) (kernels/_aba.pyx), M⁻¹ from the same joint poses
-    (kernels/_minv.pyx, no M formed), ∂τ/∂q and ∂τ/∂q̇ at (q, q̇, q̈) (:func:`derivatives`),
-    then ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` (differentiate ID(q, q̇, FD(q, q̇, τ)) = τ; Carpentier &
-    Mansard, RSS 2018, eq. 7). P: (3, nv, nv) scratch, F: the ``Fs`` scratch. 1 if singular."""
-    cdef long nv = m.nv, nn = nv * nv, i
+    """∂q̈/∂q, ∂q̈/∂q̇ and M⁻¹ (nv × nv each) at one sample, in one pass over the tree
+    (Carpentier & Mansard, RSS 2018, eq. 7: differentiate ID(q, q̇, FD(q, q̇, τ)) = τ, so
+    ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈)):
+
+    1. the forward pass of :func:`derivatives` at q̈ = 0 (poses, twists, screws, inertias, all
+       in one reference frame) and the composites;
+    2. M⁻¹ by the articulated-body route from the same screws and body inertias
+       (:func:`mbs_dynamics.kernels._minv.minv_solve`, no M formed);
+    3. the bias b_c = S_c·F^C (τ at q̈ = 0) and q̈ = M⁻¹ (τ − b) — no separate ABA;
+    4. q̈'s terms added to what depends on it: the accelerations Δa_i = Δa_λ + S_i q̈_i,
+       Ψ̈_j += Δa_λ × S_j and the composite forces ΔF^C_k = Σ_{i ⪰ k} I_i Δa_i
+       = I^C_k Δa_λ(k) + Σ_{c in the subtree} α_c q̈_c (α_c = I^C S_c of the composites);
+    5. the entries of ∂τ/∂q, ∂τ/∂q̇ (:func:`deriv_entries`, M not formed), then the product
+       −M⁻¹ ∂τ/∂x, skipping the columns of ∂τ/∂x that are zero by the tree's structure (row l
+       vanishes beyond the end of its body's subtree).
+
+    P: (3, nv, nv) scratch, F: the ``Fs`` scratch. 1 if singular."""
+    cdef long nv = m.nv, nn = nv * nv
+    cdef int nb = m.nb, fb = m.fb, i, a, r, ci, bi, par
     cdef double* qdd = P + 2 * nn
+    cdef double* rhs = qdd + nv
+    cdef double* last = F + (nb + 1) * 6 * nv   # minv_solve's subtree ends
+    cdef double* X
+    cdef double* C
+    cdef double* G
+    cdef double* da
+    cdef double* dal
+    cdef double x
+    cdef double t1[6]
     load_jet(m, w, q, v, 1)
-    if aba_core(m, w, tau, use_fx, qdd):
+    for a in range(6):
+        w.nu[6 + a] = 0.0
+    for i in range(nb):
+        w.qj[2 * nb + i] = 0.0
+    deriv_forward(m, w, use_fx, True)
+    if minv_solve(m, w, F, Mi, w.dC + C_S, 36):
         return 1
-    if minv_core(m, w, F, Mi, True):
-        return 1
-    load_acc(m, w, qdd)
+    deriv_composites(m, w)
+    for ci in range(nv):
+        bi = 0 if ci < 6 * fb else ci - 5 * fb
+        rhs[ci] = tau[ci] - dot6(w.dC + 36 * ci + C_S, w.dX + 96 * bi + B_F)
+    for i in range(nv):
+        x = 0.0
+        for a in range(nv):
+            x += Mi[i * nv + a] * rhs[a]
+        qdd[i] = x
+    # q̈'s terms: accelerations, Ψ̈, composite forces
+    for i in range(nb):
+        da = w.A + 6 * i
+        if m.jtype[i] == FREE:
+            for a in range(6):
+                da[a] = 0.0
+            for r in range(6):
+                C = w.dC + 36 * r + C_S
+                for a in range(6):
+                    da[a] += C[a] * qdd[r]
+            continue
+        ci = i + 5 * fb
+        C = w.dC + 36 * ci
+        par = m.parent[i]
+        if par >= 0:
+            dal = w.A + 6 * par
+            ad_V(dal, C + C_S, t1)
+            for a in range(6):
+                C[C_PDD + a] += t1[a]
+                da[a] = dal[a] + C[C_S + a] * qdd[ci]
+        else:
+            for a in range(6):
+                da[a] = C[C_S + a] * qdd[ci]
+    for a in range(6 * nb):
+        w.P[a] = 0.0
+    for ci in range(nv):
+        bi = 0 if ci < 6 * fb else ci - 5 * fb
+        G = w.P + 6 * bi
+        C = w.dC + 36 * ci + C_AL
+        for a in range(6):
+            G[a] += C[a] * qdd[ci]
+    for i in range(nb - 1, -1, -1):
+        X = w.dX + 96 * i
+        G = w.P + 6 * i
+        par = m.parent[i]
+        for a in range(6):
+            X[B_F + a] += G[a]
+        if par >= 0:
+            inertia_apply(X + B_M, w.A + 6 * par, t1)
+            for a in range(6):
+                X[B_F + a] += t1[a]
+                w.P[6 * par + a] += G[a]
     for i in range(2 * nn):
         P[i] = 0.0  # entries of unrelated bodies stay 0
-    derivatives(m, w, P, P + nn, P + 2 * nn, use_fx)
-    fdd_neg_product(nv, Mi, P, dq)
-    fdd_neg_product(nv, Mi, P + nn, dv)
+    deriv_entries(m, w, P, P + nn, NULL)
+    fdd_neg_product(nv, Mi, P, dq, last, fb)
+    fdd_neg_product(nv, Mi, P + nn, dv, last, fb)
     return 0
 
 

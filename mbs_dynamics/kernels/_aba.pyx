@@ -20,8 +20,9 @@ plant (four ABA evaluations) in one call, for :mod:`mbs_dynamics.sim`.
 """
 import numpy as np
 cimport numpy as cnp
-from libc.math cimport isfinite, sqrt
+from libc.math cimport isfinite
 
+from mbs_dynamics.kernels._chol6 cimport chol6, chol6_solve
 from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, alias3, claim,
                                  unclaim, as_out,
                                  fresh_if_alias, load_fx, out_vec, take_states)
@@ -83,34 +84,6 @@ cdef inline void congruence_add(const double* T, const double* I, double* dst, d
             dst[6 * r + 3 + c] += tr
             dst[6 * (3 + c) + r] += tr
             dst[6 * (3 + r) + 3 + c] += oC[3 * r + c]
-
-
-cdef inline int solve6(double* A, double* b, double* L) noexcept nogil:
-    """b ← A⁻¹ b for the symmetric positive definite 6×6 A (Cholesky into L); 1 if not PD."""
-    cdef int i, j, k
-    cdef double s
-    for i in range(6):
-        for j in range(i + 1):
-            s = A[6 * i + j]
-            for k in range(j):
-                s -= L[6 * i + k] * L[6 * j + k]
-            if i == j:
-                if not (s > 0.0):
-                    return 1
-                L[6 * i + i] = sqrt(s)
-            else:
-                L[6 * i + j] = s / L[6 * j + j]
-    for i in range(6):
-        s = b[i]
-        for k in range(i):
-            s -= L[6 * i + k] * b[k]
-        b[i] = s / L[6 * i + i]
-    for i in range(5, -1, -1):
-        s = b[i]
-        for k in range(i + 1, 6):
-            s -= L[6 * k + i] * b[k]
-        b[i] = s / L[6 * i + i]
-    return 0
 
 
 cdef int aba_core(const KModel* m, KWork* w, const double* tau, bint use_fx,
@@ -212,8 +185,9 @@ cdef int aba_core(const KModel* m, KWork* w, const double* tau, bint use_fx,
         A[3] = tau[0] - w.pA[3]
         A[4] = tau[1] - w.pA[4]
         A[5] = tau[2] - w.pA[5]
-        if solve6(w.IA, A, tmp):
+        if chol6(w.IA, tmp):
             return 1
+        chol6_solve(tmp, A)
         base_gravity(m, w.T, s0)
         out[0] = A[3] - s0[3]
         out[1] = A[4] - s0[4]
