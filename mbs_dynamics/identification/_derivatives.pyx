@@ -431,43 +431,50 @@ cdef void load_acc(const KModel* m, KWork* w, const double* pa) noexcept nogil:
 
 cdef extern from *:
     """
-    /* C = -A B for n x n row-major A, B, C, where row l of B is zero beyond column e(l) =
-       last[b(l)] + 5 fb (b(l) = 0 for l < 6 fb, else l - 5 fb; `last` the subtree ends of the
-       bodies): four rows of C at a time, so that each row of B is loaded once per four rows
-       (the loops over j vectorise across columns). */
+    /* C = -A B for n x n row-major A (symmetric: M^-1), B, C, where row l of B is zero from
+       column e(l) = last[b(l)] + 5 fb + 1 on (b(l) = 0 for l < 6 fb, else l - 5 fb; `last` the
+       subtree ends of the bodies). A 4 x 4 block of C is summed in registers over l (rows l
+       with e(l) <= the block's first column, or zero in the block's four columns — the
+       structural zeros of unrelated bodies — skipped); A's symmetry gives its column i..i+3 as
+       the contiguous A[l, i..i+3]. Tails by plain loops. */
     static void fdd_neg_product(long n, const double* __restrict__ A,
                                 const double* __restrict__ B, double* __restrict__ C,
                                 const double* last, int fb) {
-        long i = 0, l, j, e;
-        for (j = 0; j < n * n; j++) C[j] = 0.0;
-        for (; i + 4 <= n; i += 4) {
-            double* __restrict__ c0 = C + i * n;
-            double* __restrict__ c1 = c0 + n;
-            double* __restrict__ c2 = c1 + n;
-            double* __restrict__ c3 = c2 + n;
-            for (l = 0; l < n; l++) {
-                const double a0 = -A[i * n + l], a1 = -A[(i + 1) * n + l],
-                             a2 = -A[(i + 2) * n + l], a3 = -A[(i + 3) * n + l];
-                const double* __restrict__ b = B + l * n;
-                e = (long) last[l < 6 * fb ? 0 : l - 5 * fb] + 5 * fb + 1;
-                for (j = 0; j < e; j++) {
-                    const double x = b[j];
-                    c0[j] += a0 * x;
-                    c1[j] += a1 * x;
-                    c2[j] += a2 * x;
-                    c3[j] += a3 * x;
+        long i, j, l, r, s;
+        #define FDD_E(l) ((long) last[(l) < 6 * fb ? 0 : (l) - 5 * fb] + 5 * fb + 1)
+        for (i = 0; i + 4 <= n; i += 4) {
+            for (j = 0; j + 4 <= n; j += 4) {
+                double acc[16] = {0.0};
+                for (l = 0; l < n; l++) {
+                    const double* __restrict__ b = B + l * n + j;
+                    if (FDD_E(l) <= j || (b[0] == 0.0 && b[1] == 0.0 && b[2] == 0.0
+                                          && b[3] == 0.0)) continue;
+                    const double* __restrict__ a = A + l * n + i;
+                    for (r = 0; r < 4; r++)
+                        for (s = 0; s < 4; s++) acc[4 * r + s] += a[r] * b[s];
                 }
+                for (r = 0; r < 4; r++)
+                    for (s = 0; s < 4; s++) C[(i + r) * n + j + s] = -acc[4 * r + s];
+            }
+            for (; j < n; j++) {
+                double acc[4] = {0.0};
+                for (l = 0; l < n; l++) {
+                    const double x = B[l * n + j];
+                    for (r = 0; r < 4; r++) acc[r] += A[l * n + i + r] * x;
+                }
+                for (r = 0; r < 4; r++) C[(i + r) * n + j] = -acc[r];
             }
         }
         for (; i < n; i++) {
-            double* __restrict__ c0 = C + i * n;
+            for (j = 0; j < n; j++) C[i * n + j] = 0.0;
             for (l = 0; l < n; l++) {
-                const double a0 = -A[i * n + l];
+                const double a0 = -A[l * n + i];
                 const double* __restrict__ b = B + l * n;
-                e = (long) last[l < 6 * fb ? 0 : l - 5 * fb] + 5 * fb + 1;
-                for (j = 0; j < e; j++) c0[j] += a0 * b[j];
+                const long e = FDD_E(l);
+                for (j = 0; j < e; j++) C[i * n + j] += a0 * b[j];
             }
         }
+        #undef FDD_E
     }
     """
     void fdd_neg_product(long n, const double* A, const double* B, double* C,
