@@ -48,7 +48,7 @@ cdef enum:
     B_M = 24        # composite mass, h (3), Θ (9, about the world origin)
     B_H = 37        # composite momentum Σ I_k v_k
     B_F = 43        # composite force Σ f_k
-    B_N = 49        # composite N = Σ I_k ad_{v_k} (36, row-major)
+    B_N = 49        # composite N + Nᵀ, N = Σ I_k ad_{v_k} (36, row-major)
     C_S = 0
     C_PD = 6        # Ψ̇
     C_D = 12        # D
@@ -179,16 +179,24 @@ cdef void body_N(const double* I, const double* v, double* N) noexcept nogil:
             N[6 * (3 + a) + 3 + b] = m * W[3 * a + b]
 
 
-cdef inline void N_apply(const double* N, const double* x, double* d1, double* d2) noexcept nogil:
-    """d1 = N x, d2 = Nᵀ x."""
+cdef inline void symmetrize6(double* N) noexcept nogil:
+    """N ← N + Nᵀ (6×6 row-major, in place)."""
     cdef int a, b
+    cdef double x
     for a in range(6):
-        d1[a] = 0.0
-        d2[a] = 0.0
+        N[7 * a] *= 2.0
+        for b in range(a + 1, 6):
+            x = N[6 * a + b] + N[6 * b + a]
+            N[6 * a + b] = x
+            N[6 * b + a] = x
+
+
+cdef inline void N_apply(const double* N, const double* x, double* d) noexcept nogil:
+    """d = N x (6×6 row-major; here N + Nᵀ, so that one product serves both terms)."""
+    cdef int a
     for a in range(6):
-        for b in range(6):
-            d1[a] += N[6 * a + b] * x[b]
-            d2[b] += N[6 * a + b] * x[a]
+        d[a] = (N[6 * a] * x[0] + N[6 * a + 1] * x[1] + N[6 * a + 2] * x[2]
+                + N[6 * a + 3] * x[3] + N[6 * a + 4] * x[4] + N[6 * a + 5] * x[5])
 
 
 cdef inline void expand_inertia(const double* I, double* d) noexcept nogil:
@@ -305,6 +313,7 @@ cdef void deriv_forward(const KModel* m, KWork* w, bint use_fx, bint fill_IA) no
             for a in range(6):
                 X[B_F + a] -= t1[a]
         body_N(X + B_M, X + B_V, X + B_N)
+        symmetrize6(X + B_N)   # only N + Nᵀ enters 𝔅
 
 
 cdef void deriv_composites(const KModel* m, KWork* w) noexcept nogil:
@@ -315,7 +324,6 @@ cdef void deriv_composites(const KModel* m, KWork* w) noexcept nogil:
     cdef double* Xp
     cdef double* C
     cdef double t1[6]
-    cdef double t2[6]
     for i in range(nb - 1, 0, -1):
         par = m.parent[i]
         if par < 0:
@@ -329,9 +337,9 @@ cdef void deriv_composites(const KModel* m, KWork* w) noexcept nogil:
         X = w.dX + 96 * bi
         C = w.dC + 36 * ci
         inertia_apply(X + B_M, C + C_S, C + C_AL)
-        N_apply(X + B_N, C + C_S, t1, t2)
+        N_apply(X + B_N, C + C_S, t1)
         for a in range(6):
-            C[C_BE + a] = -t1[a] - t2[a]
+            C[C_BE + a] = -t1[a]
         cross_force(C + C_S, X + B_H, C + C_BE, -1.0)   # H̄ᵀ S = −S ×* h
 
 
@@ -344,7 +352,6 @@ cdef void deriv_entries(const KModel* m, KWork* w, double* dq, double* dv,
     cdef double* C
     cdef double* Cj
     cdef double t1[6]
-    cdef double t2[6]
     cdef double gq[6]
     cdef double gv[6]
     for ci in range(nv):
@@ -354,14 +361,14 @@ cdef void deriv_entries(const KModel* m, KWork* w, double* dq, double* dv,
         # g_q = S ×* F^C + I^C Ψ̈ + 𝔅^C Ψ̇,  g_v = I^C D + 𝔅^C S  (𝔅 x = x ×* h − N x − Nᵀ x)
         inertia_apply(X + B_M, C + C_PDD, gq)
         cross_force(C + C_S, X + B_F, gq, 1.0)
-        N_apply(X + B_N, C + C_PD, t1, t2)
+        N_apply(X + B_N, C + C_PD, t1)
         for a in range(6):
-            gq[a] -= t1[a] + t2[a]
+            gq[a] -= t1[a]
         cross_force(C + C_PD, X + B_H, gq, 1.0)
         inertia_apply(X + B_M, C + C_D, gv)
-        N_apply(X + B_N, C + C_S, t1, t2)
+        N_apply(X + B_N, C + C_S, t1)
         for a in range(6):
-            gv[a] -= t1[a] + t2[a]
+            gv[a] -= t1[a]
         cross_force(C + C_S, X + B_H, gv, 1.0)
         # walk the ancestors of body bi (itself included)
         b = bi
