@@ -48,7 +48,8 @@ cdef enum:
     B_M = 24        # composite mass, h (3), Θ (9, about the world origin)
     B_H = 37        # composite momentum Σ I_k v_k
     B_F = 43        # composite force Σ f_k
-    B_N = 49        # composite N + Nᵀ, N = Σ I_k ad_{v_k} (36, row-major)
+    B_N = 49        # composite N + Nᵀ, N = Σ I_k ad_{v_k} (12: S, k of body_N)
+    B_END = 61
     C_S = 0
     C_PD = 6        # Ψ̇
     C_D = 12        # D
@@ -151,52 +152,42 @@ cdef void body_inertia(const KModel* m, int i, const double* P, double* I) noexc
 
 
 cdef void body_N(const double* I, const double* v, double* N) noexcept nogil:
-    """N = I ad_v (6×6 row-major) = [[Θ ω̃ + h̃ ṽ, h̃ ω̃], [−h̃ ω̃ + m ṽ, m ω̃]]."""
-    cdef double W[9]
-    cdef double L[9]
-    cdef double H[9]
+    """N + Nᵀ for N = I ad_v, I = (m, h, Θ), v = (ω, u), stored as (S (9, row-major), k (3)):
+    N = [[Θ ω̃ + h̃ ũ, h̃ ω̃], [−h̃ ω̃ + m ũ, m ω̃]], so N + Nᵀ = [[S, k̃], [−k̃, 0]] with
+    S = P + Pᵀ + u hᵀ + h uᵀ − 2 (h·u) 1 (P = Θ ω̃: row a is Θ_a × ω; h̃ ũ + ũ h̃ = u hᵀ + h uᵀ
+    − 2 (h·u) 1) and k = h × ω − m u (h̃ ω̃ − ω̃ h̃ = (h × ω)~). Linear in I: composites add."""
     cdef const double* Th = I + 4
-    cdef double m = I[0]
+    cdef const double* h = I + 1
+    cdef double m = I[0], w0 = v[0], w1 = v[1], w2 = v[2], u0 = v[3], u1 = v[4], u2 = v[5]
+    cdef double P[9]
+    cdef double hu = h[0] * u0 + h[1] * u1 + h[2] * u2
+    cdef double uu[3]
     cdef int a, b
-    W[0], W[1], W[2] = 0.0, -v[2], v[1]
-    W[3], W[4], W[5] = v[2], 0.0, -v[0]
-    W[6], W[7], W[8] = -v[1], v[0], 0.0
-    L[0], L[1], L[2] = 0.0, -v[5], v[4]
-    L[3], L[4], L[5] = v[5], 0.0, -v[3]
-    L[6], L[7], L[8] = -v[4], v[3], 0.0
-    H[0], H[1], H[2] = 0.0, -I[3], I[2]
-    H[3], H[4], H[5] = I[3], 0.0, -I[1]
-    H[6], H[7], H[8] = -I[2], I[1], 0.0
-    cdef double hw, tw, hl
+    uu[0], uu[1], uu[2] = u0, u1, u2
+    for a in range(3):
+        P[3 * a] = Th[3 * a + 1] * w2 - Th[3 * a + 2] * w1
+        P[3 * a + 1] = Th[3 * a + 2] * w0 - Th[3 * a] * w2
+        P[3 * a + 2] = Th[3 * a] * w1 - Th[3 * a + 1] * w0
     for a in range(3):
         for b in range(3):
-            tw = Th[3 * a] * W[b] + Th[3 * a + 1] * W[3 + b] + Th[3 * a + 2] * W[6 + b]
-            hl = H[3 * a] * L[b] + H[3 * a + 1] * L[3 + b] + H[3 * a + 2] * L[6 + b]
-            hw = H[3 * a] * W[b] + H[3 * a + 1] * W[3 + b] + H[3 * a + 2] * W[6 + b]
-            N[6 * a + b] = tw + hl
-            N[6 * a + 3 + b] = hw
-            N[6 * (3 + a) + b] = -hw + m * L[3 * a + b]
-            N[6 * (3 + a) + 3 + b] = m * W[3 * a + b]
-
-
-cdef inline void symmetrize6(double* N) noexcept nogil:
-    """N ← N + Nᵀ (6×6 row-major, in place)."""
-    cdef int a, b
-    cdef double x
-    for a in range(6):
-        N[7 * a] *= 2.0
-        for b in range(a + 1, 6):
-            x = N[6 * a + b] + N[6 * b + a]
-            N[6 * a + b] = x
-            N[6 * b + a] = x
+            N[3 * a + b] = P[3 * a + b] + P[3 * b + a] + uu[a] * h[b] + h[a] * uu[b]
+        N[4 * a] -= 2.0 * hu
+    N[9] = h[1] * w2 - h[2] * w1 - m * u0
+    N[10] = h[2] * w0 - h[0] * w2 - m * u1
+    N[11] = h[0] * w1 - h[1] * w0 - m * u2
 
 
 cdef inline void N_apply(const double* N, const double* x, double* d) noexcept nogil:
-    """d = N x (6×6 row-major; here N + Nᵀ, so that one product serves both terms)."""
-    cdef int a
-    for a in range(6):
-        d[a] = (N[6 * a] * x[0] + N[6 * a + 1] * x[1] + N[6 * a + 2] * x[2]
-                + N[6 * a + 3] * x[3] + N[6 * a + 4] * x[4] + N[6 * a + 5] * x[5])
+    """d = (N + Nᵀ) x for N + Nᵀ = [[S, k̃], [−k̃, 0]] as stored by :func:`body_N`:
+    (S ω + k × v, −k × ω) for x = (ω, v)."""
+    cdef double w0 = x[0], w1 = x[1], w2 = x[2], v0 = x[3], v1 = x[4], v2 = x[5]
+    cdef double k0 = N[9], k1 = N[10], k2 = N[11]
+    d[0] = N[0] * w0 + N[1] * w1 + N[2] * w2 + k1 * v2 - k2 * v1
+    d[1] = N[3] * w0 + N[4] * w1 + N[5] * w2 + k2 * v0 - k0 * v2
+    d[2] = N[6] * w0 + N[7] * w1 + N[8] * w2 + k0 * v1 - k1 * v0
+    d[3] = -(k1 * w2 - k2 * w1)
+    d[4] = -(k2 * w0 - k0 * w2)
+    d[5] = -(k0 * w1 - k1 * w0)
 
 
 cdef inline void expand_inertia(const double* I, double* d) noexcept nogil:
@@ -312,8 +303,7 @@ cdef void deriv_forward(const KModel* m, KWork* w, bint use_fx, bint fill_IA) no
             wrench_to_world(X, w.fx + 6 * i, t1)
             for a in range(6):
                 X[B_F + a] -= t1[a]
-        body_N(X + B_M, X + B_V, X + B_N)
-        symmetrize6(X + B_N)   # only N + Nᵀ enters 𝔅
+        body_N(X + B_M, X + B_V, X + B_N)   # only N + Nᵀ enters 𝔅
 
 
 cdef void deriv_composites(const KModel* m, KWork* w) noexcept nogil:
@@ -330,7 +320,7 @@ cdef void deriv_composites(const KModel* m, KWork* w) noexcept nogil:
             continue
         X = w.dX + 96 * i
         Xp = w.dX + 96 * par
-        for a in range(B_M, 96 - 11):
+        for a in range(B_M, B_END):
             Xp[a] += X[a]
     for ci in range(nv):
         bi = 0 if ci < 6 * fb else ci - 5 * fb
