@@ -35,6 +35,7 @@ cimport numpy as cnp
 
 from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, claim,
                                          fresh_if_alias, load_fx, take_states, unclaim)
+from mbs_dynamics.kernels._mat6 cimport inertia6
 from mbs_dynamics.kernels._minv cimport minv_solve
 from mbs_dynamics.kernels._spatial cimport ad_V, base_gravity, joint_pose, load_jet
 
@@ -190,22 +191,6 @@ cdef inline void N_apply(const double* N, const double* x, double* d) noexcept n
     d[5] = -(k0 * w1 - k1 * w0)
 
 
-cdef inline void expand_inertia(const double* I, double* d) noexcept nogil:
-    """d (6×6 row-major) = [[Θ, h̃], [−h̃, m 1]] for I = (m, h, Θ) (as :func:`inertia_apply`)."""
-    cdef double ms = I[0], h0 = I[1], h1 = I[2], h2 = I[3]
-    cdef int r, k
-    for r in range(3):
-        for k in range(3):
-            d[6 * r + k] = I[4 + 3 * r + k]
-            d[6 * (r + 3) + k + 3] = ms if r == k else 0.0
-    d[3], d[4], d[5] = 0.0, -h2, h1
-    d[9], d[10], d[11] = h2, 0.0, -h0
-    d[15], d[16], d[17] = -h1, h0, 0.0
-    d[18], d[19], d[20] = 0.0, h2, -h1
-    d[24], d[25], d[26] = -h2, 0.0, h0
-    d[30], d[31], d[32] = h1, -h0, 0.0
-
-
 cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double* M,
                       bint use_fx=False) noexcept nogil:
     """∂τ/∂q, ∂τ/∂q̇, M (nv, nv) each, from q, v, a loaded in the workspace (w.T[0] holds the
@@ -295,7 +280,7 @@ cdef void deriv_forward(const KModel* m, KWork* w, bint use_fx, bint fill_IA) no
                 X[B_A + a] = al[a] + C[C_S + a] * qdd + C[C_PD + a] * qd
         body_inertia(m, i, X, X + B_M)
         if fill_IA:
-            expand_inertia(X + B_M, w.IA + 36 * i)
+            inertia6(X[B_M], X + B_M + 1, X + B_M + 4, w.IA + 36 * i)
         inertia_apply(X + B_M, X + B_V, X + B_H)
         inertia_apply(X + B_M, X + B_A, X + B_F)
         cross_force(X + B_V, X + B_H, X + B_F, 1.0)

@@ -30,7 +30,7 @@ triangle is left unfilled) and ``inv(pinocchio.crba)``. Work: O(n·d) for the se
 import numpy as np
 cimport numpy as cnp
 
-from mbs_dynamics.kernels._chol6 cimport chol6
+from mbs_dynamics.kernels._mat6 cimport chol6
 from mbs_dynamics.kernels._data cimport (finite_result, REVOLUTE, Data, KModel, KWork, alias3,
                                          as_input, as_out, check_finite, check_quat, claim,
                                          out_mat, unclaim, vec)
