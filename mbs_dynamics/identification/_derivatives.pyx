@@ -27,7 +27,11 @@ S_j ×* F_i terms cancel there; with composites I^C, 𝔅^C, F^C and α_i = I^C 
 
 A floating base is body 0 with 6 coordinates, its configuration perturbed as Pinocchio does
 (C_0 exp(δ), δ = (linear, angular) in the base frame), so its screws are S_r = Ad_{C_0} e_r,
-Ψ̇_r = 0 and Ψ̈_r = a_0 × S_r. Rows and columns follow Pinocchio's velocity layout.
+Ψ̇_r = 0 and Ψ̈_r = a_0 × S_r. Every quantity above moves by one constant Ad under a change of
+the (inertial) reference frame and the entries are invariant, so with a floating base the kernel
+works in the base's own frame at this instant: S_r = e_r, the base pose is the identity and
+gravity enters as (0, −R_0ᵀ g) — the frame of the M⁻¹ kernel, which :func:`fd_derivatives`
+shares. Rows and columns follow Pinocchio's velocity layout.
 """
 import numpy as np
 cimport numpy as cnp
@@ -620,9 +624,9 @@ def inverse_dynamics_derivatives(Data d, q, qd, qdd, out=None):
 
 
 def forward_dynamics_derivatives(Data d, q, qd, tau, fx=None, out=None):
-    """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹), each (nv, nv) (or (N, nv, nv) for batches): q̈ = FD(q, q̇, τ) by
-    the ABA kernel, then ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈) (:func:`fd_derivatives`);
-    fx: optional body wrenches (1, nb, 6) (single samples)."""
+    """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹), each (nv, nv) (or (N, nv, nv) for batches): one pass over the
+    tree per sample, q̈ = M⁻¹(τ − b) and ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈)
+    (:func:`fd_derivatives`); fx: optional body wrenches (1, nb, 6) (single samples)."""
     claim(d)
     try:
         return finite_result(_forward_dynamics_derivatives(d, q, qd, tau, fx, out),
