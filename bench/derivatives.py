@@ -12,6 +12,8 @@ floating) and TALOS (talos_reduced, 38, a floating humanoid):
 - its batch over N samples / a Python loop over ``pin.computeMinverse``;
 - ``forward_dynamics_derivatives(q, v, τ)`` / ``pin.computeABADerivatives``;
 - its batch / a Python loop over ``pin.computeABADerivatives``;
+- regression checks of the shared kernels: ``forward_dynamics`` / ``pin.aba`` and
+  ``inverse_dynamics_derivatives`` / ``pin.computeRNEADerivatives``;
 - ``inverse_dynamics_second_order_derivatives(q, v, a)`` / one ``pin.computeRNEADerivatives``
   (more rows in ``bench/rnea_second_order.py``);
 - closed loops (delta, two-loop planar, parallelogram arm): batches of constrained τ and forward
@@ -131,6 +133,13 @@ def rows(name, a):
     if _batched_fd(robot):
         add(f"∂FD batch N={N} / Python loop over `pin.computeABADerivatives`",
             lambda: robot.forward_dynamics_derivatives(Q, V, T), pin_aba_loop, 1, N)
+    # regression checks of the kernels this work shares (the ABA's 6×6 Cholesky, the RNEA
+    # partials' passes)
+    add("ABA: `forward_dynamics(q, v, τ)` / `pin.aba` (regression check)",
+        lambda: robot.forward_dynamics(q, v, tau), lambda: pin.aba(pm, pd, q, v, tau), num)
+    add("∂τ: `inverse_dynamics_derivatives(q, v, a)` / `pin.computeRNEADerivatives` "
+        "(regression check)", lambda: robot.inverse_dynamics_derivatives(q, v, qdd),
+        lambda: pin.computeRNEADerivatives(pm, pd, q, v, qdd), max(100, num // 3))
     if hasattr(robot, "inverse_dynamics_second_order_derivatives"):  # bench/rnea_second_order.py
         add("∂²τ: `inverse_dynamics_second_order_derivatives` / one `pin.computeRNEADerivatives`",
             lambda: robot.inverse_dynamics_second_order_derivatives(q, v, qdd),
@@ -190,13 +199,14 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=11)
     ap.add_argument("--number", type=int, default=4000, help="calls per timing loop (7 DOF)")
     ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--no-loops", action="store_true", help="skip the closed-loop rows")
     a = ap.parse_args(argv)
     print(f"{a.repeats} interleaved repeats, CPU time, OMP_NUM_THREADS="
           f"{os.environ.get('OMP_NUM_THREADS')}; µs per call (batches: per sample)")
     print("| robot | nv | call | ours µs | Pinocchio µs | ratio median [min–max] |")
     print("|---|---|---|---|---|---|")
     names = [x for x in a.robots.split(",") if x]
-    for name in names + ["loops"]:
+    for name in names + ([] if a.no_loops else ["loops"]):
         for r in (loop_rows(a) if name == "loops" else rows(name, a)):
             print("| {} | {} | {} | {:.2f} | {:.2f} | {:.3f} [{:.3f}–{:.3f}] |".format(*r),
                   flush=True)

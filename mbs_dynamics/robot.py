@@ -642,8 +642,9 @@ class Robot:
 
     def forward_dynamics_derivatives(self, q, qd, tau, f_ext=None, out=None):
         """``(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹)`` of :meth:`forward_dynamics` (∂q̈/∂τ = M⁻¹), compiled in one
-        call: q̈ = FD(q, q̇, τ) by the ABA, M⁻¹ from the same joint poses (as
-        :meth:`inverse_mass_matrix`), ∂τ/∂q and ∂τ/∂q̇ at (q, q̇, q̈), then
+        pass over the tree: M⁻¹ (as :meth:`inverse_mass_matrix`) from the joint screws and
+        inertias of the RNEA partials' forward pass, q̈ = M⁻¹(τ − b), ∂τ/∂q and ∂τ/∂q̇ at
+        (q, q̇, q̈), then
         ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` (differentiate ID(q, q̇, FD(q, q̇, τ)) = τ; Carpentier & Mansard,
         RSS 2018, Pinocchio's ``computeABADerivatives``).
 

@@ -27,17 +27,21 @@ S_j ×* F_i terms cancel there; with composites I^C, 𝔅^C, F^C and α_i = I^C 
 
 A floating base is body 0 with 6 coordinates, its configuration perturbed as Pinocchio does
 (C_0 exp(δ), δ = (linear, angular) in the base frame), so its screws are S_r = Ad_{C_0} e_r,
-Ψ̇_r = 0 and Ψ̈_r = a_0 × S_r. Rows and columns follow Pinocchio's velocity layout.
+Ψ̇_r = 0 and Ψ̈_r = a_0 × S_r. Every quantity above moves by one constant Ad under a change of
+the (inertial) reference frame and the entries are invariant, so with a floating base the kernel
+works in the base's own frame at this instant: S_r = e_r, the base pose is the identity and
+gravity enters as (0, −R_0ᵀ g) — the frame of the M⁻¹ kernel, which :func:`fd_derivatives`
+shares. Rows and columns follow Pinocchio's velocity layout.
 """
 import numpy as np
 cimport numpy as cnp
 
 
-from mbs_dynamics.kernels._aba cimport aba_core
 from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, claim,
                                          fresh_if_alias, load_fx, take_states, unclaim)
-from mbs_dynamics.kernels._minv cimport minv_core
-from mbs_dynamics.kernels._spatial cimport ad_V, joint_pose, load_jet
+from mbs_dynamics.kernels._mat6 cimport inertia6
+from mbs_dynamics.kernels._minv cimport minv_solve
+from mbs_dynamics.kernels._spatial cimport ad_V, base_gravity, joint_pose, load_jet
 
 cnp.import_array()
 
@@ -49,7 +53,8 @@ cdef enum:
     B_M = 24        # composite mass, h (3), Θ (9, about the world origin)
     B_H = 37        # composite momentum Σ I_k v_k
     B_F = 43        # composite force Σ f_k
-    B_N = 49        # composite N = Σ I_k ad_{v_k} (36, row-major)
+    B_N = 49        # composite N + Nᵀ, N = Σ I_k ad_{v_k} (12: S, k of body_N)
+    B_END = 61
     C_S = 0
     C_PD = 6        # Ψ̇
     C_D = 12        # D
@@ -152,44 +157,42 @@ cdef void body_inertia(const KModel* m, int i, const double* P, double* I) noexc
 
 
 cdef void body_N(const double* I, const double* v, double* N) noexcept nogil:
-    """N = I ad_v (6×6 row-major) = [[Θ ω̃ + h̃ ṽ, h̃ ω̃], [−h̃ ω̃ + m ṽ, m ω̃]]."""
-    cdef double W[9]
-    cdef double L[9]
-    cdef double H[9]
+    """N + Nᵀ for N = I ad_v, I = (m, h, Θ), v = (ω, u), stored as (S (9, row-major), k (3)):
+    N = [[Θ ω̃ + h̃ ũ, h̃ ω̃], [−h̃ ω̃ + m ũ, m ω̃]], so N + Nᵀ = [[S, k̃], [−k̃, 0]] with
+    S = P + Pᵀ + u hᵀ + h uᵀ − 2 (h·u) 1 (P = Θ ω̃: row a is Θ_a × ω; h̃ ũ + ũ h̃ = u hᵀ + h uᵀ
+    − 2 (h·u) 1) and k = h × ω − m u (h̃ ω̃ − ω̃ h̃ = (h × ω)~). Linear in I: composites add."""
     cdef const double* Th = I + 4
-    cdef double m = I[0]
+    cdef const double* h = I + 1
+    cdef double m = I[0], w0 = v[0], w1 = v[1], w2 = v[2], u0 = v[3], u1 = v[4], u2 = v[5]
+    cdef double P[9]
+    cdef double hu = h[0] * u0 + h[1] * u1 + h[2] * u2
+    cdef double uu[3]
     cdef int a, b
-    W[0], W[1], W[2] = 0.0, -v[2], v[1]
-    W[3], W[4], W[5] = v[2], 0.0, -v[0]
-    W[6], W[7], W[8] = -v[1], v[0], 0.0
-    L[0], L[1], L[2] = 0.0, -v[5], v[4]
-    L[3], L[4], L[5] = v[5], 0.0, -v[3]
-    L[6], L[7], L[8] = -v[4], v[3], 0.0
-    H[0], H[1], H[2] = 0.0, -I[3], I[2]
-    H[3], H[4], H[5] = I[3], 0.0, -I[1]
-    H[6], H[7], H[8] = -I[2], I[1], 0.0
-    cdef double hw, tw, hl
+    uu[0], uu[1], uu[2] = u0, u1, u2
+    for a in range(3):
+        P[3 * a] = Th[3 * a + 1] * w2 - Th[3 * a + 2] * w1
+        P[3 * a + 1] = Th[3 * a + 2] * w0 - Th[3 * a] * w2
+        P[3 * a + 2] = Th[3 * a] * w1 - Th[3 * a + 1] * w0
     for a in range(3):
         for b in range(3):
-            tw = Th[3 * a] * W[b] + Th[3 * a + 1] * W[3 + b] + Th[3 * a + 2] * W[6 + b]
-            hl = H[3 * a] * L[b] + H[3 * a + 1] * L[3 + b] + H[3 * a + 2] * L[6 + b]
-            hw = H[3 * a] * W[b] + H[3 * a + 1] * W[3 + b] + H[3 * a + 2] * W[6 + b]
-            N[6 * a + b] = tw + hl
-            N[6 * a + 3 + b] = hw
-            N[6 * (3 + a) + b] = -hw + m * L[3 * a + b]
-            N[6 * (3 + a) + 3 + b] = m * W[3 * a + b]
+            N[3 * a + b] = P[3 * a + b] + P[3 * b + a] + uu[a] * h[b] + h[a] * uu[b]
+        N[4 * a] -= 2.0 * hu
+    N[9] = h[1] * w2 - h[2] * w1 - m * u0
+    N[10] = h[2] * w0 - h[0] * w2 - m * u1
+    N[11] = h[0] * w1 - h[1] * w0 - m * u2
 
 
-cdef inline void N_apply(const double* N, const double* x, double* d1, double* d2) noexcept nogil:
-    """d1 = N x, d2 = Nᵀ x."""
-    cdef int a, b
-    for a in range(6):
-        d1[a] = 0.0
-        d2[a] = 0.0
-    for a in range(6):
-        for b in range(6):
-            d1[a] += N[6 * a + b] * x[b]
-            d2[b] += N[6 * a + b] * x[a]
+cdef inline void N_apply(const double* N, const double* x, double* d) noexcept nogil:
+    """d = (N + Nᵀ) x for N + Nᵀ = [[S, k̃], [−k̃, 0]] as stored by :func:`body_N`:
+    (S ω + k × v, −k × ω) for x = (ω, v)."""
+    cdef double w0 = x[0], w1 = x[1], w2 = x[2], v0 = x[3], v1 = x[4], v2 = x[5]
+    cdef double k0 = N[9], k1 = N[10], k2 = N[11]
+    d[0] = N[0] * w0 + N[1] * w1 + N[2] * w2 + k1 * v2 - k2 * v1
+    d[1] = N[3] * w0 + N[4] * w1 + N[5] * w2 + k2 * v0 - k0 * v2
+    d[2] = N[6] * w0 + N[7] * w1 + N[8] * w2 + k0 * v1 - k1 * v0
+    d[3] = -(k1 * w2 - k2 * w1)
+    d[4] = -(k2 * w0 - k0 * w2)
+    d[5] = -(k0 * w1 - k1 * w0)
 
 
 cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double* M,
@@ -198,42 +201,49 @@ cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double*
     base pose, w.nu the base twist and its rate, w.qj the joint jet). With ``use_fx`` the
     applied body wrenches w.fx (body frames, constant there) enter f_k as −Ad_{C_k}⁻ᵀ W_k: a
     wrench fixed in the body moves with it, so ∂f_k/∂q_j keeps the form S_j ×* f_k above."""
-    cdef int nb = m.nb, nv = m.nv, fb = m.fb, i, j, a, b, c, r, par, ci, cj, bi
+    deriv_forward(m, w, use_fx, False)
+    deriv_composites(m, w)
+    deriv_entries(m, w, dq, dv, M)
+
+
+cdef void deriv_forward(const KModel* m, KWork* w, bint use_fx, bint fill_IA) noexcept nogil:
+    """The forward pass of :func:`derivatives`: reference-frame poses, twists, accelerations,
+    screws, Ψ̇, Ψ̈ and each body's own inertia, momentum, force and N (w.dX, w.dC). The
+    reference frame is the world for a fixed base and the floating base's own frame otherwise
+    (every quantity is moved by the same constant Ad, so the τ partials are unchanged; gravity
+    enters as that frame's acceleration (0, −R₀ᵀ g)). With ``fill_IA`` each body inertia is also
+    written as a 6×6 matrix into w.IA (for :func:`minv_solve`)."""
+    cdef int nb = m.nb, fb = m.fb, i, a, b, c, r, par
     cdef double* X
     cdef double* Xp
     cdef double* C
-    cdef double* Cj
     cdef double* T
     cdef double qd, qdd
     cdef double u[6]
     cdef double t1[6]
-    cdef double t2[6]
-    cdef double gq[6]
-    cdef double gv[6]
     cdef double ag[6]
     cdef double vl[6]
     cdef double al[6]
-    ag[0], ag[1], ag[2] = 0.0, 0.0, 0.0
-    ag[3], ag[4], ag[5] = -m.g[0], -m.g[1], -m.g[2]
-    # ---- forward: world poses, twists, accelerations, screws; each body's own terms
+    if fb:
+        base_gravity(m, w.T, ag)
+    else:
+        ag[0], ag[1], ag[2] = 0.0, 0.0, 0.0
+        ag[3], ag[4], ag[5] = -m.g[0], -m.g[1], -m.g[2]
     for i in range(nb):
         X = w.dX + 96 * i
         par = m.parent[i]
         if m.jtype[i] == FREE:
             for a in range(12):
-                X[B_POSE + a] = w.T[a]
-            world_screw(X, w.nu, X + B_V)
-            world_screw(X, w.nu + 6, X + B_A)
+                X[B_POSE + a] = 1.0 if a in (0, 4, 8) else 0.0
             for a in range(6):
-                X[B_A + a] += ag[a]
+                X[B_V + a] = w.nu[a]
+                X[B_A + a] = w.nu[6 + a] + ag[a]
             for r in range(6):
                 C = w.dC + 36 * r
                 for a in range(6):
-                    u[a] = 0.0
-                u[3 + r if r < 3 else r - 3] = 1.0   # (linear, angular) order
-                world_screw(X, u, C + C_S)
-                for a in range(6):
+                    C[C_S + a] = 0.0
                     C[C_PD + a] = 0.0
+                C[C_S + (3 + r if r < 3 else r - 3)] = 1.0   # (linear, angular) order
                 ad_V(X + B_V, C + C_S, C + C_D)      # D = v_0 × S
                 ad_V(ag, C + C_S, C + C_PDD)         # Ψ̈ = a_0 × S
         else:
@@ -273,6 +283,8 @@ cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double*
                 X[B_V + a] = vl[a] + C[C_S + a] * qd
                 X[B_A + a] = al[a] + C[C_S + a] * qdd + C[C_PD + a] * qd
         body_inertia(m, i, X, X + B_M)
+        if fill_IA:
+            inertia6(X[B_M], X + B_M + 1, X + B_M + 4, w.IA + 36 * i)
         inertia_apply(X + B_M, X + B_V, X + B_H)
         inertia_apply(X + B_M, X + B_A, X + B_F)
         cross_force(X + B_V, X + B_H, X + B_F, 1.0)
@@ -280,27 +292,47 @@ cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double*
             wrench_to_world(X, w.fx + 6 * i, t1)
             for a in range(6):
                 X[B_F + a] -= t1[a]
-        body_N(X + B_M, X + B_V, X + B_N)
-    # ---- backward: composites
+        body_N(X + B_M, X + B_V, X + B_N)   # only N + Nᵀ enters 𝔅
+
+
+cdef void deriv_composites(const KModel* m, KWork* w) noexcept nogil:
+    """The backward pass of :func:`derivatives`: subtree composites of (I, h, f, N) in place,
+    then α = I^C S and β = 𝔅^{Cᵀ} S per velocity coordinate."""
+    cdef int nb = m.nb, nv = m.nv, fb = m.fb, i, a, par, ci, bi
+    cdef double* X
+    cdef double* Xp
+    cdef double* C
+    cdef double t1[6]
     for i in range(nb - 1, 0, -1):
         par = m.parent[i]
         if par < 0:
             continue
         X = w.dX + 96 * i
         Xp = w.dX + 96 * par
-        for a in range(B_M, 96 - 11):
+        for a in range(B_M, B_END):
             Xp[a] += X[a]
-    # ---- per coordinate: α = I^C S, β = 𝔅^{Cᵀ} S
     for ci in range(nv):
         bi = 0 if ci < 6 * fb else ci - 5 * fb
         X = w.dX + 96 * bi
         C = w.dC + 36 * ci
         inertia_apply(X + B_M, C + C_S, C + C_AL)
-        N_apply(X + B_N, C + C_S, t1, t2)
+        N_apply(X + B_N, C + C_S, t1)
         for a in range(6):
-            C[C_BE + a] = -t1[a] - t2[a]
+            C[C_BE + a] = -t1[a]
         cross_force(C + C_S, X + B_H, C + C_BE, -1.0)   # H̄ᵀ S = −S ×* h
-    # ---- the entries
+
+
+cdef void deriv_entries(const KModel* m, KWork* w, double* dq, double* dv,
+                        double* M) noexcept nogil:
+    """The entries of :func:`derivatives` (M skipped when NULL); entries of unrelated bodies
+    are not written."""
+    cdef int nv = m.nv, fb = m.fb, a, b, c, r, ci, cj, bi
+    cdef double* X
+    cdef double* C
+    cdef double* Cj
+    cdef double t1[6]
+    cdef double gq[6]
+    cdef double gv[6]
     for ci in range(nv):
         bi = 0 if ci < 6 * fb else ci - 5 * fb
         X = w.dX + 96 * bi
@@ -308,14 +340,14 @@ cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double*
         # g_q = S ×* F^C + I^C Ψ̈ + 𝔅^C Ψ̇,  g_v = I^C D + 𝔅^C S  (𝔅 x = x ×* h − N x − Nᵀ x)
         inertia_apply(X + B_M, C + C_PDD, gq)
         cross_force(C + C_S, X + B_F, gq, 1.0)
-        N_apply(X + B_N, C + C_PD, t1, t2)
+        N_apply(X + B_N, C + C_PD, t1)
         for a in range(6):
-            gq[a] -= t1[a] + t2[a]
+            gq[a] -= t1[a]
         cross_force(C + C_PD, X + B_H, gq, 1.0)
         inertia_apply(X + B_M, C + C_D, gv)
-        N_apply(X + B_N, C + C_S, t1, t2)
+        N_apply(X + B_N, C + C_S, t1)
         for a in range(6):
-            gv[a] -= t1[a] + t2[a]
+            gv[a] -= t1[a]
         cross_force(C + C_S, X + B_H, gv, 1.0)
         # walk the ancestors of body bi (itself included)
         b = bi
@@ -329,11 +361,13 @@ cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double*
                 # row ci in the subtree of column cj's body
                 dq[ci * nv + cj] = dot6(C + C_AL, Cj + C_PDD) + dot6(C + C_BE, Cj + C_PD)
                 dv[ci * nv + cj] = dot6(C + C_AL, Cj + C_D) + dot6(C + C_BE, Cj + C_S)
-                M[ci * nv + cj] = dot6(C + C_AL, Cj + C_S)
+                if M != NULL:
+                    M[ci * nv + cj] = dot6(C + C_AL, Cj + C_S)
                 if b != bi:  # row cj: a strict ancestor
                     dq[cj * nv + ci] = dot6(Cj + C_S, gq)
                     dv[cj * nv + ci] = dot6(Cj + C_S, gv)
-                    M[cj * nv + ci] = M[ci * nv + cj]
+                    if M != NULL:
+                        M[cj * nv + ci] = M[ci * nv + cj]
             b = m.parent[b]
 
 
@@ -383,64 +417,152 @@ cdef void load_acc(const KModel* m, KWork* w, const double* pa) noexcept nogil:
 
 cdef extern from *:
     """
-    /* C = -A B for n x n row-major A, B, C: four rows of C at a time, so that each row of B
-       is loaded once per four rows (the loops over j vectorise across columns). */
+    /* C = -A B for n x n row-major A (symmetric: M^-1), B, C, where row l of B is zero from
+       column e(l) = last[b(l)] + 5 fb + 1 on (b(l) = 0 for l < 6 fb, else l - 5 fb; `last` the
+       subtree ends of the bodies). A 4 x 4 block of C is summed in registers over l (rows l
+       with e(l) <= the block's first column, or zero in the block's four columns — the
+       structural zeros of unrelated bodies — skipped); A's symmetry gives its column i..i+3 as
+       the contiguous A[l, i..i+3]. Tails by plain loops. */
     static void fdd_neg_product(long n, const double* __restrict__ A,
-                                const double* __restrict__ B, double* __restrict__ C) {
-        long i = 0, l, j;
-        for (j = 0; j < n * n; j++) C[j] = 0.0;
-        for (; i + 4 <= n; i += 4) {
-            double* __restrict__ c0 = C + i * n;
-            double* __restrict__ c1 = c0 + n;
-            double* __restrict__ c2 = c1 + n;
-            double* __restrict__ c3 = c2 + n;
-            for (l = 0; l < n; l++) {
-                const double a0 = -A[i * n + l], a1 = -A[(i + 1) * n + l],
-                             a2 = -A[(i + 2) * n + l], a3 = -A[(i + 3) * n + l];
-                const double* __restrict__ b = B + l * n;
-                for (j = 0; j < n; j++) {
-                    const double x = b[j];
-                    c0[j] += a0 * x;
-                    c1[j] += a1 * x;
-                    c2[j] += a2 * x;
-                    c3[j] += a3 * x;
+                                const double* __restrict__ B, double* __restrict__ C,
+                                const double* last, int fb) {
+        long i, j, l, r, s;
+        #define FDD_E(l) ((long) last[(l) < 6 * fb ? 0 : (l) - 5 * fb] + 5 * fb + 1)
+        for (i = 0; i + 4 <= n; i += 4) {
+            for (j = 0; j + 4 <= n; j += 4) {
+                double acc[16] = {0.0};
+                for (l = 0; l < n; l++) {
+                    const double* __restrict__ b = B + l * n + j;
+                    if (FDD_E(l) <= j || (b[0] == 0.0 && b[1] == 0.0 && b[2] == 0.0
+                                          && b[3] == 0.0)) continue;
+                    const double* __restrict__ a = A + l * n + i;
+                    for (r = 0; r < 4; r++)
+                        for (s = 0; s < 4; s++) acc[4 * r + s] += a[r] * b[s];
                 }
+                for (r = 0; r < 4; r++)
+                    for (s = 0; s < 4; s++) C[(i + r) * n + j + s] = -acc[4 * r + s];
+            }
+            for (; j < n; j++) {
+                double acc[4] = {0.0};
+                for (l = 0; l < n; l++) {
+                    const double x = B[l * n + j];
+                    for (r = 0; r < 4; r++) acc[r] += A[l * n + i + r] * x;
+                }
+                for (r = 0; r < 4; r++) C[(i + r) * n + j] = -acc[r];
             }
         }
         for (; i < n; i++) {
-            double* __restrict__ c0 = C + i * n;
+            for (j = 0; j < n; j++) C[i * n + j] = 0.0;
             for (l = 0; l < n; l++) {
-                const double a0 = -A[i * n + l];
+                const double a0 = -A[l * n + i];
                 const double* __restrict__ b = B + l * n;
-                for (j = 0; j < n; j++) c0[j] += a0 * b[j];
+                const long e = FDD_E(l);
+                for (j = 0; j < e; j++) C[i * n + j] += a0 * b[j];
             }
         }
+        #undef FDD_E
     }
     """
-    void fdd_neg_product(long n, const double* A, const double* B, double* C) noexcept nogil
+    void fdd_neg_product(long n, const double* A, const double* B, double* C,
+                         const double* last, int fb) noexcept nogil
 
 
 cdef int fd_derivatives(const KModel* m, KWork* w, const double* q, const double* v,
                         const double* tau, bint use_fx, double* F, double* P, double* dq,
                         double* dv, double* Mi) noexcept nogil:
-    """∂q̈/∂q, ∂q̈/∂q̇ and M⁻¹ (nv × nv each) at one sample, in one pass over the kernels:
-    q̈ = ABA(q, q̇, τ) (kernels/_aba.pyx), M⁻¹ from the same joint poses
-    (kernels/_minv.pyx, no M formed), ∂τ/∂q and ∂τ/∂q̇ at (q, q̇, q̈) (:func:`derivatives`),
-    then ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` (differentiate ID(q, q̇, FD(q, q̇, τ)) = τ; Carpentier &
-    Mansard, RSS 2018, eq. 7). P: (3, nv, nv) scratch, F: the ``Fs`` scratch. 1 if singular."""
-    cdef long nv = m.nv, nn = nv * nv, i
+    """∂q̈/∂q, ∂q̈/∂q̇ and M⁻¹ (nv × nv each) at one sample, in one pass over the tree
+    (Carpentier & Mansard, RSS 2018, eq. 7: differentiate ID(q, q̇, FD(q, q̇, τ)) = τ, so
+    ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈)):
+
+    1. the forward pass of :func:`derivatives` at q̈ = 0 (poses, twists, screws, inertias, all
+       in one reference frame) and the composites;
+    2. M⁻¹ by the articulated-body route from the same screws and body inertias
+       (:func:`mbs_dynamics.kernels._minv.minv_solve`, no M formed);
+    3. the bias b_c = S_c·F^C (τ at q̈ = 0) and q̈ = M⁻¹ (τ − b) — no separate ABA;
+    4. q̈'s terms added to what depends on it: the accelerations Δa_i = Δa_λ + S_i q̈_i,
+       Ψ̈_j += Δa_λ × S_j and the composite forces ΔF^C_k = Σ_{i ⪰ k} I_i Δa_i
+       = I^C_k Δa_λ(k) + Σ_{c in the subtree} α_c q̈_c (α_c = I^C S_c of the composites);
+    5. the entries of ∂τ/∂q, ∂τ/∂q̇ (:func:`deriv_entries`, M not formed), then the product
+       −M⁻¹ ∂τ/∂x, skipping the columns of ∂τ/∂x that are zero by the tree's structure (row l
+       vanishes beyond the end of its body's subtree).
+
+    P: (3, nv, nv) scratch, F: the ``Fs`` scratch. 1 if singular."""
+    cdef long nv = m.nv, nn = nv * nv
+    cdef int nb = m.nb, fb = m.fb, i, a, r, ci, bi, par
     cdef double* qdd = P + 2 * nn
+    cdef double* rhs = qdd + nv
+    cdef double* last = F + (nb + 1) * 6 * nv   # minv_solve's subtree ends
+    cdef double* X
+    cdef double* C
+    cdef double* G
+    cdef double* da
+    cdef double* dal
+    cdef double x
+    cdef double t1[6]
     load_jet(m, w, q, v, 1)
-    if aba_core(m, w, tau, use_fx, qdd):
+    for a in range(6):
+        w.nu[6 + a] = 0.0
+    for i in range(nb):
+        w.qj[2 * nb + i] = 0.0
+    deriv_forward(m, w, use_fx, True)
+    if minv_solve(m, w, F, Mi, w.dC + C_S, 36):
         return 1
-    if minv_core(m, w, F, Mi, True):
-        return 1
-    load_acc(m, w, qdd)
+    deriv_composites(m, w)
+    for ci in range(nv):
+        bi = 0 if ci < 6 * fb else ci - 5 * fb
+        rhs[ci] = tau[ci] - dot6(w.dC + 36 * ci + C_S, w.dX + 96 * bi + B_F)
+    for i in range(nv):
+        x = 0.0
+        for a in range(nv):
+            x += Mi[i * nv + a] * rhs[a]
+        qdd[i] = x
+    # q̈'s terms: accelerations, Ψ̈, composite forces
+    for i in range(nb):
+        da = w.A + 6 * i
+        if m.jtype[i] == FREE:
+            for a in range(6):
+                da[a] = 0.0
+            for r in range(6):
+                C = w.dC + 36 * r + C_S
+                for a in range(6):
+                    da[a] += C[a] * qdd[r]
+            continue
+        ci = i + 5 * fb
+        C = w.dC + 36 * ci
+        par = m.parent[i]
+        if par >= 0:
+            dal = w.A + 6 * par
+            ad_V(dal, C + C_S, t1)
+            for a in range(6):
+                C[C_PDD + a] += t1[a]
+                da[a] = dal[a] + C[C_S + a] * qdd[ci]
+        else:
+            for a in range(6):
+                da[a] = C[C_S + a] * qdd[ci]
+    for a in range(6 * nb):
+        w.P[a] = 0.0
+    for ci in range(nv):
+        bi = 0 if ci < 6 * fb else ci - 5 * fb
+        G = w.P + 6 * bi
+        C = w.dC + 36 * ci + C_AL
+        for a in range(6):
+            G[a] += C[a] * qdd[ci]
+    for i in range(nb - 1, -1, -1):
+        X = w.dX + 96 * i
+        G = w.P + 6 * i
+        par = m.parent[i]
+        for a in range(6):
+            X[B_F + a] += G[a]
+        if par >= 0:
+            inertia_apply(X + B_M, w.A + 6 * par, t1)
+            for a in range(6):
+                X[B_F + a] += t1[a]
+                w.P[6 * par + a] += G[a]
     for i in range(2 * nn):
         P[i] = 0.0  # entries of unrelated bodies stay 0
-    derivatives(m, w, P, P + nn, P + 2 * nn, use_fx)
-    fdd_neg_product(nv, Mi, P, dq)
-    fdd_neg_product(nv, Mi, P + nn, dv)
+    deriv_entries(m, w, P, P + nn, NULL)
+    fdd_neg_product(nv, Mi, P, dq, last, fb)
+    fdd_neg_product(nv, Mi, P + nn, dv, last, fb)
     return 0
 
 
@@ -502,9 +624,9 @@ def inverse_dynamics_derivatives(Data d, q, qd, qdd, out=None):
 
 
 def forward_dynamics_derivatives(Data d, q, qd, tau, fx=None, out=None):
-    """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹), each (nv, nv) (or (N, nv, nv) for batches): q̈ = FD(q, q̇, τ) by
-    the ABA kernel, then ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈) (:func:`fd_derivatives`);
-    fx: optional body wrenches (1, nb, 6) (single samples)."""
+    """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹), each (nv, nv) (or (N, nv, nv) for batches): one pass over the
+    tree per sample, q̈ = M⁻¹(τ − b) and ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at (q, q̇, q̈)
+    (:func:`fd_derivatives`); fx: optional body wrenches (1, nb, 6) (single samples)."""
     claim(d)
     try:
         return finite_result(_forward_dynamics_derivatives(d, q, qd, tau, fx, out),

@@ -20,8 +20,9 @@ plant (four ABA evaluations) in one call, for :mod:`mbs_dynamics.sim`.
 """
 import numpy as np
 cimport numpy as cnp
-from libc.math cimport isfinite, sqrt
+from libc.math cimport isfinite
 
+from mbs_dynamics.kernels._mat6 cimport chol6, chol6_solve, inertia6
 from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, alias3, claim,
                                  unclaim, as_out,
                                  fresh_if_alias, load_fx, out_vec, take_states)
@@ -85,34 +86,6 @@ cdef inline void congruence_add(const double* T, const double* I, double* dst, d
             dst[6 * (3 + r) + 3 + c] += oC[3 * r + c]
 
 
-cdef inline int solve6(double* A, double* b, double* L) noexcept nogil:
-    """b ← A⁻¹ b for the symmetric positive definite 6×6 A (Cholesky into L); 1 if not PD."""
-    cdef int i, j, k
-    cdef double s
-    for i in range(6):
-        for j in range(i + 1):
-            s = A[6 * i + j]
-            for k in range(j):
-                s -= L[6 * i + k] * L[6 * j + k]
-            if i == j:
-                if not (s > 0.0):
-                    return 1
-                L[6 * i + i] = sqrt(s)
-            else:
-                L[6 * i + j] = s / L[6 * j + j]
-    for i in range(6):
-        s = b[i]
-        for k in range(i):
-            s -= L[6 * i + k] * b[k]
-        b[i] = s / L[6 * i + i]
-    for i in range(5, -1, -1):
-        s = b[i]
-        for k in range(i + 1, 6):
-            s -= L[6 * k + i] * b[k]
-        b[i] = s / L[6 * i + i]
-    return 0
-
-
 cdef int aba_core(const KModel* m, KWork* w, const double* tau, bint use_fx,
                   double* out) noexcept nogil:
     """q̈ (nv,) into out from the state loaded in ``w`` (qj rows 0–1, ν row 0, base pose) and
@@ -129,7 +102,7 @@ cdef int aba_core(const KModel* m, KWork* w, const double* tau, bint use_fx,
     cdef double* s1 = w.S + 6
     cdef double* Ia = w.S + 36
     cdef double* tmp = w.S + 72
-    cdef double qdi, D, uu, invD, acc, ms, h0, h1, h2, qddi
+    cdef double qdi, D, uu, invD, acc, qddi
     cdef const double* e
     # ---- pass 1: velocities, bias terms, I^A = M
     for i in range(nb):
@@ -152,19 +125,7 @@ cdef int aba_core(const KModel* m, KWork* w, const double* tau, bint use_fx,
             for r in range(6):
                 c[r] = -qdi * c[r]
         # I^A_i = M_i = [[Θ, h̃], [−h̃, m I]] (seed 004 eq. 24)
-        ia = w.IA + 36 * i
-        ms = m.mass[i]
-        h0, h1, h2 = m.h[3 * i], m.h[3 * i + 1], m.h[3 * i + 2]
-        for r in range(3):
-            for k in range(3):
-                ia[6 * r + k] = m.Th[9 * i + 3 * r + k]
-                ia[6 * (r + 3) + k + 3] = ms if r == k else 0.0
-        ia[3], ia[4], ia[5] = 0.0, -h2, h1
-        ia[9], ia[10], ia[11] = h2, 0.0, -h0
-        ia[15], ia[16], ia[17] = -h1, h0, 0.0
-        ia[18], ia[19], ia[20] = 0.0, h2, -h1
-        ia[24], ia[25], ia[26] = -h2, 0.0, h0
-        ia[30], ia[31], ia[32] = h1, -h0, 0.0
+        inertia6(m.mass[i], m.h + 3 * i, m.Th + 9 * i, w.IA + 36 * i)
         # p_i = −ad_Vᵀ (M V) − W^app
         p = w.pA + 6 * i
         inertia_times(m, i, V, s0)
@@ -212,8 +173,9 @@ cdef int aba_core(const KModel* m, KWork* w, const double* tau, bint use_fx,
         A[3] = tau[0] - w.pA[3]
         A[4] = tau[1] - w.pA[4]
         A[5] = tau[2] - w.pA[5]
-        if solve6(w.IA, A, tmp):
+        if chol6(w.IA, tmp):
             return 1
+        chol6_solve(tmp, A)
         base_gravity(m, w.T, s0)
         out[0] = A[3] - s0[3]
         out[1] = A[4] - s0[4]

@@ -30,7 +30,7 @@ triangle is left unfilled) and ``inv(pinocchio.crba)``. Work: O(n·d) for the se
 import numpy as np
 cimport numpy as cnp
 
-from libc.math cimport sqrt
+from mbs_dynamics.kernels._mat6 cimport chol6
 from mbs_dynamics.kernels._data cimport (finite_result, REVOLUTE, Data, KModel, KWork, alias3,
                                          as_input, as_out, check_finite, check_quat, claim,
                                          out_mat, unclaim, vec)
@@ -83,7 +83,16 @@ cdef extern from *:
             for (long j = j0; j < j1; j++) x[j] += c * y[j];
         }
     }
+    static inline void minv_axpy(long n, double c, const double* __restrict__ x,
+                                 double* __restrict__ y) {
+        for (long j = 0; j < n; j++) y[j] += c * x[j];
+    }
+    static inline void minv_scale(long n, double c, double* y) {
+        for (long j = 0; j < n; j++) y[j] *= c;
+    }
     """
+    void minv_axpy(long n, double c, const double* x, double* y) noexcept nogil
+    void minv_scale(long n, double c, double* y) noexcept nogil
     void minv_dot(long nv, long j0, long j1, const double* s, double c, const double* X,
                   double* y) noexcept nogil
     void minv_dot_sub(long nv, long j0, long j1, const double* u, const double* X,
@@ -159,39 +168,6 @@ cdef inline void frame_inertia(const KModel* m, int i, const double* P, double* 
     I[30], I[31], I[32] = hp[1], -hp[0], 0.0
 
 
-cdef int inverse6(const double* A, double* Ai, double* L) noexcept nogil:
-    """Ai = A⁻¹ for the symmetric positive definite 6×6 A: one Cholesky A = L Lᵀ, then
-    A⁻¹ = L⁻ᵀ L⁻¹ column by column. 1 if A is not positive definite."""
-    cdef int i, j, k
-    cdef double s
-    cdef double y[6]
-    for i in range(6):
-        for j in range(i + 1):
-            s = A[6 * i + j]
-            for k in range(j):
-                s -= L[6 * i + k] * L[6 * j + k]
-            if i == j:
-                if not (s > 0.0):
-                    return 1
-                L[6 * i + i] = sqrt(s)
-            else:
-                L[6 * i + j] = s / L[6 * j + j]
-    for j in range(6):
-        for i in range(6):
-            s = 1.0 if i == j else 0.0
-            for k in range(i):
-                s -= L[6 * i + k] * y[k]
-            y[i] = s / L[6 * i + i]
-        for i in range(5, -1, -1):
-            s = y[i]
-            for k in range(i + 1, 6):
-                s -= L[6 * k + i] * y[k]
-            y[i] = s / L[6 * i + i]
-        for i in range(6):
-            Ai[6 * i + j] = y[i]
-    return 0
-
-
 cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T) noexcept nogil:
     """M⁻¹ (nv × nv, both triangles) into Mi at the joint positions in ``w.qj`` row 0 (with
     ``have_T`` the joint poses w.T are already there, e.g. from the ABA kernel); F: the ``Fs``
@@ -204,26 +180,11 @@ cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T
     bodies' wrenches), X_i and U_i are moved to that frame once per body (w.Sw, w.Sdw), and
     the motion set of body i is A_λ + S_i M⁻¹_i·. The articulated inertias are formed there
     too (as Pinocchio's ``computeMinverse``): each body inertia moved once, then plain sums."""
-    cdef int nb = m.nb, fb = m.fb, nv = m.nv, sz = 6 * m.nv, i, j, r, a, b, c, L, par
-    cdef double* A = F                 # (nb, 6, nv) motion sets
-    cdef double* Fc = F + nb * sz      # (6, nv) the force sets
-    cdef double* last = Fc + sz        # (nb,) subtree ends
-    cdef double* Ai
-    cdef double* Ap
-    cdef double* S
-    cdef double* Uw
+    cdef int nb = m.nb, fb = m.fb, i, a, b, c, par
     cdef double* P
-    cdef double* row
-    cdef double* inv6 = w.S + 144
-    cdef double* chol = w.S + 180
-    cdef double Dinv, acc, D, x
-    cdef double* Ia
-    cdef double* Ip
     cdef double u[6]
-    # subtree ends (depth-first numbering: the subtree of body i is i … last[i]); poses, X_i
-    # and the body inertias in the reference frame
+    # poses, X_i and the body inertias in the reference frame
     for i in range(nb):
-        last[i] = i
         P = w.Cw + 12 * i
         par = m.parent[i]
         if i < fb:
@@ -244,17 +205,46 @@ cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T
             u[b], u[b + 1], u[b + 2] = m.axis[3 * i], m.axis[3 * i + 1], m.axis[3 * i + 2]
             to_frame(P, u, w.Sw + 6 * c, False)
         frame_inertia(m, i, P, w.IA + 36 * i)
+    return minv_solve(m, w, F, Mi, w.Sw, 6)
+
+
+cdef int minv_solve(const KModel* m, KWork* w, double* F, double* Mi, const double* Sw,
+                    int sst) noexcept nogil:
+    """The algebra of :func:`minv_core` once the geometry is in the reference frame: w.IA holds
+    each body's inertia (6×6, row-major), ``Sw + sst·c`` the screw S_c of velocity column c
+    (non-base columns; the base's are the unit screws). M⁻¹ into Mi (both triangles); F: the
+    ``Fs`` scratch. 1 if a movable subtree has no mass. Overwrites w.IA, w.D, w.Sdw."""
+    cdef int nb = m.nb, fb = m.fb, nv = m.nv, sz = 6 * m.nv, i, j, a, b, c, L, par
+    cdef double* A = F                 # (nb, 6, nv) motion sets
+    cdef double* Fc = F + nb * sz      # (6, nv) the force sets
+    cdef double* last = Fc + sz        # (nb,) subtree ends
+    cdef double* Ai
+    cdef double* Ap
+    cdef const double* S
+    cdef double* Uw
+    cdef double* row
+    cdef double* chol = w.S + 180
+    cdef double Dinv, acc, D, x
+    cdef double* Ia
+    cdef double* Ip
+    cdef double u[6]
+    # subtree ends (depth-first numbering: the subtree of body i is i … last[i])
+    for i in range(nb):
+        last[i] = i
     # articulated inertias, leaves to root, in the reference frame (no congruence: moving an
     # inertia to the parent is the identity there): U_i = I^A_i S_i, D_i = S_iᵀ U_i,
-    # I^A_λ += I^A_i − U_i U_iᵀ / D_i
+    # I^A_λ += I^A_i − U_i U_iᵀ / D_i — on the lower triangles only (symmetric; the constant
+    # bounds let the compiler resolve the triangle's indices)
     for i in range(nb - 1, fb - 1, -1):
         c = i + 5 * fb
-        S = w.Sw + 6 * c
+        S = Sw + sst * c
         Uw = w.Sdw + 6 * c
         Ia = w.IA + 36 * i
         for a in range(6):
-            Uw[a] = (Ia[6 * a] * S[0] + Ia[6 * a + 1] * S[1] + Ia[6 * a + 2] * S[2]
-                     + Ia[6 * a + 3] * S[3] + Ia[6 * a + 4] * S[4] + Ia[6 * a + 5] * S[5])
+            acc = 0.0
+            for b in range(6):
+                acc += (Ia[6 * a + b] if b <= a else Ia[6 * b + a]) * S[b]
+            Uw[a] = acc
         D = S[0] * Uw[0] + S[1] * Uw[1] + S[2] * Uw[2] + S[3] * Uw[3] + S[4] * Uw[4] + S[5] * Uw[5]
         if not (D > 0.0):
             return 1
@@ -265,7 +255,7 @@ cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T
             Ip = w.IA + 36 * par
             for a in range(6):
                 x = Uw[a] * Dinv
-                for b in range(6):
+                for b in range(a + 1):
                     Ip[6 * a + b] += Ia[6 * a + b] - x * Uw[b]
     for i in range(nb - 1, 0, -1):
         par = m.parent[i]
@@ -279,7 +269,7 @@ cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T
     for i in range(nb - 1, fb - 1, -1):
         c = i + 5 * fb
         L = <int> last[i] + 5 * fb
-        S = w.Sw + 6 * c
+        S = Sw + sst * c
         Uw = w.Sdw + 6 * c
         Dinv = 1.0 / w.D[i]
         row = Mi + c * nv
@@ -287,23 +277,32 @@ cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T
         minv_dot(nv, c + 1, L + 1, S, -Dinv, Fc, row)
         if m.parent[i] >= 0:
             minv_outer_add(nv, c, L + 1, Uw, row, Fc)
-    # ---- the floating base: M̃_00 = (I^A_0)⁻¹, M̃_0j = −(I^A_0)⁻¹ F_0[:, j]; A_0 = its rows
+    # ---- the floating base: its rows of M⁻¹ are (I^A_0)⁻¹ [1 | −F_0[:, 6:]] (M̃_00 = (I^A_0)⁻¹,
+    # M̃_0j = −(I^A_0)⁻¹ F_0[:, j]), = its motion set A_0: the 6 × nv right-hand side formed in
+    # A_0 and solved by the Cholesky factor with row operations (vectorised over the columns)
     if fb:
-        if inverse6(w.IA, inv6, chol):
+        if chol6(w.IA, chol):
             return 1
         for a in range(6):
-            row = Mi + pub(a) * nv
+            row = A + a * nv
             for b in range(6):
-                row[pub(b)] = inv6[6 * a + b]
+                row[pub(b)] = 1.0 if a == b else 0.0
             for j in range(6, nv):
-                acc = 0.0
-                for b in range(6):
-                    acc -= inv6[6 * a + b] * Fc[b * nv + j]
-                row[j] = acc
+                row[j] = -Fc[a * nv + j]
+        for a in range(6):            # L y = b
+            row = A + a * nv
+            for b in range(a):
+                minv_axpy(nv, -chol[6 * a + b], A + b * nv, row)
+            minv_scale(nv, chol[6 * a + a], row)
+        for a in range(5, -1, -1):    # Lᵀ x = y
+            row = A + a * nv
+            for b in range(a + 1, 6):
+                minv_axpy(nv, -chol[6 * b + a], A + b * nv, row)
+            minv_scale(nv, chol[6 * a + a], row)
         for a in range(6):
             row = Mi + pub(a) * nv
             for j in range(nv):
-                A[a * nv + j] = row[j]
+                row[j] = A[a * nv + j]
     # ---- forward: the corrections from the parents' motion sets, and the motion sets
     for i in range(fb, nb):
         c = i + 5 * fb
@@ -311,7 +310,7 @@ cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T
         row = Mi + c * nv
         par = m.parent[i]
         Ai = A + i * sz
-        S = w.Sw + 6 * c
+        S = Sw + sst * c
         if par >= 0:
             Ap = A + par * sz
             Dinv = 1.0 / w.D[i]
