@@ -105,7 +105,7 @@ class Probe:
     def __init__(self):
         import rclpy
         from control_msgs.action import FollowJointTrajectory
-        from rclpy.action import ActionClient
+        from mbs_dynamics.ros.feedforward_proxy import LockedActionClient as ActionClient
         from rclpy.executors import MultiThreadedExecutor
         from rclpy.parameter import Parameter
         from rclpy.qos import QoSProfile, ReliabilityPolicy

@@ -24,7 +24,7 @@ try:  # ROS 2 and control_msgs are optional: without them every test here skips,
     from builtin_interfaces.msg import Duration as DurationMsg
     from control_msgs.action import FollowJointTrajectory
     from control_msgs.msg import JointTolerance
-    from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+    from rclpy.action import ActionServer, CancelResponse, GoalResponse
     from rclpy.callback_groups import ReentrantCallbackGroup
     from rclpy.executors import MultiThreadedExecutor
     from rclpy.parameter import Parameter
@@ -183,7 +183,7 @@ class Harness:
         self.fake = FakeController(self.fake_node, mode, reject_effort=(
             interfaces is not None and "effort" not in interfaces))
         self.client_node = rclpy.create_node("client", context=self.context)
-        self.client = ActionClient(self.client_node, FollowJointTrajectory,
+        self.client = LockedActionClient(self.client_node, FollowJointTrajectory,
                                    "/feedforward_proxy/follow_joint_trajectory")
         self.topic_pub = self.client_node.create_publisher(
             JointTrajectory, "/feedforward_proxy/joint_trajectory", 10)

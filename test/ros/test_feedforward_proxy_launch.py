@@ -29,9 +29,11 @@ try:  # ROS 2 is optional: without it the test classes below are skipped (not th
     from control_msgs.action import FollowJointTrajectory
     from launch.actions import IncludeLaunchDescription
     from launch.launch_description_sources import PythonLaunchDescriptionSource
-    from rclpy.action import ActionClient, ActionServer, GoalResponse
+    from rclpy.action import ActionServer, GoalResponse
     from rclpy.callback_groups import ReentrantCallbackGroup
     from rclpy.executors import MultiThreadedExecutor
+
+    from mbs_dynamics.ros.feedforward_proxy import LockedActionClient
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 except ImportError as exc:
     _MISSING = str(exc)
@@ -152,7 +154,7 @@ class TestFeedforwardProxyLaunch(unittest.TestCase):
         cls.server = ActionServer(cls.node, FollowJointTrajectory,
                                   "/fake_jtc/follow_joint_trajectory", execute,
                                   goal_callback=on_goal, callback_group=group)
-        cls.client = ActionClient(cls.node, FollowJointTrajectory,
+        cls.client = LockedActionClient(cls.node, FollowJointTrajectory,
                                   "/proxy_test/feedforward_proxy/follow_joint_trajectory",
                                   callback_group=group)
         cls.executor = MultiThreadedExecutor(num_threads=4)

@@ -38,9 +38,10 @@ try:  # ROS 2 is optional: without it the test classes below are skipped (not th
     from launch.actions import IncludeLaunchDescription
     from launch.launch_description_sources import PythonLaunchDescriptionSource
     from launch_ros.actions import Node
-    from rclpy.action import ActionClient
     from rclpy.callback_groups import ReentrantCallbackGroup
     from rclpy.executors import MultiThreadedExecutor
+
+    from mbs_dynamics.ros.feedforward_proxy import LockedActionClient
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 except ImportError as exc:
     _MISSING = str(exc)
@@ -196,7 +197,7 @@ class TestProxyOnRealJTC(unittest.TestCase):
         cls.node.create_subscription(JointTrajectoryControllerState,
                                      "/joint_trajectory_controller/controller_state", on_state,
                                      100, callback_group=group)
-        cls.client = ActionClient(cls.node, FollowJointTrajectory,
+        cls.client = LockedActionClient(cls.node, FollowJointTrajectory,
                                   "/feedforward_proxy/follow_joint_trajectory",
                                   callback_group=group)
         cls.executor = MultiThreadedExecutor(num_threads=4)
