@@ -40,7 +40,8 @@ def extensions():
                      "control._spline", "control._actuators", "control._flatness",
                      "kernels._rnea_repr", "kinematics._jets", "kinematics._closed", "loops._hdca",
                      "kinematics._frames", "identification._regressor", "loops._closed",
-                     "identification._derivatives", "kernels._minv")
+                     "identification._derivatives", "kernels._minv",
+                     "identification._csv")
     ]
     return cythonize(exts, compiler_directives={"language_level": 3}, quiet=True)
 
