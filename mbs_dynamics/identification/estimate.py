@@ -253,6 +253,7 @@ class Estimate:
             (inf where not excited); x_ols, sigma_ols: the OLS estimate and σ;
         noise: (n,) residual RMS per joint at x (the estimated noise σ_j);
         information: (P, P) Σ w_j A_j (inverse covariance of x);
+        covariance: (P, P) covariance of x on the excited directions (0 on the others);
         condition: condition number of the column-scaled regressor;
         unexcited: names of the unknowns in the directions the log does not excite;
         poorly_excited: names with a variance inflation factor above 10⁶ (estimated, uncertain);
@@ -331,7 +332,7 @@ def solve(neq, x0) -> Estimate:
     return Estimate(names=neq.names, x=x, sigma=sig, x_ols=x_ols, sigma_ols=sig_ols,
                     noise=np.sqrt(rss_w / max(neq.N, 1)), information=cov_inverse(Aw, chi2),
                     condition=cond, unexcited=unexcited, poorly_excited=poorly, dof=dof,
-                    samples=neq.N, weights=w)
+                    samples=neq.N, weights=w, covariance=cov)
 
 
 def cov_inverse(Aw, chi2):
