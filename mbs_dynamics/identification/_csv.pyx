@@ -23,6 +23,7 @@ import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport uint64_t
 from libc.stdlib cimport strtod
+from libc.string cimport memchr
 
 cnp.import_array()
 
@@ -225,3 +226,36 @@ def parse(const unsigned char[::1] text, Py_ssize_t rows, const Py_ssize_t[::1] 
     with nogil:
         r = lines(p, n, rows, &where[0], ncol, &out[0, 0], out.shape[1])
     return r
+
+
+def line_marks(const unsigned char[::1] block, Py_ssize_t offset, Py_ssize_t rows,
+               Py_ssize_t start, Py_ssize_t stride):
+    """One block of a CSV's data lines in :func:`~.chunked.scan`'s single pass: the offsets of
+    the lines whose row number is a multiple of ``stride``.
+
+    Args:
+        block: the file's bytes at ``offset``.
+        rows: lines ended before the block.
+        start: file offset where the current (unended) line starts.
+        stride: every stride-th row is marked.
+    Returns:
+        (marks, rows, start): the file offsets of the marked rows that end in this block, and
+        ``rows`` and ``start`` after it.
+    """
+    cdef Py_ssize_t n = block.shape[0], i = 0, j
+    cdef const unsigned char* p = &block[0] if n else NULL
+    cdef const unsigned char* q
+    if stride < 1:
+        raise ValueError("stride must be positive")
+    marks = []
+    while i < n:
+        q = <const unsigned char*> memchr(p + i, 10, n - i)
+        if q == NULL:
+            break
+        j = q - p
+        if rows % stride == 0:
+            marks.append(start)
+        rows += 1
+        start = offset + j + 1
+        i = j + 1
+    return marks, rows, start

@@ -144,23 +144,18 @@ def _scan_csv(path, joint_names):
         if not header:
             raise LogError(f"{src}: empty file (expected CSV with a header row)")
         columns, velocity = _csv_columns(header, joint_names, src)
-        marks, rows, pos, last_nl = [], 0, len(head), len(head) - 1
+        marks, rows, pos, start = [], 0, len(head), len(head)
         while True:
             block = f.read(_BLOCK)
             if not block:
                 break
-            nl = np.flatnonzero(np.frombuffer(block, np.uint8) == 10) + pos
-            # a line starts after every newline; the row index of each is rows + k
-            starts = np.concatenate([[last_nl + 1], nl[:-1] + 1]) if nl.size else np.zeros(0)
-            k = np.arange(rows, rows + starts.size)
-            marks += starts[k % STRIDE == 0].astype(np.int64).tolist()
-            rows += nl.size
-            if nl.size:
-                last_nl = int(nl[-1])
+            # a line starts after every newline; rows ended so far, where the next one starts
+            got, rows, start = _csv.line_marks(block, pos, rows, start, STRIDE)
+            marks += got
             pos += len(block)
-        if pos > last_nl + 1:  # a last line without a newline
+        if pos > start:  # a last line without a newline
             if rows % STRIDE == 0:
-                marks.append(last_nl + 1)
+                marks.append(start)
             rows += 1
     if rows == 0:
         raise LogError(f"{src}: no data rows")
