@@ -90,7 +90,7 @@ cdef Py_ssize_t field(const unsigned char* p, Py_ssize_t i, Py_ssize_t n,
     """The decimal field starting at p[i] into out; the position of its end (:func:`stop`), or
     -1 when it is not a plain decimal (see the module docstring)."""
     cdef Py_ssize_t k, j, q
-    cdef bint neg = False, digits = False, slow = False
+    cdef bint neg = False, digits = False, slow = False, frac = False
     cdef uint64_t m = 0
     cdef int e = 0, ex = 0, exs = 1
     cdef unsigned char c
@@ -103,31 +103,23 @@ cdef Py_ssize_t field(const unsigned char* p, Py_ssize_t i, Py_ssize_t n,
     if i < n and (p[i] == 43 or p[i] == 45):
         neg = p[i] == 45
         i += 1
-    while i < n:
+    while i < n:  # the digits, with at most one decimal point among them
         c = p[i] - 48
         if c > 9:
+            if p[i] == 46 and not frac:
+                frac = True
+                i += 1
+                continue
             break
         digits = True
         if m < 1000000000000000000ULL:
             m = m * 10 + c
+            e -= frac
         elif c:
             slow = True
-        else:
+        elif not frac:
             e += 1
         i += 1
-    if i < n and p[i] == 46:
-        i += 1
-        while i < n:
-            c = p[i] - 48
-            if c > 9:
-                break
-            digits = True
-            if m < 1000000000000000000ULL:
-                m = m * 10 + c
-                e -= 1
-            elif c:
-                slow = True
-            i += 1
     if not digits:
         return -1
     if i < n and (p[i] == 101 or p[i] == 69):
