@@ -99,5 +99,12 @@ def run(args):
         for f in res.flags:
             print(f"flag: {f['robot']} {f['window']} {f['parameter']} ({f['kind']}, "
                   f"{f['reason']}): {f['change']:+.4g}, {f['size_sigma']:.1f} σ")
+        for p in res.payloads:
+            if p["mass"] is not None:
+                com = ("" if p["com"] is None else ", centre of mass (" + ", ".join(
+                    f"{c:.4g}±{s:.2g}" for c, s in zip(p["com"], p["com_sigma"]))
+                    + f") m in {p['frame']}")
+                print(f"payload: {p['robot']} {p['window']} (since {p['since']}): "
+                      f"{p['mass']:+.4g}±{p['mass_sigma']:.2g} kg{com}")
         print("-> " + ", ".join(paths))
     return 0

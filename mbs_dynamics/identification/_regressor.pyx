@@ -401,6 +401,85 @@ def regressor(Data d, q, qd, qdd, out=None):
         unclaim(d)
 
 
+def support_rows(Data d, q, qd, qdd, const Py_ssize_t[::1] idx, const Py_ssize_t[::1] start,
+                 bint friction, double rest, double[::1] out):
+    """The rows of the least squares' per-joint blocks, without the (N, nv, 10 nb) regressor:
+    per sample, Y (τ = Y π) of that sample only (a cache-sized buffer), and for every joint j
+    the entries ``Y[j, idx[start[j]:start[j+1]]]`` followed, with ``friction``, by the joint's
+    viscous and Coulomb columns ``(q̇_j, sign q̇_j)`` (both 0 when |q̇_j| < ``rest``).
+
+    Args:
+        q, qd, qdd: (N, n) states of a fixed-base robot.
+        idx, start: the columns kept per joint (``start`` has nv + 1 entries).
+        friction: append the two friction columns per joint.
+        rest: speed below which a joint counts as at rest [rad/s or m/s].
+        out: at least N·Σ_j k_j doubles, k_j = start[j+1] − start[j] + 2·friction; joint j's
+            block is ``out[N o_j : N (o_j + k_j)]`` as an (N, k_j) row-major matrix,
+            o_j = Σ_{i<j} k_i.
+    Returns:
+        out.
+    Raises:
+        ValueError: wrong sizes, a floating base, non-finite states.
+    """
+    cdef KModel* m = &d.m
+    if m.fb:
+        raise ValueError("support_rows needs a fixed-base robot")
+    if start.shape[0] != m.nv + 1 or start[0] != 0 or start[m.nv] > idx.shape[0]:
+        raise ValueError(f"start must hold nv + 1 = {m.nv + 1} offsets into idx")
+    cdef Py_ssize_t cols = 10 * m.nb, c, j, s, N, o, kj, fr = 2 if friction else 0, tot = 0
+    for j in range(m.nv):
+        if start[j + 1] < start[j]:
+            raise ValueError("start must not decrease")
+        tot += start[j + 1] - start[j] + fr
+    for c in range(start[m.nv]):
+        if not 0 <= idx[c] < cols:
+            raise ValueError(f"column {idx[c]} outside the regressor's {cols}")
+    claim(d)
+    try:
+        q, qd, qdd = take_states(m, q, qd, qdd, "qd", "qdd", True)
+        N = q.shape[0]
+        if out.shape[0] < N * tot:
+            raise ValueError(f"out holds {out.shape[0]} doubles, {N * tot} needed")
+        Yb = np.empty(m.nv * cols)
+        return _support_rows(m, &d.w, <double*> cnp.PyArray_DATA(q),
+                             <double*> cnp.PyArray_DATA(qd), <double*> cnp.PyArray_DATA(qdd),
+                             N, &idx[0] if idx.shape[0] else NULL, &start[0], fr, rest,
+                             &out[0] if out.shape[0] else NULL, Yb, out)
+    finally:
+        unclaim(d)
+
+
+cdef object _support_rows(KModel* m, KWork* w, double* pq, double* pv, double* pa,
+                          Py_ssize_t N, const Py_ssize_t* idx, const Py_ssize_t* start,
+                          Py_ssize_t fr, double rest, double* po, object Yb, object out):
+    cdef double[::1] yv = Yb
+    cdef double* Y = &yv[0]
+    cdef Py_ssize_t cols = 10 * m.nb, j, s, c, o, kj, nq = m.nq, nv = m.nv
+    cdef double v
+    cdef double* row
+    with nogil:
+        for s in range(N):
+            load_rows(m, w, pq + s * nq, pv + s * nv, pa + s * nv)
+            forward0(m, w)
+            regressor0(m, w, Y)
+            o = 0
+            for j in range(nv):
+                kj = start[j + 1] - start[j]
+                row = po + N * o + s * (kj + fr)
+                for c in range(kj):
+                    row[c] = Y[j * cols + idx[start[j] + c]]
+                if fr:
+                    v = pv[s * nv + j]
+                    if v >= rest:
+                        row[kj], row[kj + 1] = v, 1.0
+                    elif v <= -rest:
+                        row[kj], row[kj + 1] = v, -1.0
+                    else:
+                        row[kj], row[kj + 1] = 0.0, 0.0
+                o += kj + fr
+    return out
+
+
 def regressor_derivatives(Data d, q, vs, out=None):
     """Y^(k), k = 0..K: q (nq,) and vs (K+2, nv) → (K+1, nv, 10 nb); batches q (N, nq),
     vs (N, K+2, nv) → (N, K+1, nv, 10 nb). vs None: q is a fixed-base qs ((N,) K+3, n)."""

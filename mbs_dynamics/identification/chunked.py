@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import _csv
 from . import logs as _logs
 from .logs import LogError
 
@@ -143,23 +144,18 @@ def _scan_csv(path, joint_names):
         if not header:
             raise LogError(f"{src}: empty file (expected CSV with a header row)")
         columns, velocity = _csv_columns(header, joint_names, src)
-        marks, rows, pos, last_nl = [], 0, len(head), len(head) - 1
+        marks, rows, pos, start = [], 0, len(head), len(head)
         while True:
             block = f.read(_BLOCK)
             if not block:
                 break
-            nl = np.flatnonzero(np.frombuffer(block, np.uint8) == 10) + pos
-            # a line starts after every newline; the row index of each is rows + k
-            starts = np.concatenate([[last_nl + 1], nl[:-1] + 1]) if nl.size else np.zeros(0)
-            k = np.arange(rows, rows + starts.size)
-            marks += starts[k % STRIDE == 0].astype(np.int64).tolist()
-            rows += nl.size
-            if nl.size:
-                last_nl = int(nl[-1])
+            # a line starts after every newline; rows ended so far, where the next one starts
+            got, rows, start = _csv.line_marks(block, pos, rows, start, STRIDE)
+            marks += got
             pos += len(block)
-        if pos > last_nl + 1:  # a last line without a newline
+        if pos > start:  # a last line without a newline
             if rows % STRIDE == 0:
-                marks.append(last_nl + 1)
+                marks.append(start)
             rows += 1
     if rows == 0:
         raise LogError(f"{src}: no data rows")
@@ -209,12 +205,39 @@ def _parse_csv_lines(src, lines, columns, row0):
 
 
 def _read_csv_rows(index, a, b):
-    table = _parse_csv_lines(index.path, _csv_lines(index.path, index.marks, a, b),
-                             index.columns, a)
+    table = _parse_csv_text(index, a, b)
     n = len(index.joint_names)
     vel = table[:, 1 + 2 * n:1 + 3 * n] if index.velocity else None
     return _logs.JointLog(table[:, 0], index.joint_names, table[:, 1:1 + n],
                           table[:, 1 + n:1 + 2 * n], vel, None, index.path)
+
+
+def _parse_csv_text(index, a, b):
+    """Rows [a, b) of an indexed CSV, (b − a, len(columns)): the bytes read once and parsed by
+    the compiled parser (:mod:`._csv`, correctly rounded, so equal to :func:`numpy.loadtxt`
+    bit for bit); where it refuses a line (text, an empty field, a comment, …), the rows are
+    read by :func:`_parse_csv_lines`, which reads as :func:`~.logs.read_csv` and names the
+    fault."""
+    k0 = a // STRIDE
+    with open(index.path, "rb") as f:
+        f.seek(int(index.marks[k0]))
+        k1 = -(-b // STRIDE)
+        text = (f.read(int(index.marks[k1]) - int(index.marks[k0])) if k1 < len(index.marks)
+                else f.read())
+    pos = 0
+    for _ in range(a - k0 * STRIDE):
+        pos = text.find(b"\n", pos) + 1
+        if pos == 0:
+            pos = len(text)
+            break
+    cols = index.columns
+    where = np.full(max(cols) + 1, -1, np.intp)
+    where[list(cols)] = np.arange(len(cols))
+    out = np.empty((b - a, len(cols)))
+    if _csv.parse(memoryview(text)[pos:], b - a, where, out) == -1:
+        return out
+    lines = text[pos:].split(b"\n")[:b - a]
+    return _parse_csv_lines(index.path, lines, cols, a)
 
 
 _NAME_TIME = re.compile(r"(\d{4})[-_]?(\d{2})[-_]?(\d{2})"

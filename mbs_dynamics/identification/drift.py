@@ -16,6 +16,16 @@ flag names the robot, the window, the parameter, its kind ("friction" for ``<joi
 ``<joint>.coulomb``, "payload" for the base parameters of the last body, "inertial" otherwise),
 the change and its size in σ.
 
+A payload (a tool mounted or changed) is reported as what it is, a mass and a centre of mass on
+the last body: when payload parameters are flagged, the change of the base parameters Δβ is a
+linear image of the change of the last body's ten inertial parameters Δπ_L = (Δm, Δm c, ΔΘ)
+(seed 000 §6: Δβ = T_L Δπ_L, T_L the base map's columns of that body), so Δπ_L is the
+generalised least-squares fit of Δβ with its covariance C (of the two windows', or of the
+robot's estimate and of the median of the other robots' estimates, whose variance is taken as
+π/2n of their mean for n ≥ 3, the large-sample variance of a median): Δπ̂_L = (T_Lᵀ C⁺ T_L)⁺ T_Lᵀ C⁺ Δβ, its covariance
+(T_Lᵀ C⁺ T_L)⁺. The mass is reported with σ when its direction is identifiable (in the range
+of T_Lᵀ C⁺ T_L), the centre of mass c = Δh / Δm in the last body's frame with first-order σ.
+
 Bad input does not stop the fleet: a log of another robot, a corrupt file or bag, an unreachable
 scheduler each give one line naming the file or address (``FleetResult.errors``; the scheduler
 falls back to a local run), and the rest is identified.
@@ -35,7 +45,7 @@ from . import mapreduce as _mr
 from .logs import LogError
 from .pipeline import Unknowns, _jsonable, solve_statistics
 
-__all__ = ["fleet", "FleetResult", "parse_window", "find_logs"]
+__all__ = ["fleet", "FleetResult", "parse_window", "find_logs", "payload_change"]
 
 _UNITS = {"s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
@@ -83,6 +93,10 @@ class FleetResult:
             "parameters" {name: {"value", "sigma"}} (base parameters and friction), "payload"
             (the names of the last body's base parameters), "noise_sigma" per joint.
         flags: list of dicts: robot, window, parameter, kind, reason, change, size_sigma.
+        payloads: list of dicts, one per robot, window and reason with flagged payload
+            parameters: robot, window, reason, since, frame (the last body's link), mass [kg],
+            mass_sigma, com [m] (3, in that link's frame), com_sigma, parameters (the fitted
+            Δπ_L, :data:`~.parameters.PARAMETER_NAMES` order).
         errors: one line per log or address that could not be used.
         report: the JSON-able report (see :meth:`write`).
     """
@@ -228,7 +242,7 @@ def fleet(robot, logs_dir, window="1d", k=5.0, *, friction=True, cutoff=None,
         exc = failed[min(c for c in failed if c[0] == li)]
         errors.append(_line(owner[li][1], exc) + " (the log is left out)")
     payload = _payload_names(unk)
-    robots = {}
+    robots, covs = {}, {}
     for rid in sorted(logs_of):
         mine = {cid: r for cid, r in results.items()
                 if owner[cid[0]][0] == rid and cid[0] not in bad_logs}
@@ -236,6 +250,7 @@ def fleet(robot, logs_dir, window="1d", k=5.0, *, friction=True, cutoff=None,
         for w, (neq, t0, t1) in sorted(_mr.reduce(mine).items()):
             sol = solve_statistics(robot, unk, neq, consistent=None)
             est = sol.estimate
+            covs[rid, _label(w * window_ns, window_ns)] = est.covariance[:unk.p, :unk.p]
             wins.append({
                 "window": _label(w * window_ns, window_ns), "start_ns": t0, "end_ns": t1,
                 "samples": int(neq.N),
@@ -246,11 +261,14 @@ def fleet(robot, logs_dir, window="1d", k=5.0, *, friction=True, cutoff=None,
         if wins:
             robots[rid] = wins
     flags = _flags(robots, unk.names, payload, k)
+    payloads = _payloads(flags, robots, covs, unk)
     report = {"robot_model": getattr(unk.model, "name", ""), "logs_dir": str(logs_dir),
               "window": str(window), "window_seconds": window_ns / 1e9, "k": k,
               "joints": list(unk.joint_names), "payload_parameters": sorted(payload),
-              "logs": logs_of, "robots": robots, "flags": flags, "errors": errors}
-    return FleetResult(robots=robots, flags=flags, errors=errors, report=report)
+              "logs": logs_of, "robots": robots, "flags": flags, "payloads": payloads,
+              "errors": errors}
+    return FleetResult(robots=robots, flags=flags, payloads=payloads, errors=errors,
+                       report=report)
 
 
 def _line(path, exc):
@@ -268,6 +286,79 @@ def _payload_names(unk):
     for r, (c, nm) in enumerate(zip(base.columns, base.names)):
         if c in last or (dep.any() and np.any(np.abs(base.K[r, dep]) > 1e-12)):
             out.add(nm)
+    return out
+
+
+def payload_change(TL, dbeta, cov):
+    """The change of the last body's inertial parameters that explains a change of the base
+    parameters (see the module docstring).
+
+    Args:
+        TL: (p, 10) the base map's columns of the last body.
+        dbeta: (p,) change of the base parameters.
+        cov: (p, p) its covariance.
+    Returns:
+        dict: parameters (10,) Δπ_L, covariance (10, 10), mass and mass_sigma [kg] (None when
+        the mass is not identifiable from the base parameters), com and com_sigma [m] (None
+        without a mass).
+    """
+    W = np.linalg.pinv(cov, rcond=1e-12, hermitian=True)
+    N = TL.T @ W @ TL
+    Ninv = np.linalg.pinv(N, rcond=1e-12, hermitian=True)
+    x = Ninv @ (TL.T @ W @ dbeta)
+    out = {"parameters": x, "covariance": Ninv, "mass": None, "mass_sigma": None,
+           "com": None, "com_sigma": None}
+    e0 = np.zeros(10)
+    e0[0] = 1.0
+    if np.linalg.norm(N @ (Ninv @ e0) - e0) > 1e-6:  # e0 outside the range: m not identifiable
+        return out
+    m, sm = float(x[0]), float(np.sqrt(max(Ninv[0, 0], 0.0)))
+    out["mass"], out["mass_sigma"] = m, sm
+    if abs(m) > 3.0 * sm and m != 0.0:
+        c = x[1:4] / m
+        J = np.zeros((3, 10))  # ∂c/∂(m, h)
+        J[:, 0] = -x[1:4] / m ** 2
+        J[:, 1:4] = np.eye(3) / m
+        out["com"] = c.tolist()
+        out["com_sigma"] = np.sqrt(np.maximum(np.diag(J @ Ninv @ J.T), 0.0)).tolist()
+    return out
+
+
+def _payloads(flags, robots, covs, unk):
+    """A mass and centre of mass per robot, window and reason whose payload parameters are
+    flagged (:func:`payload_change`)."""
+    p = unk.p
+    TL = unk.T[:, -10:]
+    frame = unk.base.full_names[-1].rsplit(".", 1)[0] if unk.base.full_names else ""
+    out, seen = [], set()
+    for f in flags:
+        key = (f["robot"], f["window"], f["reason"])
+        if f["kind"] != "payload" or key in seen:
+            continue
+        seen.add(key)
+        rid, lab, why = key
+        wins = {w["window"]: w for w in robots[rid]}
+        beta = np.array([wins[lab]["parameters"][nm]["value"] for nm in unk.names[:p]])
+        if why == "window":
+            ref = np.array([wins[f["since"]]["parameters"][nm]["value"]
+                            for nm in unk.names[:p]])
+            cov = covs[rid, lab] + covs[rid, f["since"]]
+            since = f["since"]
+        else:  # the median of the other robots, with the σ of a median of n estimates
+            others = [r for r in robots if r != rid and any(w["window"] == lab
+                                                             for w in robots[r])]
+            ref = np.array([np.median([w["parameters"][nm]["value"] for r in others
+                                       for w in robots[r] if w["window"] == lab])
+                            for nm in unk.names[:p]])
+            n_o = len(others)
+            mean_cov = sum(covs[r, lab] for r in others) / n_o
+            cov = covs[rid, lab] + mean_cov * ((np.pi / 2 if n_o >= 3 else 1.0) / n_o)
+            since = "fleet median"
+        fit = payload_change(TL, beta - ref, cov)
+        out.append({"robot": rid, "window": lab, "reason": why, "since": since,
+                    "frame": frame, "mass": fit["mass"], "mass_sigma": fit["mass_sigma"],
+                    "com": fit["com"], "com_sigma": fit["com_sigma"],
+                    "parameters": fit["parameters"].tolist()})
     return out
 
 

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _regressor
+
 __all__ = ["NormalEquations", "Accumulator", "Estimate", "accumulate", "solve", "base_map",
            "row_supports", "CHUNK", "NULL_TOL"]
 
@@ -116,11 +118,16 @@ def row_supports(robot, ncols):
 class Accumulator:
     """Sufficient statistics of τ = Y F β (+ friction) sample block by sample block.
 
-    Per joint j the regressor row is gathered on its support S_j (:func:`row_supports`) with the
-    joint's two friction columns appended, W_j = [Y_j[:, S_j], q̇_j, sign q̇_j], and only the
-    small Gram matrix G_j = Σ W_jᵀ W_j (a symmetric rank-k update), h_j = Σ W_jᵀ τ_j, c_j = Σ τ_j²
-    are summed; :meth:`result` maps them to the unknowns once, A_j = E_jᵀ G_j E_j with
-    E_j = diag(F[S_j], I₂) placed at the unknowns' columns. Memory: one block of the regressor.
+    Per joint j the regressor row is gathered on its support S_j (:func:`row_supports`, less
+    the columns whose row of F is zero: they reach no unknown) with the joint's two friction
+    columns appended, W_j = [Y_j[:, S_j], q̇_j, sign q̇_j], and only the small Gram matrix
+    G_j = Σ W_jᵀ W_j (a symmetric rank-k update, BLAS syrk), h_j = Σ W_jᵀ τ_j, c_j = Σ τ_j² are
+    summed; :meth:`result` maps them to the unknowns once, A_j = E_jᵀ G_j E_j with
+    E_j = diag(F[S_j], I₂) placed at the unknowns' columns. For a robot of the kernels (fixed
+    base, no mimic joints) the blocks W_j come from the compiled
+    :func:`~mbs_dynamics.identification._regressor.support_rows`, which never forms the
+    (N, n, 10 nb) regressor; otherwise from ``robot.regressor``. Memory: one block of
+    ``chunk`` samples.
     """
 
     def __init__(self, robot, F, *, friction=True, names=(), chunk=CHUNK):
@@ -130,8 +137,10 @@ class Accumulator:
         P = p + (2 * n if friction else 0)
         if len(self.names) != P:
             raise ValueError(f"{len(self.names)} names for {P} unknowns")
-        self.S = row_supports(robot, F.shape[0])
+        reach = np.any(F != 0, axis=1)
+        self.S = [S[reach[S]] for S in row_supports(robot, F.shape[0])]
         k = 2 if friction else 0
+        self.k = [S.size + k for S in self.S]
         self.E = []
         for j, S in enumerate(self.S):
             E = np.zeros((S.size + k, P))
@@ -139,18 +148,20 @@ class Accumulator:
             if friction:
                 E[S.size, p + 2 * j] = E[S.size + 1, p + 2 * j + 1] = 1.0
             self.E.append(E)
-        # S_j as runs of consecutive columns (one run per subtree on a chain): slices copy
-        # ~6x faster than a gather (np.take)
-        self.runs = []
-        for S in self.S:
-            cut = np.flatnonzero(np.diff(S) != 1) + 1
-            self.runs.append([(int(r[0]), int(r[-1]) + 1) for r in np.split(S, cut) if r.size])
-        self.G = [np.zeros((S.size + k,) * 2) for S in self.S]
-        self.h = [np.zeros(S.size + k) for S in self.S]
+        self.G = [np.zeros((kj, kj)) for kj in self.k]
+        self.h = [np.zeros(kj) for kj in self.k]
         self.c = np.zeros(n)
         self.N = 0
-        self._Y = np.empty((self.chunk, n, F.shape[0]))
-        self._W = np.empty((self.chunk, max(S.size for S in self.S) + k)) if n else None
+        self._data = _kernel_data(robot)
+        if self._data is not None:
+            self._idx = np.concatenate(self.S + [np.zeros(0, np.intp)]).astype(np.intp)
+            self._start = np.concatenate([[0], np.cumsum([S.size for S in self.S])]).astype(
+                np.intp)
+            self._off = np.concatenate([[0], np.cumsum(self.k)]).astype(np.intp)
+            self._rows = np.empty(self.chunk * int(self._off[-1]))
+        else:
+            self._Y = np.empty((self.chunk, n, F.shape[0]))
+            self._W = np.empty((self.chunk, max(self.k))) if n else None
 
     def add(self, q, qd, qdd, tau):
         """Add the samples q, qd, qdd, tau (N, n)."""
@@ -158,24 +169,35 @@ class Accumulator:
         for a in range(0, N, self.chunk):
             b = min(N, a + self.chunk)
             m = b - a
-            Y = self.robot.regressor(q[a:b], qd[a:b], qdd[a:b], out=self._Y[:m])
             t = tau[a:b]
-            for j, S in enumerate(self.S):
-                s = S.size
-                W = self._W[:m, :s + (2 if self.friction else 0)]
-                o = 0
-                for lo, hi in self.runs[j]:
-                    W[:, o:o + hi - lo] = Y[:, j, lo:hi]
-                    o += hi - lo
-                if self.friction:
-                    v = qd[a:b, j]
-                    moving = np.abs(v) >= REST
-                    W[:, s] = np.where(moving, v, 0.0)
-                    W[:, s + 1] = np.where(moving, np.sign(v), 0.0)
+            for j, W in enumerate(self._blocks(q[a:b], qd[a:b], qdd[a:b])):
                 self.G[j] += W.T @ W
                 self.h[j] += W.T @ t[:, j]
             self.c += np.einsum("kj,kj->j", t, t)
             self.N += m
+
+    def _blocks(self, q, qd, qdd):
+        """W_j (m, k_j) of one block of m ≤ chunk samples, for every joint j."""
+        m = q.shape[0]
+        if self._data is not None:
+            _regressor.support_rows(self._data, q, qd, qdd, self._idx, self._start,
+                                    self.friction, REST, self._rows)
+            off = self._off
+            return [self._rows[m * off[j]:m * off[j + 1]].reshape(m, self.k[j])
+                    for j in range(self.n)]
+        Y = self.robot.regressor(q, qd, qdd, out=self._Y[:m])
+        out = []
+        for j, S in enumerate(self.S):
+            s = S.size
+            W = self._W[:m, :self.k[j]]
+            np.take(Y[:, j], S, axis=1, out=W[:, :s])
+            if self.friction:
+                v = qd[:, j]
+                moving = np.abs(v) >= REST
+                W[:, s] = np.where(moving, v, 0.0)
+                W[:, s + 1] = np.where(moving, np.sign(v), 0.0)
+            out.append(W.copy())
+        return out
 
     def result(self):
         """The :class:`NormalEquations` of the samples added so far."""
@@ -186,6 +208,18 @@ class Accumulator:
         neq.c[:] = self.c
         neq.N = self.N
         return neq
+
+
+def _kernel_data(robot):
+    """The kernels' workspace of a fixed-base robot without mimic joints (whose regressor rows
+    :func:`~._regressor.support_rows` computes), else None."""
+    from ..kernels._data import Data
+    data = getattr(robot, "_data", None)
+    model = getattr(robot, "model", None)
+    if (not isinstance(data, Data) or model is None or getattr(model, "floating_base", True)
+            or getattr(robot, "full_robot", None) is not None or model.n != robot.nv):
+        return None
+    return data
 
 
 def accumulate(robot, F, q, qd, qdd, tau, *, friction=True, names=(), progress=None,
@@ -219,6 +253,7 @@ class Estimate:
             (inf where not excited); x_ols, sigma_ols: the OLS estimate and σ;
         noise: (n,) residual RMS per joint at x (the estimated noise σ_j);
         information: (P, P) Σ w_j A_j (inverse covariance of x);
+        covariance: (P, P) covariance of x on the excited directions (0 on the others);
         condition: condition number of the column-scaled regressor;
         unexcited: names of the unknowns in the directions the log does not excite;
         poorly_excited: names with a variance inflation factor above 10⁶ (estimated, uncertain);
@@ -297,7 +332,7 @@ def solve(neq, x0) -> Estimate:
     return Estimate(names=neq.names, x=x, sigma=sig, x_ols=x_ols, sigma_ols=sig_ols,
                     noise=np.sqrt(rss_w / max(neq.N, 1)), information=cov_inverse(Aw, chi2),
                     condition=cond, unexcited=unexcited, poorly_excited=poorly, dof=dof,
-                    samples=neq.N, weights=w)
+                    samples=neq.N, weights=w, covariance=cov)
 
 
 def cov_inverse(Aw, chi2):

@@ -133,16 +133,36 @@ def test_bad_input_is_named_and_the_rest_identified(tree, tmp_path):
     (bad / "r9" / "other.csv").write_text("time,a/position,a/effort\n0,0,0\n")
     (bad / "r0" / "broken").mkdir()
     (bad / "r0" / "broken" / "broken.mcap").write_bytes(b"\x89MCAP0\r\n" + b"garbage" * 50)
+    # a corrupt sqlite3 bag, and a CSV whose damage lies inside (found by a map step)
+    (bad / "r1" / "broken_db").mkdir()
+    (bad / "r1" / "broken_db" / "broken_db_0.db3").write_bytes(b"SQLite format 3\0" + b"x" * 999)
+    lines = (root / "r0" / "day0.csv").read_text().splitlines()
+    lines[5000] = lines[5000].replace(",", ",oops", 1)
+    (bad / "r0" / "broken_mid.csv").write_text("\n".join(lines) + "\n")
     res = fleet_mod.fleet(robot, bad, workers=0, rows=3000, scheduler=None)
-    assert len(res.errors) == 2, res.errors
+    assert len(res.errors) == 4, res.errors
     assert any("other.csv" in e and "missing" in e for e in res.errors)
-    assert any("broken" in e for e in res.errors)
+    assert any("broken.mcap" in e or "broken:" in e for e in res.errors), res.errors
+    assert any("broken_db" in e for e in res.errors), res.errors
+    assert any("broken_mid.csv: row 5001: column 2 is 'oops" in e for e in res.errors), \
+        res.errors
     assert all("\n" not in e for e in res.errors)
     _check_planted(res)
     # an unreachable scheduler: one line naming it, then this process
     res2 = fleet_mod.fleet(robot, root, workers=0, rows=3000, scheduler="tcp://127.0.0.1:9")
     assert len(res2.errors) == 1 and "tcp://127.0.0.1:9" in res2.errors[0]
     _check_planted(res2)
+
+
+@pytest.mark.skipif(_NO_DASK, reason="dask.distributed is not installed")
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:9", "tcp://no-such-host.invalid:8786",
+                                     "tcp://127.0.0.1:notaport"])
+def test_an_unreachable_scheduler_is_one_line_naming_it(address):
+    from mbs_dynamics.identification import distributed
+    with pytest.raises(distributed.SchedulerError) as exc:
+        distributed.connect(address, timeout=2.0)
+    msg = str(exc.value)
+    assert msg.startswith(address + ":") and "\n" not in msg, msg
 
 
 @pytest.mark.skipif(_NO_DASK, reason="dask.distributed is not installed")
@@ -188,6 +208,7 @@ def test_cli_fleet(tree, tmp_path, capsys):
     assert {(f["robot"], f["window"], f["parameter"]) for f in rep["flags"]
             if f["robot"] == "r1"} == PLANTED_FRICTION
     assert (tmp_path / "out" / "r1_drift.png").exists()
+    assert {(p["robot"], p["window"]) for p in rep["payloads"]} >= {("r2", DAYS[1])}
     for bad, what in ((["--window", "1 fortnight"], "--window"),
                       (["-k", "-1"], "-k")):
         rc = main(["fleet", str(data.robot("arm7")), str(root), "-o", str(tmp_path / "o2")]
@@ -196,3 +217,23 @@ def test_cli_fleet(tree, tmp_path, capsys):
     rc = main(["fleet", str(data.robot("arm7")), str(tmp_path / "nowhere"), "-o",
                str(tmp_path / "o3")])
     assert rc == 2 and "nowhere: no such directory" in capsys.readouterr().err
+
+
+def test_payload_is_reported_as_a_mass_and_centre_of_mass(local):
+    """r2's 1.5 kg payload at (0.02, 0.01, 0.08) m in the last link's frame, from day 2: the
+    day-2 change is reported as that mass and centre of mass within 3σ (σ small enough to
+    mean something), and no payload for r0 or r1."""
+    res = local
+    assert {p["robot"] for p in res.payloads} == {"r2"}, res.payloads
+    got = [p for p in res.payloads if p["reason"] == "window" and p["window"] == DAYS[1]]
+    assert len(got) == 1, res.payloads
+    p = got[0]
+    assert p["frame"] == mbs.load_urdf(data.robot("arm7")).model.link_names[-1]
+    assert 0 < p["mass_sigma"] < 0.15, p
+    assert abs(p["mass"] - 1.5) <= 3 * p["mass_sigma"], p
+    assert p["com"] is not None, p
+    for c, s, want in zip(p["com"], p["com_sigma"], (0.02, 0.01, 0.08)):
+        assert 0 < s < 0.05 and abs(c - want) <= 3 * s, p
+    for q in res.payloads:  # against the other robots' median too
+        assert abs(q["mass"] - 1.5) <= 3 * q["mass_sigma"], q
+    assert json.loads(json.dumps(res.report["payloads"]))[0]["robot"] == "r2"
