@@ -28,9 +28,11 @@ try:  # ROS 2 is optional: without it every test here skips, one by one
 
     from mbs_dynamics.ros.conversions import joint_trajectory_to_dict
     from mbs_dynamics.ros.feedforward_node import ConfigurationError, FeedforwardNode
-    from test_feedforward_node import JOINTS, URDF, Harness
 except ImportError as exc:
     _MISSING = str(exc)
+
+# importable without ROS 2 (its own rclpy imports are guarded), so collection works everywhere
+from test_feedforward_node import JOINTS, URDF, Harness  # noqa: E402
 
 import mbs_dynamics as mbs  # noqa: E402
 from mbs_dynamics.control.flatness import FlatnessController  # noqa: E402
