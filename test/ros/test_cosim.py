@@ -277,6 +277,9 @@ def _run(robot, actuator, feedforward, tmp):
         "status": int(result.status), "error_string": result.result.error_string,
         "rms": float(np.sqrt(np.mean(err ** 2))), "max": float(np.abs(err).max()),
         "samples": int(inside.sum()),
+        # the longest stretch of the goal without a sample (a loaded probe drops messages of
+        # the 1 kHz stream; the RMS needs them spread over the whole goal, not all of them)
+        "max_gap_s": float(np.diff(np.concatenate(([0.0], tr, [times[-1]]))).max()),
         # the controller manager's period: the smallest step between the probe's samples (a
         # loaded probe drops some of the 1 kHz messages: a median would measure the probe)
         "rate_hz": float(1.0 / steps[steps > 0].min()),
@@ -306,7 +309,7 @@ def test_cosim_feedforward_vs_feedback_alone(robot, actuator):
     for ff, r in runs.items():
         assert r["succeeded"], f"feedforward={ff}: goal ended {r['status']} " \
                                f"({r['error_string']}); log {r['log']}"
-        assert r["samples"] > 1000
+        assert r["samples"] >= 200 and r["max_gap_s"] <= 0.2, r
         assert r["finite_state"] and r["nonfinite"] == 0, r["log"]
         assert abs(r["rate_hz"] - RATE) <= 0.01 * RATE, r
         assert r["on_grid"], r
