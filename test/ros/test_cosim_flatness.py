@@ -130,9 +130,10 @@ def _flatness_run(tmp, real_time_factor):
         "rms": float(np.sqrt(np.mean(err ** 2))), "max": float(np.abs(err).max()),
         "rms_after_1s": float(np.sqrt(np.mean(err[tr >= 1.0] ** 2))),
         "samples": int(inside.sum()),
-        # the controller manager's period: the smallest step between the probe's samples (a
-        # loaded probe drops some of the 1 kHz messages: a median would measure the probe)
-        "rate_hz": float(1.0 / steps[steps > 0].min()),
+        # the controller manager's period: the greatest common divisor of the steps between
+        # the probe's samples, in µs of sim time (a loaded probe drops some of the 1 kHz
+        # messages: a median, or even the smallest step, would measure the probe)
+        "rate_hz": float(1e6 / np.gcd.reduce(np.round(steps[steps > 0] * 1e6).astype(np.int64))),
         "on_grid": bool(np.all(np.abs(steps * RATE - np.round(steps * RATE)) < 1e-3)),
         "torques_per_cycle": float(len(in_goal) / max(inside.sum(), 1)),
         "nonfinite": text.count("non-finite") + text.count("diverged"),
