@@ -41,7 +41,8 @@ from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KM
                                          fresh_if_alias, load_fx, take_states, unclaim)
 from mbs_dynamics.kernels._mat6 cimport inertia6
 from mbs_dynamics.kernels._minv cimport minv_solve
-from mbs_dynamics.kernels._spatial cimport ad_V, base_gravity, joint_pose, load_jet
+from mbs_dynamics.kernels._spatial cimport (ad_V, base_gravity, body_inertia, cross_force, dot6,
+                                           joint_pose, load_jet, world_screw, wrench_to_world)
 
 cnp.import_array()
 
@@ -69,10 +70,6 @@ cdef inline void cross3(const double* a, const double* b, double* d) noexcept no
     d[2] = a[0] * b[1] - a[1] * b[0]
 
 
-cdef inline double dot6(const double* a, const double* b) noexcept nogil:
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
-
-
 cdef inline void inertia_apply(const double* I, const double* x, double* d) noexcept nogil:
     """d = I x for I = (m, h, Θ): (Θ ω + h × v, m v − h × ω)."""
     cdef double m = I[0]
@@ -85,75 +82,6 @@ cdef inline void inertia_apply(const double* I, const double* x, double* d) noex
     d[3] = m * v0 - (h[1] * w2 - h[2] * w1)
     d[4] = m * v1 - (h[2] * w0 - h[0] * w2)
     d[5] = m * v2 - (h[0] * w1 - h[1] * w0)
-
-
-cdef inline void cross_force(const double* x, const double* h, double* d, double c) noexcept nogil:
-    """d += c · x ×* h = c (ω × n + v × f, ω × f) for x = (ω, v), h = (n, f)."""
-    d[0] += c * (x[1] * h[2] - x[2] * h[1] + x[4] * h[5] - x[5] * h[4])
-    d[1] += c * (x[2] * h[0] - x[0] * h[2] + x[5] * h[3] - x[3] * h[5])
-    d[2] += c * (x[0] * h[1] - x[1] * h[0] + x[3] * h[4] - x[4] * h[3])
-    d[3] += c * (x[1] * h[5] - x[2] * h[4])
-    d[4] += c * (x[2] * h[3] - x[0] * h[5])
-    d[5] += c * (x[0] * h[4] - x[1] * h[3])
-
-
-cdef inline void world_screw(const double* P, const double* u, double* d) noexcept nogil:
-    """d = Ad_C u for a body twist u and the world pose C = P (R, p): (R ω, R v + p × R ω)."""
-    cdef double a0 = P[0] * u[0] + P[1] * u[1] + P[2] * u[2]
-    cdef double a1 = P[3] * u[0] + P[4] * u[1] + P[5] * u[2]
-    cdef double a2 = P[6] * u[0] + P[7] * u[1] + P[8] * u[2]
-    d[0] = a0
-    d[1] = a1
-    d[2] = a2
-    d[3] = P[0] * u[3] + P[1] * u[4] + P[2] * u[5] + P[10] * a2 - P[11] * a1
-    d[4] = P[3] * u[3] + P[4] * u[4] + P[5] * u[5] + P[11] * a0 - P[9] * a2
-    d[5] = P[6] * u[3] + P[7] * u[4] + P[8] * u[5] + P[9] * a1 - P[10] * a0
-
-
-cdef inline void wrench_to_world(const double* P, const double* u, double* d) noexcept nogil:
-    """d = Ad_C⁻ᵀ u for a body wrench u = (m, f) and the world pose C = P (R, p):
-    (R m + p × R f, R f)."""
-    cdef double f0 = P[0] * u[3] + P[1] * u[4] + P[2] * u[5]
-    cdef double f1 = P[3] * u[3] + P[4] * u[4] + P[5] * u[5]
-    cdef double f2 = P[6] * u[3] + P[7] * u[4] + P[8] * u[5]
-    d[0] = P[0] * u[0] + P[1] * u[1] + P[2] * u[2] + P[10] * f2 - P[11] * f1
-    d[1] = P[3] * u[0] + P[4] * u[1] + P[5] * u[2] + P[11] * f0 - P[9] * f2
-    d[2] = P[6] * u[0] + P[7] * u[1] + P[8] * u[2] + P[9] * f1 - P[10] * f0
-    d[3], d[4], d[5] = f0, f1, f2
-
-
-cdef void body_inertia(const KModel* m, int i, const double* P, double* I) noexcept nogil:
-    """Body i's inertia in the world, about the world origin (m, h_w, Θ_w): h_p = R h,
-    Θ_p = R Θ Rᵀ, h_w = h_p + m p, Θ_w = Θ_p − m p̃ p̃ − (p̃ h̃_p + h̃_p p̃)."""
-    cdef double ms = m.mass[i]
-    cdef const double* h = m.h + 3 * i
-    cdef const double* Th = m.Th + 9 * i
-    cdef double RT[9]
-    cdef double hp[3]
-    cdef int a, b, c
-    cdef double acc, p0 = P[9], p1 = P[10], p2 = P[11]
-    for a in range(3):
-        hp[a] = P[3 * a] * h[0] + P[3 * a + 1] * h[1] + P[3 * a + 2] * h[2]
-        for b in range(3):
-            RT[3 * a + b] = P[3 * a] * Th[b] + P[3 * a + 1] * Th[3 + b] + P[3 * a + 2] * Th[6 + b]
-    for a in range(3):
-        for b in range(a, 3):
-            acc = RT[3 * a] * P[3 * b] + RT[3 * a + 1] * P[3 * b + 1] + RT[3 * a + 2] * P[3 * b + 2]
-            I[4 + 3 * a + b] = acc
-    # − m p̃ p̃ = m (|p|² 1 − p pᵀ);  −(p̃ h̃ + h̃ p̃) = 2 (p·h) 1 − p hᵀ − h pᵀ
-    cdef double pp = p0 * p0 + p1 * p1 + p2 * p2, ph = p0 * hp[0] + p1 * hp[1] + p2 * hp[2]
-    cdef double pv[3]
-    pv[0], pv[1], pv[2] = p0, p1, p2
-    for a in range(3):
-        for b in range(a, 3):
-            acc = -ms * pv[a] * pv[b] - pv[a] * hp[b] - hp[a] * pv[b]
-            if a == b:
-                acc += ms * pp + 2.0 * ph
-            I[4 + 3 * a + b] += acc
-            I[4 + 3 * b + a] = I[4 + 3 * a + b]
-    I[0] = ms
-    for a in range(3):
-        I[1 + a] = hp[a] + ms * pv[a]
 
 
 cdef void body_N(const double* I, const double* v, double* N) noexcept nogil:
