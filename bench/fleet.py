@@ -106,16 +106,14 @@ def main():
                   f"statistics {t_acc * us:.2f} (of which the regressor {t_reg * us:.2f}); "
                   f"map without reading / regressor = {(t_map - t_read) / t_reg:.2f}")
         if a.dask:
-            from dask.distributed import Client, LocalCluster
+            from dask.distributed import Client
 
             from mbs_dynamics.identification import distributed
             ratios = []
             for r in range(a.repeats):
                 wall, work = {}, {}
                 for n in (1, 2):
-                    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                      host="127.0.0.1", dashboard_address=None) as cl, \
-                            Client(cl) as c:
+                    with distributed.local_cluster(n) as cl, Client(cl) as c:
                         c.run(_warm)  # imports (scipy.signal takes seconds) on every worker
                         c0 = sum(c.run(time.process_time).values())
                         w0 = time.perf_counter()

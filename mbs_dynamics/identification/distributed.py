@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 
-__all__ = ["DASK_HINT", "SchedulerError", "connect", "run_chunks"]
+__all__ = ["DASK_HINT", "SchedulerError", "connect", "local_cluster", "run_chunks"]
 
 DASK_HINT = "running on Dask needs dask.distributed: pip install 'mbs_dynamics[fleet]'"
 
@@ -35,7 +35,7 @@ def connect(scheduler=None, client=None, workers=2, timeout=10.0):
     if client is not None:
         return client, (lambda: None)
     try:
-        from dask.distributed import Client, LocalCluster
+        from dask.distributed import Client
     except ImportError:
         raise ImportError(DASK_HINT) from None
     if scheduler is not None:
@@ -46,16 +46,45 @@ def connect(scheduler=None, client=None, workers=2, timeout=10.0):
                                  f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]})") \
                 from None
         return c, c.close
-    if int(workers) < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
-    cluster = LocalCluster(n_workers=int(workers), threads_per_worker=1, processes=True,
-                           host="127.0.0.1", dashboard_address=None)
+    cluster = local_cluster(workers)
     c = Client(cluster)
 
     def close():
         c.close()
         cluster.close()
     return c, close
+
+
+def local_cluster(workers=2, attempts=3):
+    """A new ``LocalCluster`` of ``workers`` processes (one thread each) on the loopback
+    interface, started up to ``attempts`` times.
+
+    Dask gives the thread of its event loop a fixed 10 s to start
+    (``distributed.utils.LoopRunner``) and fails with a bare ``AssertionError`` when it does
+    not — seen on a loaded two-core machine. Such a start-up failure is tried again; after the
+    last attempt it is raised as one ``RuntimeError`` that says what did not start.
+
+    Raises:
+        ValueError: ``workers`` < 1.
+        RuntimeError: the cluster did not start in ``attempts`` attempts.
+        ImportError: dask.distributed is not installed (with :data:`DASK_HINT`).
+    """
+    try:
+        from dask.distributed import LocalCluster
+    except ImportError:
+        raise ImportError(DASK_HINT) from None
+    if int(workers) < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    last = None
+    for _ in range(max(1, int(attempts))):
+        try:
+            return LocalCluster(n_workers=int(workers), threads_per_worker=1, processes=True,
+                                host="127.0.0.1", dashboard_address=None)
+        except (AssertionError, TimeoutError, OSError) as exc:
+            last = exc
+    raise RuntimeError(f"a local Dask cluster of {workers} worker processes did not start in "
+                       f"{attempts} attempts ({type(last).__name__}: "
+                       f"{' '.join(str(last).split())[:160]})") from last
 
 
 def run_chunks(client, function, problem, chunks, progress=None):
