@@ -26,6 +26,7 @@ from .kernels import _minv
 from .kernels import _rnea_so
 from .kinematics import _frames
 from .model import model as _model
+from .model.description import RobotDescription
 
 _ND = np.ndarray
 
@@ -39,7 +40,7 @@ def _ndim(x):
     return np.ndim(x)
 
 
-class Robot:
+class Robot(RobotDescription):
     """Rigid-body dynamics of a robot loaded from URDF (see :func:`mbs_dynamics.load_urdf`).
 
     Conventions: every public 6-vector is ``(linear, angular)`` — twists ``(v, ω)``, wrenches
@@ -60,74 +61,11 @@ class Robot:
         self._fk = _frames.FrameData(self._data, model)  # frame table + scratch (kinematics/)
 
     # ---------------------------------------------------------------- description
-    @property
-    def model(self) -> _model.Model:
-        """The frozen model."""
-        return self._model
-
+    # (model, n, nq, nv, floating_base, names, limits, gravity, total_mass: RobotDescription)
     @property
     def data(self):
         """The workspace the kernels write (``data.arrays``: name → array, see ``_data.LAYOUT``)."""
         return self._data
-
-    @property
-    def n(self) -> int:
-        """Number of movable joints."""
-        return self._n
-
-    @property
-    def nq(self) -> int:
-        """Configuration size: n, or 7 + n with a floating base."""
-        return self._nq
-
-    @property
-    def nv(self) -> int:
-        """Velocity (and force) size: n, or 6 + n with a floating base."""
-        return self._nv
-
-    @property
-    def floating_base(self) -> bool:
-        return self._fb
-
-    @property
-    def joint_names(self):
-        return self._model.joint_names
-
-    @property
-    def link_names(self):
-        return self._model.link_names
-
-    @property
-    def joint_types(self):
-        return self._model.joint_types
-
-    @property
-    def lower(self):
-        return self._model.lower
-
-    @property
-    def upper(self):
-        return self._model.upper
-
-    @property
-    def velocity_limit(self):
-        return self._model.velocity_limit
-
-    @property
-    def effort_limit(self):
-        return self._model.effort_limit
-
-    @property
-    def gravity(self):
-        return self._model.gravity
-
-    @property
-    def base_link(self):
-        return self._model.base_link
-
-    @property
-    def total_mass(self) -> float:
-        return float(self._model.inertias[:, 3, 3].sum() + self._model.base_inertia[3, 3])
 
     def __repr__(self):
         base = "floating" if self._fb else "fixed"

@@ -20,8 +20,10 @@ with Jb = E(φ) = [[c_c c_b, s_c, 0], [−s_c c_b, c_c, 0], [s_b, 0, 1]] for R =
 (a free joint: diag(R(φ)ᵀ, E(φ)), linear first), propagated as truncated Taylor series. The
 generalized forces follow by virtual power, τ_group = Jb⁻ᵀ τ_chart (so τ, M, g, the Jacobians and
 the regressor are the chart's at φ = 0, and the time derivatives of τ and J pick up the Taylor
-terms of Jb). Everything is exact (no differences); the chart model is rebuilt per configuration
-(about 1 ms), so this is correct, not fast.
+terms of Jb). Everything is exact (no differences). The chart is built once; a call at a new
+configuration only re-seats the first chart joint's origin of each group in the compiled
+workspace (:meth:`~mbs_dynamics.kernels._data.Data.set_origins`), and the constant partial
+derivatives ∂ᵢJb, ∂ᵢ∂ⱼJb at φ = 0 are computed once per joint kind.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from .description import RobotDescription
 from .urdf import URDFError
 
 __all__ = ["LieJointRobot", "quat_to_matrix", "matrix_to_quat", "CAPABILITIES"]
@@ -40,11 +43,6 @@ CAPABILITIES = ("inverse_dynamics", "torque_derivatives", "inverse_dynamics_deri
                 "forward_dynamics", "frame_placement", "frame_jacobian",
                 "frame_jacobian_derivative", "regressor", "inertial_parameters", "simulate",
                 "to_urdf")
-
-
-#: read-only data forwarded to the chart robot (per velocity coordinate, or the whole robot)
-_FORWARD = ("link_names", "joint_types", "lower", "upper", "velocity_limit", "effort_limit",
-            "gravity", "base_link", "total_mass", "to_urdf")
 
 
 def quat_to_matrix(x, y, z, w):
@@ -99,26 +97,23 @@ def _sincos(u):
 def _jb_series(kind, phi):
     """Series of the chart's body Jacobian Jb(φ(t)) (K, d, d) from the series of φ (K, d)."""
     K = len(phi)
-    one, zero = np.zeros(K), np.zeros(K)
-    one[0] = 1.0
     r = 3 if kind == "floating" else 0
-    sa, ca = _sincos(phi[:, r])
     sb, cb = _sincos(phi[:, r + 1])
     sc, cc = _sincos(phi[:, r + 2])
-    E = np.stack([np.stack([_mul(cc, cb), sc, zero], -1),
-                  np.stack([-_mul(sc, cb), cc, zero], -1),
-                  np.stack([sb, zero, one], -1)], -2)
+    E = np.zeros((K, 3, 3))
+    E[:, 0, 0], E[:, 0, 1] = _mul(cc, cb), sc
+    E[:, 1, 0], E[:, 1, 1] = -_mul(sc, cb), cc
+    E[:, 2, 0], E[0, 2, 2] = sb, 1.0
     if kind == "spherical":
         return E
-    Rx = np.stack([np.stack([one, zero, zero], -1), np.stack([zero, ca, -sa], -1),
-                   np.stack([zero, sa, ca], -1)], -2)
-    Ry = np.stack([np.stack([cb, zero, sb], -1), np.stack([zero, one, zero], -1),
-                   np.stack([-sb, zero, cb], -1)], -2)
-    Rz = np.stack([np.stack([cc, -sc, zero], -1), np.stack([sc, cc, zero], -1),
-                   np.stack([zero, zero, one], -1)], -2)
-    Rt = _mul(_mul(Rz.transpose(0, 2, 1), Ry.transpose(0, 2, 1)), Rx.transpose(0, 2, 1))
+    sa, ca = _sincos(phi[:, r])
+    Rx, Ry, Rz = np.zeros((3, K, 3, 3))   # transposed: Rᵀ(φ) = Rz(c)ᵀ Ry(b)ᵀ Rx(a)ᵀ
+    Rx[0, 0, 0] = Ry[0, 1, 1] = Rz[0, 2, 2] = 1.0
+    Rx[:, 1, 1], Rx[:, 1, 2], Rx[:, 2, 1], Rx[:, 2, 2] = ca, sa, -sa, ca
+    Ry[:, 0, 0], Ry[:, 0, 2], Ry[:, 2, 0], Ry[:, 2, 2] = cb, -sb, sb, cb
+    Rz[:, 0, 0], Rz[:, 0, 1], Rz[:, 1, 0], Rz[:, 1, 1] = cc, sc, -sc, cc
     J = np.zeros((K, 6, 6))
-    J[:, :3, :3], J[:, 3:, 3:] = Rt, E
+    J[:, :3, :3], J[:, 3:, 3:] = _mul(_mul(Rz, Ry), Rx), E
     return J
 
 
@@ -139,10 +134,23 @@ def _chart_jet(kind, V):
 
 
 def _jb_rate(kind, V):
-    """dJb/dt at φ = 0 when φ̇ = V (the first Taylor coefficient: linear in V)."""
-    phi = np.zeros((2, len(V)))
-    phi[1] = V
-    return _jb_series(kind, phi)[1]
+    """dJb/dt at φ = 0 when φ̇ = V: Σᵢ Vᵢ ∂ᵢJb (linear in V)."""
+    D1 = _partials(kind)[0]
+    d = len(V)
+    return (V @ D1.reshape(d, d * d)).reshape(d, d)
+
+
+_PARTIALS = {}
+
+
+def _partials(kind):
+    """(∂ᵢJb, ∂ᵢ∂ⱼJb) at φ = 0 of a joint kind, computed once (:func:`_jb_partials`)."""
+    if kind not in _PARTIALS:
+        D = _jb_partials(kind, 3 if kind == "spherical" else 6)
+        for a in D:
+            a.setflags(write=False)
+        _PARTIALS[kind] = D
+    return _PARTIALS[kind]
 
 
 def _jb_partials(kind, d):
@@ -175,12 +183,15 @@ def _fill(out, x):
     return out
 
 
-class LieJointRobot:
+class LieJointRobot(RobotDescription):
     """A robot with spherical or free inner joints, in their group coordinates (module
     docstring). Made by :func:`mbs_dynamics.load_urdf` for a URDF with ``spherical`` or
     ``floating`` joints; the methods of :data:`CAPABILITIES` take ``q`` (nq,) with each such
     joint's quaternion (and position) and velocities (nv,) with its twist in the child frame, in
-    joint order, Pinocchio's layout. Others raise ``NotImplementedError`` naming the joint.
+    joint order, Pinocchio's layout — or batches (N, nq), (N, nv) (a loop over the samples,
+    results with a leading N), and ``f_ext`` where ``Robot``'s method takes it (single samples).
+    Others raise ``NotImplementedError`` naming the joint. As a ``Robot``, it serves one thread
+    at a time (a concurrent call raises RuntimeError); give each thread :meth:`copy`.
     """
 
     def __init__(self, chart_robot):
@@ -191,12 +202,13 @@ class LieJointRobot:
         if model.mimic:
             raise URDFError(f"joint '{next(iter(model.lie_joints))}': spherical/floating joints "
                             "together with mimic joints are not supported")
-        self._full = chart_robot
+        self._full = chart_robot   # the chart, re-centred in place (_chart)
         self._model = model
         groups, qi, first = [], 0, {}
         for name, (kind, i0) in model.lie_joints.items():
             first[i0] = (name, kind)
         segs, i = [], 0
+        jv, jq = [], []
         while i < model.n:  # (kind, name, chart slice, q slice)
             if i in first:
                 name, kind = first[i]
@@ -206,38 +218,19 @@ class LieJointRobot:
                 i, qi = i + d, qi + nq
             else:
                 segs.append(("joint", model.joint_names[i], slice(i, i + 1), slice(qi, qi + 1)))
+                jv.append(i)
+                jq.append(qi)
                 i, qi = i + 1, qi + 1
         self._segs, self._groups = segs, groups
-        self._nq, self._nv = qi, model.n
-        self._cache = (None, None)
+        self._jv, self._jq = np.array(jv, dtype=np.intp), np.array(jq, dtype=np.intp)
+        self._first = np.array([sc.start for _, _, sc, _ in groups], dtype=np.intp)
+        self._B0 = np.array(model.B[self._first])
+        self._n = self._nv = model.n
+        self._nq = qi
+        self._fb = False
+        self._key, self._qc = None, None
 
-    # ---- sizes and names
-    @property
-    def model(self):
-        """The chart model (the 1-DOF joints; see the module docstring)."""
-        return self._model
-
-    @property
-    def n(self) -> int:
-        return self._nv
-
-    @property
-    def nq(self) -> int:
-        return self._nq
-
-    @property
-    def nv(self) -> int:
-        return self._nv
-
-    @property
-    def floating_base(self) -> bool:
-        return False
-
-    @property
-    def joint_names(self):
-        """The velocity coordinates' names (the chart joints)."""
-        return self._model.joint_names
-
+    # ---- sizes and names (the rest: RobotDescription, on the chart model)
     @property
     def lie_joints(self):
         """Joint name → ``"spherical"`` | ``"floating"``, in joint order."""
@@ -254,11 +247,18 @@ class LieJointRobot:
             q[sq.stop - 1] = 1.0
         return q
 
+    def copy(self) -> "LieJointRobot":
+        """An independent robot on the same model, with its own workspace (one per thread)."""
+        return LieJointRobot(self._full.copy())
+
+    def to_urdf(self, name=None) -> str:
+        """This robot as URDF text, its spherical and floating joints as such
+        (``Robot.to_urdf``)."""
+        return self._full.to_urdf(name)
+
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
-        if name in _FORWARD:  # per chart joint (velocity coordinate) / whole-robot data
-            return getattr(self._full, name)
         if hasattr(self._full, name):
             joint = next(iter(self.lie_joints))
             raise NotImplementedError(
@@ -271,48 +271,62 @@ class LieJointRobot:
         return (f"LieJointRobot({self._model.name!r}, nq={self._nq}, nv={self._nv}, "
                 f"lie_joints={self.lie_joints})")
 
-    # ---- the chart
-    def _no_fext(self, f_ext):
-        if f_ext is not None:
-            joint = next(iter(self.lie_joints))
-            raise NotImplementedError(f"f_ext does not take the spherical/floating joint "
-                                      f"'{joint}' inside the tree")
-
+    # ---- input checks, batches
     def _q(self, q):
         q = np.asarray(q, dtype=float)
-        if q.ndim == 2:
-            joint = next(iter(self.lie_joints))
-            raise NotImplementedError(f"batches (N, nq) do not take the spherical/floating joint "
-                                      f"'{joint}' inside the tree (identification, logs): call "
-                                      "one sample at a time")
-        if q.shape != (self._nq,) or not np.all(np.isfinite(q)):
+        if q.shape != (self._nq,) or not np.isfinite(q).all():
             raise ValueError(f"q must be {self._nq} finite numbers (Pinocchio's layout: "
-                             "(x, y, z,) qx, qy, qz, qw per spherical/floating joint), got shape "
-                             f"{q.shape}")
+                             "(x, y, z,) qx, qy, qz, qw per spherical/floating joint), or a "
+                             f"batch (N, {self._nq}); got shape {q.shape}")
         return q
 
     def _v(self, v, name, rows=None):
         v = np.asarray(v, dtype=float)
         want = (self._nv,) if rows is None else (rows, self._nv)
-        if v.shape != want or not np.all(np.isfinite(v)):
+        if v.shape != want or not np.isfinite(v).all():
             raise ValueError(f"{name} must be finite numbers of shape {want}, got {v.shape}")
         return v
 
-    def _chart(self, q):
-        """(chart robot at q, chart coordinates): B of each group's first joint ← B·(R, p)."""
+    def _rows(self, fn, out, shapes, q, *others, f_ext=None):
+        """fn(q_i, *others_i) over the rows of a batch q (N, nq) (the others (N, …)), stacked
+        into ``out`` (or new arrays) of shapes (N,) + shape each; one result if one shape."""
+        if f_ext is not None:
+            raise ValueError("f_ext is not supported with batch inputs")
+        q = np.asarray(q, dtype=float)
+        N = len(q)
+        others = [np.asarray(x, dtype=float) for x in others]
+        for x in others:
+            if x.ndim < 2 or len(x) != N:
+                raise ValueError(f"a batch needs the same number of rows N = {N} in every "
+                                 f"argument, got shape {x.shape}")
+        single = isinstance(shapes[0], int)
+        shapes = [tuple(shapes)] if single else [tuple(s) for s in shapes]
+        res = [np.empty((N,) + s) for s in shapes]
+        with self._full.data:
+            for i in range(N):
+                r = fn(q[i], *(x[i] for x in others))
+                for a, b in zip(res, (r,) if single else r):
+                    a[i] = b
+        if out is None:
+            return res[0] if single else tuple(res)
+        if single:
+            return _fill(out, res[0])
+        for o, r in zip(out, res):
+            _fill(o, r)
+        return tuple(out)
+
+    # ---- the chart
+    def _poses(self, q):
+        """q's chart coordinates (every group coordinate 0) and the re-centred origins
+        B·(R, p) of each group's first chart joint."""
         q = self._q(q)
-        key = q.tobytes()
-        if self._cache[0] == key:
-            return self._cache[1]
-        B = np.array(self._model.B)
         qc = np.zeros(self._nv)
-        for kind, name, sc, sq in self._segs:
-            if kind == "joint":
-                qc[sc] = q[sq]
-                continue
+        qc[self._jv] = q[self._jq]
+        poses = np.empty((len(self._groups), 4, 4))
+        for g, (kind, name, _, sq) in enumerate(self._groups):
             x = q[sq]
             quat = x[-4:]
-            nrm = np.linalg.norm(quat)
+            nrm = math.sqrt(float(quat @ quat))
             if not abs(nrm - 1.0) <= 1e-6:
                 raise ValueError(f"joint '{name}': the quaternion {quat.tolist()} is not of unit "
                                  f"norm (|q| = {nrm:.6g})")
@@ -320,18 +334,47 @@ class LieJointRobot:
             T[:3, :3] = quat_to_matrix(*(quat / nrm))
             if kind == "floating":
                 T[:3, 3] = x[:3]
-            B[sc.start] = B[sc.start] @ T
-        robot = type(self._full)(replace(self._model, B=B), self._full.data.kmax)
-        self._cache = (key, (robot, qc))
-        return robot, qc
+            poses[g] = self._B0[g] @ T
+        return qc, poses
+
+    def _chart(self, q):
+        """(chart robot re-centred at q, q's chart coordinates); the robot stays re-centred
+        until a call at another configuration."""
+        q = self._q(q)
+        key = q.tobytes()
+        if self._key != key:
+            qc, poses = self._poses(q)
+            self._key = None
+            self._full.data.set_origins(self._first, poses)
+            self._key, self._qc = key, qc
+        return self._full, self._qc
+
+    def chart_robot(self, q):
+        """The chart centred at q, as an independent ``Robot``.
+
+        Args:
+            q: (nq,) configuration.
+        Returns:
+            ``(robot, qc)``: the chart's ``Robot`` (ordinary 1-DOF joints near φ = 0) and q's
+            chart coordinates (every group coordinate 0).
+        """
+        qc, poses = self._poses(q)
+        B = np.array(self._model.B)
+        B[self._first] = poses
+        return type(self._full)(replace(self._model, B=B), self._full.data.kmax), qc
 
     def _chart_rates(self, vs):
         """Group velocity jets (K+1, nv) → chart derivative jets φ^(1..K+1) (K+1, nv), and the
-        Jb series of each group."""
+        Jb series of each group (None for K + 1 ≤ 2: φ̇ = V, φ̈ = V̇ − J̇b V in closed form)."""
         out = np.array(vs, dtype=float)
         K1 = len(vs)
         series = []
         for kind, _, sc, _ in self._groups:
+            if K1 <= 2:
+                if K1 == 2:
+                    out[1, sc] -= _jb_rate(kind, vs[0, sc]) @ vs[0, sc]
+                series.append(None)
+                continue
             phi, Jn = _chart_jet(kind, vs[:, sc])
             out[:, sc] = phi[1:K1 + 1]
             series.append(Jn)
@@ -343,36 +386,42 @@ class LieJointRobot:
         φ̈ = V̇ − J̇b V (module docstring).
 
         Args:
-            q: (nq,) configuration (Pinocchio's layout: quaternions ``(qx, qy, qz, qw)``).
+            q: (nq,) configuration (Pinocchio's layout: quaternions ``(qx, qy, qz, qw)``), or
+                (N, nq) for a batch.
             qd: (nv,) velocity (each group joint's twist in its child frame) [rad/s, m/s].
             qdd: (nv,) its time derivative [rad/s², m/s²].
-            f_ext: not supported (must be None).
-            out: optional (nv,) array to fill.
+            f_ext: optional dict link name → wrench ``(f, m)`` in that link's frame, as
+                ``Robot.inverse_dynamics`` (single samples).
+            out: optional (nv,) / (N, nv) array to fill.
             representation: the recursion, as ``Robot.inverse_dynamics``.
         Returns:
-            τ (nv,) [N m, N].
+            τ (nv,) or (N, nv) [N m, N].
         Raises:
             ValueError: wrong shapes, non-finite values, a quaternion that is not unit.
-            NotImplementedError: ``f_ext`` given.
         """
-        self._no_fext(f_ext)
-        robot, qc = self._chart(q)
-        vs = np.stack([self._v(qd, "qd"), self._v(qdd, "qdd")])
-        rates, _ = self._chart_rates(vs)
-        return _fill(out, robot.inverse_dynamics(qc, rates[0], rates[1],
-                                                 representation=representation))
+        if np.ndim(q) == 2:
+            return self._rows(lambda *x: self.inverse_dynamics(
+                *x, representation=representation), out, (self._nv,), q, qd, qdd, f_ext=f_ext)
+        with self._full.data:
+            robot, qc = self._chart(q)
+            vs = np.stack([self._v(qd, "qd"), self._v(qdd, "qdd")])
+            rates, _ = self._chart_rates(vs)
+            return _fill(out, robot.inverse_dynamics(qc, rates[0], rates[1], f_ext=f_ext,
+                                                     representation=representation))
 
     def torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
         """τ and its first k time derivatives along a motion: τ_group(t) = Jb(φ(t))⁻ᵀ τ_chart(t)
         as Taylor series.
 
         Args:
-            qs: a pair ``(q, vs)``: q (nq,) and vs (k+2, nv) rows V, V′, …, V^(k+1).
-            method: as ``Robot.torque_derivatives`` (the chart's recursion).
-            out: optional (k+1, nv) array to fill.
-            f_ext: not supported (must be None).
+            qs: a pair ``(q, vs)``: q (nq,) and vs (k+2, nv) rows V, V′, …, V^(k+1); or a batch
+                (q (N, nq), vs (N, k+2, nv)).
+            method: as ``Robot.torque_derivatives`` (the chart's recursion, or its closed form).
+            out: optional (k+1, nv) / (N, k+1, nv) array to fill.
+            f_ext: optional dict link name → wrench jet in the link frame, as
+                ``Robot.torque_derivatives`` (single samples).
         Returns:
-            (k+1, nv) rows τ, τ′, …, τ^(k) [N m, N m/s, …].
+            (k+1, nv) rows τ, τ′, …, τ^(k) [N m, N m/s, …] (or (N, k+1, nv)).
         Raises:
             ValueError: not a pair, wrong shapes, non-finite values.
         """
@@ -381,17 +430,30 @@ class LieJointRobot:
         except (TypeError, ValueError):
             raise ValueError("qs must be a pair (q (nq,), vs (k+2, nv))") from None
         vs = np.asarray(vs, dtype=float)
+        if np.ndim(q) == 2:
+            if vs.ndim != 3:
+                raise ValueError(f"a batch needs vs of shape (N, k+2, {self._nv}), got "
+                                 f"{vs.shape}")
+            return self._rows(lambda a, b: self.torque_derivatives((a, b), method),
+                              out, (max(vs.shape[1] - 1, 0), self._nv), q, vs, f_ext=f_ext)
         if vs.ndim != 2 or vs.shape[0] < 2:
             raise ValueError(f"vs must have shape (k+2, {self._nv}) with k >= 0, got {vs.shape}")
         vs = self._v(vs, "vs", vs.shape[0])
-        robot, qc = self._chart(q)
-        rates, series = self._chart_rates(vs)
         K = len(vs) - 2
-        self._no_fext(f_ext)
-        tc = robot.torque_derivatives(np.vstack([qc, rates]), method)
+        with self._full.data:
+            if method == "closed_form":
+                robot, qc = self.chart_robot(q)
+            else:
+                robot, qc = self._chart(q)
+            rates, series = self._chart_rates(vs)
+            tc = robot.torque_derivatives(np.vstack([qc, rates]), method, f_ext=f_ext)
+        if K == 0:
+            return _fill(out, tc)
         fact = np.array([math.factorial(k) for k in range(K + 1)], dtype=float)
         res, out = out, np.array(tc)
         for (_, _, sc, _), Jn in zip(self._groups, series):
+            if Jn is None:  # K = 0 is returned above; K ≥ 1 has the series
+                continue
             inv = np.zeros((K + 1,) + Jn.shape[1:])
             inv[0] = np.eye(Jn.shape[1])
             for k in range(1, K + 1):
@@ -402,7 +464,7 @@ class LieJointRobot:
                 out[k, sc] = fact[k] * sum(inv[j].T @ tn[k - j] for j in range(k + 1))
         return _fill(res, out)
 
-    def inverse_dynamics_derivatives(self, q, qd, qdd):
+    def inverse_dynamics_derivatives(self, q, qd, qdd, out=None):
         """(∂τ/∂q, ∂τ/∂q̇, M), each (nv, nv), Pinocchio's convention: ∂/∂q along q ⊕ δ
         (:meth:`integrate`) with q̇, q̈ held.
 
@@ -412,22 +474,29 @@ class LieJointRobot:
         ∂φ̇/∂φⱼ = −∂ⱼJb V; ∂ⱼJb and ∂ᵢ∂ⱼJb come from the Taylor series of Jb (polarised).
 
         Args:
-            q: (nq,) configuration; qd, qdd: (nv,) velocity and acceleration.
+            q: (nq,) configuration; qd, qdd: (nv,) velocity and acceleration; or (N, ·) batches.
+            out: optional (3, nv, nv) / (3, N, nv, nv) array whose slices are returned.
         Returns:
-            (∂τ/∂q, ∂τ/∂q̇, M) [N m per rad (or m), N m s per rad, kg m²].
+            (∂τ/∂q, ∂τ/∂q̇, M) [N m per rad (or m), N m s per rad, kg m²], each (nv, nv) or
+            (N, nv, nv).
         """
-        robot, qc = self._chart(q)
-        v, a = self._v(qd, "qd"), self._v(qdd, "qdd")
-        rates, _ = self._chart_rates(np.stack([v, a]))
-        pd, pdd = rates[0], rates[1]
-        tc = robot.inverse_dynamics(qc, pd, pdd)
-        dq, dv, M = (np.array(x) for x in robot.inverse_dynamics_derivatives(qc, pd, pdd))
+        nv = self._nv
+        if np.ndim(q) == 2:
+            return self._rows(self.inverse_dynamics_derivatives, out, [(nv, nv)] * 3,
+                              q, qd, qdd)
+        with self._full.data:
+            robot, qc = self._chart(q)
+            v, a = self._v(qd, "qd"), self._v(qdd, "qdd")
+            rates, _ = self._chart_rates(np.stack([v, a]))
+            pd, pdd = rates[0], rates[1]
+            tc = robot.inverse_dynamics(qc, pd, pdd)
+            dq, dv, M = (np.array(x) for x in robot.inverse_dynamics_derivatives(qc, pd, pdd))
         DQ, DV = dq.copy(), dv.copy()
         for kind, _, sc, _ in self._groups:
             d = sc.stop - sc.start
-            D1, D2 = _jb_partials(kind, d)
+            D1, D2 = _partials(kind)
             V, P2 = v[sc], pdd[sc]
-            S = np.einsum("i,ijk->jk", V, D1)  # Σᵢ Vᵢ ∂ᵢJb
+            S = _jb_rate(kind, V)  # Σᵢ Vᵢ ∂ᵢJb
             for j in range(d):
                 dphid = -D1[j] @ V
                 dphidd = (-D1[j] @ P2 - np.einsum("i,ijk,k->j", V, D2[:, j], V)
@@ -437,106 +506,146 @@ class LieJointRobot:
                 DQ[:, sc.start + j] = col
                 DV[:, sc.start + j] = dv[:, sc.start + j] + M[:, sc] @ (
                     -D1[j] @ V - S[:, j])
-        return DQ, DV, M
+        if out is None:
+            return DQ, DV, M
+        for o, r in zip(out, (DQ, DV, M)):
+            _fill(o, r)
+        return tuple(out)
 
-    def mass_matrix(self, q):
+    def _one(self, method, q, *args, shape, out=None):
+        """The chart robot's ``method`` at (qc, *args) (these are the same in the group
+        coordinates at φ = 0, Jb = I), single or batch."""
+        if np.ndim(q) == 2:
+            return self._rows(lambda x, *a: self._one(method, x, *a, shape=shape), out, shape,
+                              q, *args)
+        with self._full.data:
+            robot, qc = self._chart(q)
+            return _fill(out, getattr(robot, method)(qc, *args))
+
+    def mass_matrix(self, q, out=None):
         """Joint-space inertia matrix in the group velocities (the chart's at φ = 0, Jb = I).
 
         Args:
-            q: (nq,) configuration.
+            q: (nq,) configuration, or (N, nq).
+            out: optional (nv, nv) / (N, nv, nv) array to fill.
         Returns:
-            M (nv, nv) [kg m², kg m, kg].
+            M (nv, nv) or (N, nv, nv) [kg m², kg m, kg].
         """
-        robot, qc = self._chart(q)
-        return robot.mass_matrix(qc)
+        return self._one("mass_matrix", q, shape=(self._nv, self._nv), out=out)
 
-    def gravity_torques(self, q):
+    def gravity_torques(self, q, out=None):
         """Generalized gravity.
 
         Args:
-            q: (nq,) configuration.
+            q: (nq,) configuration, or (N, nq).
+            out: optional (nv,) / (N, nv) array to fill.
         Returns:
-            g(q) (nv,) [N m, N].
+            g(q) (nv,) or (N, nv) [N m, N].
         """
-        robot, qc = self._chart(q)
-        return robot.gravity_torques(qc)
+        return self._one("gravity_torques", q, shape=(self._nv,), out=out)
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="aba"):
         """Forward dynamics: the chart's ABA at φ = 0, then V̇ = φ̈ + J̇b V per group.
 
         Args:
-            q: (nq,) configuration; qd: (nv,) velocity; tau: (nv,) joint torques [N m, N].
-            f_ext: not supported (must be None).
-            out: optional (nv,) array to fill.
+            q: (nq,) configuration; qd: (nv,) velocity; tau: (nv,) joint torques [N m, N]; or
+                (N, ·) batches.
+            f_ext: optional dict link name → wrench ``(f, m)`` in that link's frame, as
+                ``Robot.forward_dynamics`` (single samples).
+            out: optional (nv,) / (N, nv) array to fill.
             method: ``"aba"`` or ``"dca"``, as ``Robot.forward_dynamics`` (the chart's).
         Returns:
-            V̇ (nv,) [rad/s², m/s²].
+            V̇ (nv,) or (N, nv) [rad/s², m/s²].
         """
-        self._no_fext(f_ext)
-        robot, qc = self._chart(q)
-        v = self._v(qd, "qd")
-        a = np.array(robot.forward_dynamics(qc, v, self._v(tau, "tau"), method=method))
+        if np.ndim(q) == 2:
+            return self._rows(lambda *x: self.forward_dynamics(*x, method=method), out,
+                              (self._nv,), q, qd, tau, f_ext=f_ext)
+        with self._full.data:
+            robot, qc = self._chart(q)
+            v = self._v(qd, "qd")
+            a = np.array(robot.forward_dynamics(qc, v, self._v(tau, "tau"), f_ext=f_ext,
+                                                method=method))
         for kind, _, sc, _ in self._groups:
             a[sc] += _jb_rate(kind, v[sc]) @ v[sc]
         return _fill(out, a)
 
-    def regressor(self, q, qd, qdd):
+    def regressor(self, q, qd, qdd, out=None):
         """Inertial-parameter regressor.
 
         Args:
-            q: (nq,) configuration; qd, qdd: (nv,) velocity and acceleration.
+            q: (nq,) configuration; qd, qdd: (nv,) velocity and acceleration; or (N, ·) batches.
+            out: optional (nv, 10·nb) / (N, nv, 10·nb) array to fill.
         Returns:
-            Y (nv, 10·nb) with τ = Y π, π = :meth:`inertial_parameters` (every chart body).
+            Y (nv, 10·nb) (or (N, nv, 10·nb)) with τ = Y π, π = :meth:`inertial_parameters`
+            (every chart body).
         """
-        robot, qc = self._chart(q)
-        vs = np.stack([self._v(qd, "qd"), self._v(qdd, "qdd")])
-        rates, _ = self._chart_rates(vs)
-        return robot.regressor(qc, rates[0], rates[1])
+        shape = (self._nv, 10 * self._nv)
+        if np.ndim(q) == 2:
+            return self._rows(self.regressor, out, shape, q, qd, qdd)
+        with self._full.data:
+            robot, qc = self._chart(q)
+            vs = np.stack([self._v(qd, "qd"), self._v(qdd, "qdd")])
+            rates, _ = self._chart_rates(vs)
+            return _fill(out, robot.regressor(qc, rates[0], rates[1]))
 
     def inertial_parameters(self):
         """(nb, 10) of every chart body (the chart's massless links are zero)."""
         return self._full.inertial_parameters()
 
     # ---- kinematics
-    def frame_placement(self, q, frame):
+    def frame_placement(self, q, frame, out=None):
         """Pose of a frame in the base frame.
 
         Args:
-            q: (nq,) configuration; frame: a link or frame name.
+            q: (nq,) configuration, or (N, nq); frame: a link or frame name.
+            out: optional (4, 4) / (N, 4, 4) array to fill.
         Returns:
-            (4, 4) homogeneous transform [m].
+            (4, 4) (or (N, 4, 4)) homogeneous transform [m].
         """
-        robot, qc = self._chart(q)
-        return robot.frame_placement(qc, frame)
+        if np.ndim(q) == 2:
+            return self._rows(lambda x: self.frame_placement(x, frame), out, (4, 4), q)
+        with self._full.data:
+            robot, qc = self._chart(q)
+            return _fill(out, robot.frame_placement(qc, frame))
 
-    def frame_jacobian(self, q, frame, representation="body"):
+    def frame_jacobian(self, q, frame, representation="body", out=None):
         """Frame Jacobian in the group velocities (as ``Robot.frame_jacobian``).
 
         Args:
-            q: (nq,) configuration; frame: a link or frame name.
+            q: (nq,) configuration, or (N, nq); frame: a link or frame name.
             representation: ``"body"``, ``"spatial"``, ``"hybrid"`` or ``"mixed"``.
+            out: optional (6, nv) / (N, 6, nv) array to fill.
         Returns:
-            (6, nv), rows (linear, angular).
+            (6, nv) (or (N, 6, nv)), rows (linear, angular).
         """
-        robot, qc = self._chart(q)
-        return robot.frame_jacobian(qc, frame, representation)
+        if np.ndim(q) == 2:
+            return self._rows(lambda x: self.frame_jacobian(x, frame, representation), out,
+                              (6, self._nv), q)
+        with self._full.data:
+            robot, qc = self._chart(q)
+            return _fill(out, robot.frame_jacobian(qc, frame, representation))
 
-    def frame_jacobian_derivative(self, q, qd, frame, representation="body"):
+    def frame_jacobian_derivative(self, q, qd, frame, representation="body", out=None):
         """Time derivative of the frame Jacobian: the chart's J̇ − J J̇b on each group's columns.
 
         Args:
-            q: (nq,) configuration; qd: (nv,) velocity; frame, representation: as
-                :meth:`frame_jacobian`.
+            q: (nq,) configuration; qd: (nv,) velocity; or (N, ·) batches; frame,
+                representation: as :meth:`frame_jacobian`.
+            out: optional (6, nv) / (N, 6, nv) array to fill.
         Returns:
-            dJ/dt (6, nv).
+            dJ/dt (6, nv) (or (N, 6, nv)).
         """
-        robot, qc = self._chart(q)
-        v = self._v(qd, "qd")
-        Jd = robot.frame_jacobian_derivative(qc, v, frame, representation)
-        J = robot.frame_jacobian(qc, frame, representation)
+        if np.ndim(q) == 2:
+            return self._rows(lambda x, y: self.frame_jacobian_derivative(
+                x, y, frame, representation), out, (6, self._nv), q, qd)
+        with self._full.data:
+            robot, qc = self._chart(q)
+            v = self._v(qd, "qd")
+            Jd = robot.frame_jacobian_derivative(qc, v, frame, representation)
+            J = robot.frame_jacobian(qc, frame, representation)
         for kind, _, sc, _ in self._groups:
             Jd[:, sc] -= J[:, sc] @ _jb_rate(kind, v[sc])
-        return Jd
+        return _fill(out, Jd)
 
     # ---- the group
     def integrate(self, q, v, chart=None):
@@ -597,6 +706,10 @@ class LieJointRobot:
         Raises:
             ValueError: the state became non-finite.
         """
+        with self._full.data:
+            return self._chart_step(q, v, tau, h)
+
+    def _chart_step(self, q, v, tau, h):
         robot, qc = self._chart(q)
         v = self._v(v, "qd")
         tau = self._v(tau, "tau")
@@ -619,17 +732,6 @@ class LieJointRobot:
         if not (np.all(np.isfinite(phi)) and np.all(np.isfinite(phid))):
             raise ValueError("the simulation state became non-finite")
         return self.integrate(q, phi - qc, chart=True), self.chart_velocity(phi - qc, phid)
-
-    def chart_robot(self, q):
-        """The chart centred at q.
-
-        Args:
-            q: (nq,) configuration.
-        Returns:
-            ``(robot, qc)``: the chart's ``Robot`` (ordinary 1-DOF joints near φ = 0) and q's
-            chart coordinates (every group coordinate 0).
-        """
-        return self._chart(q)
 
 
 def _rot(axis, a):
