@@ -240,6 +240,12 @@ class LieJointRobot(RobotDescription):
     def frame_names(self):
         return self._full.frame_names
 
+    def joint_layout(self):
+        """Each joint in order: ``(name, kind, q slice, v slice)``, kind ``"joint"`` (a
+        1-DOF joint), ``"spherical"`` (q: a quaternion (x, y, z, w), v: ω) or ``"floating"``
+        (q: (x, y, z, qx, qy, qz, qw), v: (v, ω) in the child frame)."""
+        return [(name, kind, sq, sc) for kind, name, sc, sq in self._segs]
+
     def neutral(self):
         """The zero configuration (identity quaternions)."""
         q = np.zeros(self._nq)

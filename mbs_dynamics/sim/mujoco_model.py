@@ -23,6 +23,15 @@ the package's feedforward assumes, and nothing written by hand per robot:
 Closed loops (the proxy's ``loops``) are refused (:class:`CosimModelError`): the MuJoCo model has
 no loop-closure constraints of the package's form.
 
+Spherical joints (the URDF extension ``type="spherical"``) become MuJoCo ``ball`` joints and URDF
+``floating`` joints inside the tree three ``slide`` joints ``<name>__x``, ``__y``, ``__z`` along
+the joint frame's axes followed by a ``ball`` joint ``<name>`` on the same body (MuJoCo's ``free``
+joint exists only at the top level). Their configuration is a quaternion in MuJoCo's order
+``(w, x, y, z)`` (ours, Pinocchio's, is ``(x, y, z, w)``); a ball joint's velocity is ω in the
+child frame (ours too), the slides' is ṗ in the joint frame (ours: v = Rᵀ ṗ in the child frame).
+:func:`mujoco_state` and :func:`robot_forces` convert. The ros2_control hardware exposes one
+position/velocity/effort per joint, so :func:`cosim_description` refuses these joints.
+
 :func:`ros2_control_block` writes the ``<ros2_control>`` element the launch file adds to the URDF
 for the ``mbs_dynamics_mujoco/MujocoSystem`` hardware plugin, and :func:`cosim_description`
 returns both.
@@ -37,8 +46,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["CosimModelError", "CosimJoint", "CosimModel", "mujoco_model", "ros2_control_block",
-           "cosim_description", "write_cosim_files", "HARDWARE_PLUGIN", "MOTOR_SUFFIX",
-           "SPRING_SUFFIX"]
+           "cosim_description", "write_cosim_files", "mujoco_state", "robot_forces",
+           "HARDWARE_PLUGIN", "MOTOR_SUFFIX", "SPRING_SUFFIX", "SLIDE_SUFFIXES"]
 
 #: pluginlib name of the hardware interface (package ``mbs_dynamics_mujoco``).
 HARDWARE_PLUGIN = "mbs_dynamics_mujoco/MujocoSystem"
@@ -46,6 +55,8 @@ HARDWARE_PLUGIN = "mbs_dynamics_mujoco/MujocoSystem"
 MOTOR_SUFFIX = "__motor"
 #: name of the spring tendon of an elastic joint ``j``: ``j + SPRING_SUFFIX``.
 SPRING_SUFFIX = "__spring"
+#: names of the slide joints of a URDF ``floating`` joint ``f`` inside the tree: ``f + suffix``.
+SLIDE_SUFFIXES = ("__x", "__y", "__z")
 
 _MAX_URDF_CHARS = 20_000_000
 
@@ -88,6 +99,8 @@ class CosimModel:
         timestep: MuJoCo's time step [s].
         mjb: the compiled model in MuJoCo's binary format (what the plugin loads: MJCF text
             rounds numbers to 6 digits, the binary keeps the URDF's values exactly).
+        lie_joints: spherical / inner floating joint → ``"spherical"`` | ``"floating"`` (not
+            in ``joints``: MuJoCo ``ball`` joints, after three slides for a floating one).
     """
 
     mjcf: str
@@ -95,6 +108,7 @@ class CosimModel:
     mimic: dict = field(default_factory=dict)
     timestep: float = 0.00025
     mjb: bytes = b""
+    lie_joints: dict = field(default_factory=dict)
 
 
 def _parse(urdf):
@@ -126,7 +140,8 @@ def _float(text, what, default=0.0):
 
 def _strip(root):
     """Remove what MuJoCo must not see: geometry, ros2_control/gazebo/transmission blocks,
-    an existing <mujoco> element; return the movable joints and the mimic map."""
+    an existing <mujoco> element; return the movable joints, the mimic map and the spherical /
+    inner floating joints (these re-typed ``spherical``, the slides added after import)."""
     for link in root.findall("link"):
         for tag in ("visual", "collision"):
             for el in link.findall(tag):
@@ -134,16 +149,17 @@ def _strip(root):
     for tag in ("ros2_control", "gazebo", "transmission", "mujoco", "material"):
         for el in root.findall(tag):
             root.remove(el)
-    joints, mimic = [], {}
+    joints, mimic, lie = [], {}, {}
     for j in root.findall("joint"):
         kind = j.get("type")
         name = j.get("name")
-        if kind == "floating":
-            raise CosimModelError(f"joint {name!r}: floating joints are not simulated (a fixed "
-                                  "base is assumed)")
+        if kind in ("floating", "spherical"):
+            lie[name] = kind
+            j.set("type", "spherical")
+            continue
         if kind == "planar":
             raise CosimModelError(f"joint {name!r}: planar joints are not supported")
-        if kind in ("universal", "cylindrical", "spherical"):
+        if kind in ("universal", "cylindrical"):
             raise CosimModelError(f"joint {name!r}: {kind} joints (an mbs_dynamics URDF "
                                   "extension) are not supported by the MuJoCo model")
         if kind not in ("revolute", "continuous", "prismatic"):
@@ -162,7 +178,7 @@ def _strip(root):
         if master in mimic:
             raise CosimModelError(f"mimic joint {name!r} follows {master!r}, itself a mimic "
                                   "joint: chains of mimics are not simulated")
-    return joints, mimic
+    return joints, mimic, lie
 
 
 def _per_joint(value, what, n):
@@ -193,8 +209,9 @@ def mujoco_model(urdf, actuator=None, *, gravity=(0.0, 0.0, -9.81), timestep=0.0
         :class:`CosimModel`.
 
     Raises:
-        CosimModelError: malformed URDF, floating/planar/universal/cylindrical/spherical
-            joints, closed loops, a ``vsa`` actuator, a motor inertia of zero, or MuJoCo's compiler refusing the model.
+        CosimModelError: malformed URDF, planar/universal/cylindrical joints, closed loops,
+            a ``vsa`` actuator, a motor inertia of zero, or MuJoCo's compiler refusing the
+            model.
     """
     import mujoco
 
@@ -211,8 +228,8 @@ def mujoco_model(urdf, actuator=None, *, gravity=(0.0, 0.0, -9.81), timestep=0.0
     if g.shape != (3,) or not np.all(np.isfinite(g)):
         raise CosimModelError(f"gravity must be 3 finite numbers, got {gravity!r}")
     root = _parse(urdf)
-    all_joints, mimic = _strip(root)
-    if not all_joints:
+    all_joints, mimic, lie = _strip(root)
+    if not all_joints and not lie:
         raise CosimModelError("the URDF has no movable joint")
     actuated = [(n, k) for n, k in all_joints if n not in mimic]
     n = len(actuated)
@@ -255,9 +272,12 @@ def mujoco_model(urdf, actuator=None, *, gravity=(0.0, 0.0, -9.81), timestep=0.0
         j.stiffness = np.zeros_like(np.asarray(j.stiffness, dtype=float))
         j.limited = mujoco.mjtLimited.mjLIMITED_FALSE
         j.actfrclimited = mujoco.mjtLimited.mjLIMITED_FALSE
-    missing = [nm for nm, _ in all_joints if nm not in by_name]
+    missing = [nm for nm, _ in all_joints if nm not in by_name] + [
+        nm for nm in lie if nm not in by_name]
     if missing:
         raise CosimModelError(f"MuJoCo's URDF import lost joints {missing}")
+    for nm, kind in lie.items():
+        _lie_joint(spec, by_name[nm], kind)
     for name, (master, mult, off) in mimic.items():
         eq = spec.add_equality()
         eq.type = mujoco.mjtEq.mjEQ_JOINT
@@ -303,7 +323,125 @@ def mujoco_model(urdf, actuator=None, *, gravity=(0.0, 0.0, -9.81), timestep=0.0
         raise CosimModelError(f"MuJoCo cannot compile the co-simulation model: {exc}") from None
     buf = np.empty(mujoco.mj_sizeModel(compiled), dtype=np.uint8)
     mujoco.mj_saveModel(compiled, None, buf)
-    return CosimModel(xml, tuple(joints), mimic, float(timestep), buf.tobytes())
+    return CosimModel(xml, tuple(joints), mimic, float(timestep), buf.tobytes(), lie)
+
+
+def _lie_joint(spec, joint, kind):
+    """A spherical joint is MuJoCo's ball joint as imported; a floating one becomes slides
+    along the joint frame's x, y, z, then the ball (joints on one body apply in order)."""
+    import mujoco
+
+    if np.any(np.asarray(joint.pos, dtype=float) != 0.0):
+        raise CosimModelError(f"joint {joint.name!r}: MuJoCo placed its centre off the body "
+                              "frame")
+    if kind == "spherical":
+        return
+    body, name = joint.parent, joint.name
+    spec.delete(joint)
+    for axis, suffix in zip(np.eye(3), SLIDE_SUFFIXES):
+        sl = body.add_joint(name=name + suffix, type=mujoco.mjtJoint.mjJNT_SLIDE, axis=axis)
+        sl.limited = mujoco.mjtLimited.mjLIMITED_FALSE
+    body.add_joint(name=name, type=mujoco.mjtJoint.mjJNT_BALL)
+
+
+def _layout(robot):
+    """(name, kind, q slice, v slice) of each joint of a Robot or LieJointRobot."""
+    if getattr(robot, "floating_base", False) or getattr(robot.model, "mimic", None):
+        raise ValueError("mujoco_state/robot_forces: a floating base or mimic joints are not "
+                         "mapped (the co-simulation model has a fixed base and mimic "
+                         "equalities)")
+    layout = getattr(robot, "joint_layout", None)
+    if layout is not None:
+        return layout()
+    return [(nm, "joint", slice(i, i + 1), slice(i, i + 1))
+            for i, nm in enumerate(robot.joint_names)]
+
+
+def _quat_matrix(x, y, z, w):
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def _addresses(mj_model, name):
+    import mujoco
+
+    jid = mujoco.mj_name2id(mj_model, mujoco.mjtObj.mjOBJ_JOINT, name)
+    if jid < 0:
+        raise ValueError(f"joint {name!r} is not in the MuJoCo model")
+    return int(mj_model.jnt_qposadr[jid]), int(mj_model.jnt_dofadr[jid])
+
+
+def mujoco_state(mj_model, robot, q, v, a=None):
+    """MuJoCo's ``(qpos, qvel[, qacc])`` of a model made by :func:`mujoco_model` from our state
+    (joints matched by name; joints MuJoCo has and we do not — rotors of elastic joints,
+    mimic joints — stay 0).
+
+    Args:
+        mj_model: ``mujoco.MjModel`` compiled from :attr:`CosimModel.mjb`.
+        robot: the ``Robot`` or ``LieJointRobot`` of the same URDF (fixed base, no mimics).
+        q: (nq,) configuration (quaternions ``(x, y, z, w)``); v: (nv,) velocity (a free joint's
+            ``(v, ω)`` in its child frame); a: optional (nv,) acceleration (its time derivative).
+    Returns:
+        ``(qpos, qvel)`` or ``(qpos, qvel, qacc)``: quaternions ``(w, x, y, z)``, a floating
+        joint's slides ``ṗ = R v`` and ``p̈ = R (v̇ + ω × v)`` in the joint frame.
+    Raises:
+        ValueError: a joint missing from the MuJoCo model, wrong sizes.
+    """
+    q, v = np.asarray(q, dtype=float), np.asarray(v, dtype=float)
+    a = None if a is None else np.asarray(a, dtype=float)
+    if q.shape != (robot.nq,) or v.shape != (robot.nv,) or (a is not None
+                                                           and a.shape != (robot.nv,)):
+        raise ValueError(f"q, v, a must have shapes ({robot.nq},), ({robot.nv},), "
+                         f"({robot.nv},)")
+    qpos, qvel, qacc = np.zeros(mj_model.nq), np.zeros(mj_model.nv), np.zeros(mj_model.nv)
+    for name, kind, sq, sv in _layout(robot):
+        x, w = q[sq], v[sv]
+        dw = np.zeros_like(w) if a is None else a[sv]
+        pa, da = _addresses(mj_model, name)
+        if kind == "joint":
+            qpos[pa], qvel[da], qacc[da] = x[0], w[0], dw[0]
+            continue
+        qpos[pa:pa + 4] = (x[-1], x[-4], x[-3], x[-2])
+        qvel[da:da + 3], qacc[da:da + 3] = w[-3:], dw[-3:]
+        if kind == "floating":
+            R = _quat_matrix(*(x[3:7] / np.linalg.norm(x[3:7])))
+            for i, suffix in enumerate(SLIDE_SUFFIXES):
+                ps, ds = _addresses(mj_model, name + suffix)
+                qpos[ps] = x[i]
+                qvel[ds] = R[i] @ w[:3]
+                qacc[ds] = R[i] @ (dw[:3] + np.cross(w[3:], w[:3]))
+    return (qpos, qvel) if a is None else (qpos, qvel, qacc)
+
+
+def robot_forces(mj_model, robot, q, qfrc):
+    """Our generalized force (nv,) from MuJoCo's (``qfrc_inverse``, ``qfrc_applied``, …) of a
+    model made by :func:`mujoco_model`: the power-conjugate of :func:`mujoco_state`'s velocity
+    map (a floating joint's force f = Rᵀ f_slides in its child frame).
+
+    Args:
+        mj_model: ``mujoco.MjModel``; robot: as :func:`mujoco_state`.
+        q: (nq,) our configuration; qfrc: (mj_model.nv,) MuJoCo's generalized force.
+    Returns:
+        τ (nv,) [N m, N].
+    """
+    q, qfrc = np.asarray(q, dtype=float), np.asarray(qfrc, dtype=float)
+    if q.shape != (robot.nq,) or qfrc.shape != (mj_model.nv,):
+        raise ValueError(f"q and qfrc must have shapes ({robot.nq},), ({mj_model.nv},)")
+    tau = np.zeros(robot.nv)
+    for name, kind, sq, sv in _layout(robot):
+        pa, da = _addresses(mj_model, name)
+        if kind == "joint":
+            tau[sv] = qfrc[da]
+            continue
+        tau[sv.stop - 3:sv.stop] = qfrc[da:da + 3]
+        if kind == "floating":
+            x = q[sq]
+            R = _quat_matrix(*(x[3:7] / np.linalg.norm(x[3:7])))
+            f = np.array([qfrc[_addresses(mj_model, name + s)[1]] for s in SLIDE_SUFFIXES])
+            tau[sv.start:sv.start + 3] = R.T @ f
+    return tau
 
 
 def _first(current, value):
@@ -395,10 +533,15 @@ def cosim_description(urdf, mjcf_path, actuator=None, *, gravity=(0.0, 0.0, -9.8
         (urdf_text, model): the URDF for ``robot_description`` and the :class:`CosimModel`.
 
     Raises:
-        CosimModelError: as :func:`mujoco_model`.
+        CosimModelError: as :func:`mujoco_model`; spherical or floating joints.
     """
     model = mujoco_model(urdf, actuator, gravity=gravity, timestep=timestep, initial=initial,
                          loops=loops)
+    if model.lie_joints:
+        name, kind = next(iter(model.lie_joints.items()))
+        raise CosimModelError(f"joint {name!r}: {kind} joints are in the MuJoCo model "
+                              "(mujoco_model) but not in the ros2_control co-simulation, whose "
+                              "hardware exposes one position/velocity/effort per joint")
     root = _parse(urdf)
     for el in root.findall("ros2_control"):
         root.remove(el)

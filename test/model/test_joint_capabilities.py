@@ -156,9 +156,12 @@ def test_capabilities_refuse_spherical_and_inner_floating_joints():
         load_robot(floating_only, {})
 
 
-def test_mujoco_model_refuses_spherical_joints():
+def test_mujoco_cosim_refuses_spherical_joints(tmp_path):
+    """The MuJoCo model takes them (ball joints: test/sim/test_mujoco_lie_joints.py); the
+    ros2_control co-simulation, one scalar interface per joint, refuses them by name."""
     pytest.importorskip("mujoco")
-    from mbs_dynamics.sim.mujoco_model import CosimModelError, mujoco_model
+    from mbs_dynamics.sim.mujoco_model import CosimModelError, cosim_description
 
-    with pytest.raises(CosimModelError, match="joint 's': spherical joints .*MuJoCo"):
-        mujoco_model(_lie_robot_text().replace('type="floating"', 'type="revolute"'))
+    with pytest.raises(CosimModelError, match="joint 's': spherical joints .*ros2_control"):
+        cosim_description(_lie_robot_text().replace('type="floating"', 'type="revolute"'),
+                          tmp_path / "m.mjb")

@@ -167,8 +167,8 @@ def test_refusals_name_the_problem(change, match):
     ("", "empty"), ("<robot", "malformed"), ("<foo/>", "must be <robot>"),
     ('<!DOCTYPE r [<!ENTITY a "b">]><robot name="r"/>', "DOCTYPE"),
     ('<robot name="r"><link name="a"/></robot>', "no movable joint"),
-    ('<robot name="r"><link name="a"/><link name="b"/><joint name="f" type="floating">'
-     '<parent link="a"/><child link="b"/></joint></robot>', "floating"),
+    ('<robot name="r"><link name="a"/><link name="b"/><joint name="f" type="planar">'
+     '<parent link="a"/><child link="b"/></joint></robot>', "joint 'f': planar"),
 ])
 def test_bad_urdf(urdf, match):
     from mbs_dynamics.sim.mujoco_model import CosimModelError, mujoco_model
