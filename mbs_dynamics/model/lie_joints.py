@@ -117,6 +117,53 @@ def _jb_series(kind, phi):
     return J
 
 
+class _JbSeries:
+    """The normalised series of Jb(φ(t)) built one coefficient at a time: coefficient k needs
+    φ's coefficients 0..k only (what :func:`_chart_jet` has when it needs it), and every
+    sin/cos series and Cauchy product is extended, not recomputed (the same numbers as
+    :func:`_jb_series` of the whole φ series)."""
+
+    def __init__(self, kind, K):
+        self.kind, self.r = kind, 3 if kind == "floating" else 0
+        d = 3 if kind == "spherical" else 6
+        self.s, self.c = np.zeros((3, K)), np.zeros((3, K))   # sin, cos of the three angles
+        self.J = np.zeros((K, d, d))
+        if kind == "floating":
+            self.R = np.zeros((3, K, 3, 3))   # Rx(a)ᵀ, Ry(b)ᵀ, Rz(c)ᵀ
+            self.RzRy = np.zeros((K, 3, 3))
+        self.n = 0
+
+    def push(self, phi):
+        """Add coefficient n (phi: at least n + 1 coefficients); returns it."""
+        k, s, c = self.n, self.s, self.c
+        u = phi[:k + 1, self.r:self.r + 3].T          # (3, k + 1)
+        if k == 0:
+            s[:, 0], c[:, 0] = np.sin(u[:, 0]), np.cos(u[:, 0])
+        else:
+            j = np.arange(1, k + 1)
+            s[:, k] = (j * u[:, j] * c[:, k - j]).sum(1) / k
+            c[:, k] = -(j * u[:, j] * s[:, k - j]).sum(1) / k
+        sb, cb, sc, cc = s[1, :k + 1], c[1, :k + 1], s[2, :k + 1], c[2, :k + 1]
+        E = np.zeros((3, 3))
+        E[0, 0], E[0, 1] = cc @ cb[::-1], sc[k]
+        E[1, 0], E[1, 1] = -(sc @ cb[::-1]), cc[k]
+        E[2, 0], E[2, 2] = sb[k], 1.0 if k == 0 else 0.0
+        if self.kind == "spherical":
+            self.J[k] = E
+        else:
+            R = self.R
+            one = 1.0 if k == 0 else 0.0
+            sa, ca = s[0, k], c[0, k]
+            R[0, k] = ((one, 0, 0), (0, ca, sa), (0, -sa, ca))
+            R[1, k] = ((cb[k], 0, -sb[k]), (0, one, 0), (sb[k], 0, cb[k]))
+            R[2, k] = ((cc[k], sc[k], 0), (-sc[k], cc[k], 0), (0, 0, one))
+            self.RzRy[k] = np.einsum("jab,jbc->ac", R[2, :k + 1], R[1, k::-1])
+            self.J[k, :3, :3] = np.einsum("jab,jbc->ac", self.RzRy[:k + 1], R[0, k::-1])
+            self.J[k, 3:, 3:] = E
+        self.n += 1
+        return self.J[k]
+
+
 def _chart_jet(kind, V):
     """φ^(0..K+1) (φ = 0) of the chart centred at the configuration, from the group velocity
     jet V^(0..K) (K+1, d), and the normalised series of Jb (K+2, d, d)."""
@@ -124,13 +171,15 @@ def _chart_jet(kind, V):
     fact = np.array([math.factorial(k) for k in range(K1 + 1)], dtype=float)
     Vn = V / fact[:K1, None]
     phi = np.zeros((K1 + 1, d))
+    ser = _JbSeries(kind, K1 + 1)
+    ser.push(phi)
     for k in range(K1):
-        Jn = _jb_series(kind, phi[:k + 1])
         s = Vn[k].copy()
         for j in range(1, k + 1):
-            s -= Jn[j] @ ((k - j + 1) * phi[k - j + 1])
+            s -= ser.J[j] @ ((k - j + 1) * phi[k - j + 1])
         phi[k + 1] = s / (k + 1)
-    return phi * fact[:, None], _jb_series(kind, phi)
+        ser.push(phi)
+    return phi * fact[:, None], ser.J
 
 
 def _jb_rate(kind, V):
