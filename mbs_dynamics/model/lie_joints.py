@@ -41,8 +41,8 @@ __all__ = ["LieJointRobot", "quat_to_matrix", "matrix_to_quat", "CAPABILITIES"]
 CAPABILITIES = ("inverse_dynamics", "torque_derivatives", "inverse_dynamics_derivatives",
                 "mass_matrix", "gravity_torques",
                 "forward_dynamics", "frame_placement", "frame_jacobian",
-                "frame_jacobian_derivative", "regressor", "inertial_parameters", "simulate",
-                "to_urdf")
+                "frame_jacobian_derivative", "frame_velocity", "frame_acceleration", "regressor",
+                "inertial_parameters", "simulate", "to_urdf")
 
 
 def quat_to_matrix(x, y, z, w):
@@ -288,6 +288,12 @@ class LieJointRobot(RobotDescription):
     @property
     def frame_names(self):
         return self._full.frame_names
+
+    @property
+    def data(self):
+        """The chart's workspace (``Robot.data``): ``with robot.data:`` holds it for one
+        thread across several calls."""
+        return self._full.data
 
     def joint_layout(self):
         """Each joint in order: ``(name, kind, q slice, v slice)``, kind ``"joint"`` (a
@@ -701,6 +707,44 @@ class LieJointRobot(RobotDescription):
         for kind, _, sc, _ in self._groups:
             Jd[:, sc] -= J[:, sc] @ _jb_rate(kind, v[sc])
         return _fill(out, Jd)
+
+    def frame_velocity(self, q, qd, frame, representation="body", out=None):
+        """Twist of a frame, ``J V`` (the chart's at φ = 0 with φ̇ = V).
+
+        Args:
+            q: (nq,) configuration; qd: (nv,) velocity; or (N, ·) batches; frame,
+                representation: as :meth:`frame_jacobian`.
+            out: optional (6,) / (N, 6) array to fill.
+        Returns:
+            (6,) (or (N, 6)) twist (linear, angular) [m/s, rad/s].
+        """
+        if np.ndim(q) == 2:
+            return self._rows(lambda x, y: self.frame_velocity(x, y, frame, representation),
+                              out, (6,), q, qd)
+        with self._full.data:
+            robot, qc = self._chart(q)
+            return _fill(out, robot.frame_velocity(qc, self._v(qd, "qd"), frame,
+                                                   representation))
+
+    def frame_acceleration(self, q, qd, qdd, frame, representation="body", out=None):
+        """Time derivative of :meth:`frame_velocity`: the chart's at φ = 0 with φ̇ = V and
+        φ̈ = V̇ − J̇b V (as ``Robot.frame_acceleration``; hybrid: (p̈, ω̇)).
+
+        Args:
+            q: (nq,) configuration; qd, qdd: (nv,) velocity and acceleration; or (N, ·)
+                batches; frame, representation: as :meth:`frame_jacobian`.
+            out: optional (6,) / (N, 6) array to fill.
+        Returns:
+            (6,) (or (N, 6)) [m/s², rad/s²].
+        """
+        if np.ndim(q) == 2:
+            return self._rows(lambda x, y, z: self.frame_acceleration(
+                x, y, z, frame, representation), out, (6,), q, qd, qdd)
+        with self._full.data:
+            robot, qc = self._chart(q)
+            rates, _ = self._chart_rates(np.stack([self._v(qd, "qd"), self._v(qdd, "qdd")]))
+            return _fill(out, robot.frame_acceleration(qc, rates[0], rates[1], frame,
+                                                       representation))
 
     # ---- the group
     def integrate(self, q, v, chart=None):

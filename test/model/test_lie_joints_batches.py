@@ -157,3 +157,58 @@ def test_recentred_chart_equals_a_fresh_chart(pair):
                       - fresh.frame_placement(qc, "tool")).max() <= 1e-14
     copy = robot.copy()
     assert np.array_equal(copy.mass_matrix(Q[3]), robot.mass_matrix(Q[3]))
+
+
+def test_frame_velocity_and_acceleration_against_pinocchio(pair):
+    """Body (LOCAL), spatial (WORLD) and hybrid (LOCAL_WORLD_ALIGNED, classical acceleration)
+    twists and accelerations of a frame behind the spherical and free joints; mixed = hybrid's
+    linear part with the body's angular part."""
+    pin = pytest.importorskip("pinocchio")
+    robot, pm = pair
+    pd = pm.createData()
+    fid = pm.getFrameId("tool")
+    Q, V, A = _batch(pm, 3, 13)
+    reps = {"body": pin.LOCAL, "spatial": pin.WORLD, "hybrid": pin.LOCAL_WORLD_ALIGNED}
+    for q, v, a in zip(Q, V, A):
+        pin.forwardKinematics(pm, pd, q, v, a)
+        pin.updateFramePlacements(pm, pd)
+        got = {}
+        for rep, rf in reps.items():
+            vel = pin.getFrameVelocity(pm, pd, fid, rf).vector
+            acc = (pin.getFrameClassicalAcceleration if rf == pin.LOCAL_WORLD_ALIGNED
+                   else pin.getFrameAcceleration)(pm, pd, fid, rf).vector
+            got[rep] = (robot.frame_velocity(q, v, "tool", rep),
+                        robot.frame_acceleration(q, v, a, "tool", rep))
+            assert rel_err(got[rep][0], vel) <= TOL
+            assert rel_err(got[rep][1], acc) <= TOL
+        mixed = robot.frame_velocity(q, v, "tool", "mixed")
+        assert rel_err(mixed, np.r_[got["hybrid"][0][:3], got["body"][0][3:]]) <= TOL
+    batch = robot.frame_acceleration(Q, V, A, "tool", "hybrid")
+    assert batch.shape == (3, 6)
+    assert np.array_equal(batch[2], robot.frame_acceleration(Q[2], V[2], A[2], "tool",
+                                                             "hybrid"))
+
+
+def test_a_robot_serves_one_thread_at_a_time(pair):
+    """As Robot: another thread holding the workspace makes a call raise RuntimeError (never a
+    wrong number); copy() gives an independent robot."""
+    import threading
+    robot, pm = pair
+    q = robot.neutral()
+    held, done = threading.Event(), threading.Event()
+
+    def hold():
+        with robot.data:
+            held.set()
+            done.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    try:
+        assert held.wait(10)
+        with pytest.raises(RuntimeError, match="in use by another thread"):
+            robot.mass_matrix(q + 0.0)
+        assert robot.copy().mass_matrix(q).shape == (11, 11)
+    finally:
+        done.set()
+        t.join()
