@@ -39,7 +39,7 @@ __all__ = ["LieJointRobot", "quat_to_matrix", "matrix_to_quat", "CAPABILITIES"]
 
 #: what a robot with spherical or free inner joints can do (everything else refuses).
 CAPABILITIES = ("inverse_dynamics", "torque_derivatives", "inverse_dynamics_derivatives",
-                "mass_matrix", "gravity_torques",
+                "forward_dynamics_derivatives", "mass_matrix", "gravity_torques",
                 "forward_dynamics", "frame_placement", "frame_jacobian",
                 "frame_jacobian_derivative", "frame_velocity", "frame_acceleration", "regressor",
                 "inertial_parameters", "simulate", "to_urdf")
@@ -570,6 +570,40 @@ class LieJointRobot(RobotDescription):
         if out is None:
             return DQ, DV, M
         for o, r in zip(out, (DQ, DV, M)):
+            _fill(o, r)
+        return tuple(out)
+
+    def forward_dynamics_derivatives(self, q, qd, tau, f_ext=None, out=None):
+        """(∂V̇/∂q, ∂V̇/∂q̇, M⁻¹) of :meth:`forward_dynamics`, from differentiating
+        ID(q, V, FD(q, V, τ)) = τ: ∂V̇/∂x = −M⁻¹ ∂τ/∂x with :meth:`inverse_dynamics_derivatives`
+        at V̇ = FD (Pinocchio's ``computeABADerivatives``; ∂/∂q along q ⊕ δ).
+
+        Args:
+            q: (nq,) configuration; qd: (nv,) velocity; tau: (nv,) torques; or (N, ·) batches.
+            f_ext: not supported (must be None): a wrench fixed in a link would enter ∂/∂q.
+            out: optional (3, nv, nv) / (3, N, nv, nv) array whose slices are returned.
+        Returns:
+            (∂V̇/∂q, ∂V̇/∂q̇, M⁻¹), each (nv, nv) or (N, nv, nv).
+        Raises:
+            NotImplementedError: ``f_ext`` given.
+        """
+        if f_ext is not None:
+            joint = next(iter(self.lie_joints))
+            raise NotImplementedError(f"forward_dynamics_derivatives with f_ext does not take "
+                                      f"the spherical/floating joint '{joint}' inside the tree")
+        nv = self._nv
+        if np.ndim(q) == 2:
+            return self._rows(self.forward_dynamics_derivatives, out, [(nv, nv)] * 3,
+                              q, qd, tau)
+        with self._full.data:
+            a = self.forward_dynamics(q, qd, tau)
+            DQ, DV, M = self.inverse_dynamics_derivatives(q, qd, a)
+        Minv = np.linalg.inv(M)
+        Minv = 0.5 * (Minv + Minv.T)
+        res = (-Minv @ DQ, -Minv @ DV, Minv)
+        if out is None:
+            return res
+        for o, r in zip(out, res):
             _fill(o, r)
         return tuple(out)
 

@@ -212,3 +212,29 @@ def test_a_robot_serves_one_thread_at_a_time(pair):
     finally:
         done.set()
         t.join()
+
+
+def test_forward_dynamics_derivatives_against_pinocchio(pair):
+    """(∂q̈/∂q, ∂q̈/∂v, M⁻¹) against pin.computeABADerivatives (itself checked here against
+    central differences of pin.aba along pin.integrate); a batch row by row; f_ext refused."""
+    pin = pytest.importorskip("pinocchio")
+    robot, pm = pair
+    pd = pm.createData()
+    Q, V, T = _batch(pm, 3, 17)
+    I = np.eye(pm.nv)
+    res = robot.forward_dynamics_derivatives(Q, V, T)
+    for i, (q, v, tau) in enumerate(zip(Q, V, T)):
+        da_dq, da_dv, Minv = (np.array(x) for x in pin.computeABADerivatives(pm, pd, q, v, tau))
+        Minv = np.triu(Minv) + np.triu(Minv, 1).T
+        h = 1e-6
+        fd = np.array([pin.aba(pm, pd, pin.integrate(pm, q, h * I[j]), v, tau)
+                       - pin.aba(pm, pd, pin.integrate(pm, q, -h * I[j]), v, tau)
+                       for j in range(pm.nv)]).T / (2 * h)
+        assert rel_err(fd, da_dq) <= 1e-6
+        got = robot.forward_dynamics_derivatives(q, v, tau)
+        for g, p in zip(got, (da_dq, da_dv, Minv)):
+            assert rel_err(g, p) <= 1e-12
+        for k in range(3):
+            assert np.array_equal(res[k][i], got[k])
+    with pytest.raises(NotImplementedError, match="f_ext .*joint 's'"):
+        robot.forward_dynamics_derivatives(Q[0], V[0], T[0], f_ext={"F": np.ones(6)})
