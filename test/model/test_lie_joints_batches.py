@@ -11,7 +11,7 @@ import pytest
 
 import mbs_dynamics as mbs
 from joint_oracle import TOL, rel_err
-from test_spherical_joint import _geometry, _pin, _urdf
+from test_spherical_joint import _geometry, _pin, _urdf, subgroup_motion
 
 
 @pytest.fixture(scope="module")
@@ -123,15 +123,9 @@ def test_f_ext_jet_against_differences_of_pinocchio(pair):
     from joint_oracle import check_jet
     robot, pm = pair
     pd = pm.createData()
-    rng = np.random.default_rng(8)
-    q0 = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
-    xi = rng.normal(size=pm.nv)
-    w = rng.normal(size=6)
+    q0, f = subgroup_motion(pm, 8)
+    w = np.random.default_rng(8).normal(size=6)
     fext = _pin_fext(pm, pd, q0, pm.getJointId("f"), pin.SE3.Identity(), w)
-    amp, ph = rng.uniform(0.5, 1.5, 2)
-
-    def f(t, k):
-        return amp * 1.1 ** k * np.sin(1.1 * t + ph + k * np.pi / 2) * xi
 
     def tau(t):
         return pin.rnea(pm, pd, pin.integrate(pm, q0, f(t, 0)), f(t, 1), f(t, 2), fext)

@@ -138,6 +138,26 @@ def test_regressor_against_pinocchio(pair):
         assert np.abs(Y[:, cols] - Yp).max() <= TOL * max(1.0, np.abs(Yp).max())
 
 
+def subgroup_motion(pm, seed, w=1.3):
+    """``(q0, fder)``: q(t) = q₀ ⊕ z(t) with each joint's z_j(t) = f_j(t) ξ_j, a fixed direction
+    ξ_j (a one-parameter subgroup for the spherical and free joints); ``fder(t, k)`` is z^(k)(t),
+    so V^(k) = ``fder(t, k + 1)`` exactly."""
+    pin = pytest.importorskip("pinocchio")
+    rng = np.random.default_rng(seed)
+    q0 = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+    xi = rng.normal(size=pm.nv)
+    nvj = [pm.joints[j].nv for j in range(1, pm.njoints)]
+    amp, ph, cq = rng.uniform(0.5, 1.5, (3, len(nvj)))
+
+    def fder(t, k):
+        """k-th derivative of f_j(t) = amp sin(w t + ph) + cq t², per velocity coordinate."""
+        d = amp * w ** k * np.sin(w * t + ph + k * np.pi / 2)
+        d = d + (cq * t * t if k == 0 else 2 * cq * t if k == 1 else 2 * cq if k == 2 else 0)
+        return np.concatenate([np.full(n, x) for n, x in zip(nvj, d)]) * xi
+
+    return q0, fder
+
+
 def test_time_derivatives_against_differences_of_pinocchio(pair):
     """Along q(t) = q₀ ⊕ z(t), each joint's z_j(t) = f_j(t) ξ_j with a fixed direction ξ_j (a
     one-parameter subgroup for the spherical and free joints), so V(t) = (f_j′(t) ξ_j) and
@@ -145,19 +165,7 @@ def test_time_derivatives_against_differences_of_pinocchio(pair):
     pin = pytest.importorskip("pinocchio")
     robot, pm = pair
     pd = pm.createData()
-    rng = np.random.default_rng(3)
-    q0 = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
-    xi = rng.normal(size=pm.nv)
-    idx = [pm.joints[j].idx_v for j in range(1, pm.njoints)]
-    nvj = [pm.joints[j].nv for j in range(1, pm.njoints)]
-    amp, ph, cq = rng.uniform(0.5, 1.5, (3, len(idx)))
-    w = 1.3
-
-    def fder(t, k):
-        """k-th derivative of f_j(t) = amp sin(w t + ph) + cq t², per velocity coordinate."""
-        d = amp * w ** k * np.sin(w * t + ph + k * np.pi / 2)
-        d = d + (cq * t * t if k == 0 else 2 * cq * t if k == 1 else 2 * cq if k == 2 else 0)
-        return np.concatenate([np.full(n, x) for n, x in zip(nvj, d)]) * xi
+    q0, fder = subgroup_motion(pm, 3)
 
     def tau(t):
         return pin.rnea(pm, pd, pin.integrate(pm, q0, fder(t, 0)), fder(t, 1), fder(t, 2))
