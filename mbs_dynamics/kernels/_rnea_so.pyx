@@ -330,11 +330,13 @@ cdef void base_pass(const KModel* m, KWork* w, double* X, double* C, double* Mx,
         symmetrise(X + BS * i + B_C + (B_N - B_I))
     for i in range(nb):
         composite_matrices(X + BS * i + B_C, Mx + MS * i)
-cdef void second_order(const KModel* m, KWork* w, double* work, bint use_fx, double* dqq,
-                       double* dvv, double* dqv, double* daq) noexcept nogil:
-    """The four (nv, nv, nv) tensors, [i, j, k] = ∂/∂x_k (∂τ_i/∂y_j), at the state loaded in w;
-    dqq … daq zeroed by the caller (the entries of coordinates on different branches stay 0).
-    work: the scratch of :func:`work_size`.
+cdef double second_order(const KModel* m, KWork* w, double* work, bint use_fx, double* dqq,
+                         double* dvv, double* dqv, double* daq) noexcept nogil:
+    """The four (nv, nv, nv) tensors, [i, j, k] = ∂/∂x_k (∂τ_i/∂y_j), at the state loaded in w
+    (zeroed here first: the entries of coordinates on different branches, and a few structural
+    zeros on one path, are not written). work: the scratch of :func:`work_size`. Returns 0
+    when every entry written is finite, else NaN (0 × the sum of each triple's entries: the
+    output check without a second pass over the 4·nv³ entries).
 
     For each coordinate i (body b(i), composites I, 𝔅, F of its subtree), with
     S, Ψ̇, Ψ̈, D its own: r1 = S ×* I − I S× (the variation of I^C along S), r0 = (· ×* I S),
@@ -376,14 +378,20 @@ cdef void second_order(const KModel* m, KWork* w, double* work, bint use_fx, dou
     cdef double u6[6]
     cdef double u7[6]
     cdef double u9[6]
-    cdef double u10[6]
     cdef double u11[6]
     cdef double u13[6]
     cdef double u58[6]
     cdef double u812[6]
     cdef double t[6]
-    cdef double p1, p2, p3, p4, p5, p6, s3
+    cdef double p1, p2, p3, p4, p5, p6, s3, acc, q13 = 0.0
+    cdef long oi, oj, ok
+    cdef double z = 0.0
     cdef bint ji, kj
+    cdef size_t n3 = <size_t> nn * nv * sizeof(double)
+    memset(dqq, 0, n3)
+    memset(dvv, 0, n3)
+    memset(dqv, 0, n3)
+    memset(daq, 0, n3)
     base_pass(m, w, X, C, Mx, use_fx)
     for ci in range(nv):
         bi = coord_body(m, ci)
@@ -427,14 +435,12 @@ cdef void second_order(const KModel* m, KWork* w, double* work, bint use_fx, dou
                 Cj = C + CS * cj
                 Sj = Cj + C_S
                 Pdj = Cj + C_PD
-                # u9 = r0 S_j, u13 = r1 S_j, u10 = Bic S_j, u11 = Bicᵀ S_j, u812 = u8 − Bicᵀ Ψ̇_j
+                # u9 = r0 S_j, u13 = r1 S_j (Bic S_j = u13 + u9), u11 = Bicᵀ S_j, u812 = u8 − Bicᵀ Ψ̇_j
                 for a in range(6):
                     u9[a] = 0.0
                     u812[a] = 0.0
                 cross_force(Sj, IS, u9, 1.0)
                 mv(r1, Sj, u13)
-                for a in range(6):
-                    u10[a] = u13[a] + u9[a]
                 mtv(Bic, Sj, u11)
                 mtv(Bic, Pdj, t)
                 cross_force(Sj, f4, u812, 1.0)           # u8 = S_j ×* f4
@@ -467,46 +473,63 @@ cdef void second_order(const KModel* m, KWork* w, double* work, bint use_fx, dou
                         Ck = C + CS * ck
                         Sk = Ck + C_S
                         Pdk = Ck + C_PD
+                        oi = ci * nn
+                        oj = cj * nn
+                        ok = ck * nn
                         p1 = dot6(u11, Pdk)
                         p2 = dot6(u9, Ck + C_PDD) + dot6(u812, Pdk)
-                        dqq[ci * nn + cj * nv + ck] = p2
-                        dqv[ci * nn + ck * nv + cj] = -p1
+                        p3 = dot6(u11, Sk)
+                        dqq[oi + cj * nv + ck] = p2
+                        dqv[oi + ck * nv + cj] = -p1
+                        acc = p1 + p2 + p3
                         if ji:
                             s3 = dot6(u1, Pdk) + dot6(u2, Ck + C_PDD)
-                            dqq[cj * nn + ck * nv + ci] = s3
-                            dqq[cj * nn + ci * nv + ck] = s3
-                            dqv[cj * nn + ck * nv + ci] = p1
-                            dqv[cj * nn + ci * nv + ck] = dot6(u1, Sk) + dot6(u2, Ck + C_D)
-                            p3 = dot6(u11, Sk)
-                            dvv[cj * nn + ck * nv + ci] = p3
-                            dvv[cj * nn + ci * nv + ck] = p3
-                            p4 = dot6(Sk, u13)
-                            daq[ck * nn + cj * nv + ci] = p4
-                            daq[cj * nn + ck * nv + ci] = p4
+                            q13 = dot6(Sk, u13)
+                            p4 = q13
+                            p6 = dot6(u1, Sk) + dot6(u2, Ck + C_D)
+                            dqq[oj + ck * nv + ci] = s3
+                            dqq[oj + ci * nv + ck] = s3
+                            dqv[oj + ck * nv + ci] = p1
+                            dqv[oj + ci * nv + ck] = p6
+                            dvv[oj + ck * nv + ci] = p3
+                            dvv[oj + ci * nv + ck] = p3
+                            daq[ok + cj * nv + ci] = p4
+                            daq[oj + ck * nv + ci] = p4
+                            acc = acc + (s3 + p4 + p6)
                         if kj:
-                            p3 = -dot6(u11, Sk)
                             p5 = dot6(Sk, u9)
-                            dqq[ci * nn + ck * nv + cj] = p2
                             s3 = dot6(Sk, u3)
-                            dqq[ck * nn + ci * nv + cj] = s3
-                            dvv[ci * nn + cj * nv + ck] = p3
-                            dvv[ci * nn + ck * nv + cj] = p3
-                            dqv[ci * nn + cj * nv + ck] = dot6(Sk, u58) + dot6(u9, Ck + C_D)
-                            dqv[ck * nn + cj * nv + ci] = dot6(Sk, u6)
-                            daq[ck * nn + ci * nv + cj] = p5
-                            daq[ci * nn + ck * nv + cj] = p5
+                            p6 = dot6(Sk, u58) + dot6(u9, Ck + C_D)
+                            p4 = dot6(Sk, u6)
+                            dqq[oi + ck * nv + cj] = p2
+                            dqq[ok + ci * nv + cj] = s3
+                            dvv[oi + cj * nv + ck] = -p3
+                            dvv[oi + ck * nv + cj] = -p3
+                            dqv[oi + cj * nv + ck] = p6
+                            dqv[ok + cj * nv + ci] = p4
+                            daq[ok + ci * nv + cj] = p5
+                            daq[oi + ck * nv + cj] = p5
+                            acc = acc + (p5 + s3 + p6 + p4)
                             if ji:
-                                p6 = dot6(Sk, u10)
-                                dqq[ck * nn + cj * nv + ci] = s3
-                                dvv[ck * nn + ci * nv + cj] = p6
-                                dvv[ck * nn + cj * nv + ci] = p6
-                                dqv[ck * nn + ci * nv + cj] = dot6(Sk, u7)
+                                p4 = dot6(Sk, u7)
+                                p6 = q13 + p5                     # S_k·Bic S_j
+                                dqq[ok + cj * nv + ci] = s3
+                                dvv[ok + ci * nv + cj] = p6
+                                dvv[ok + cj * nv + ci] = p6
+                                dqv[ok + ci * nv + cj] = p4
+                                acc = acc + (p4 + p6)
                             else:
-                                dvv[ck * nn + cj * nv + ci] = dot6(Sk, u4)
+                                p4 = dot6(Sk, u4)
+                                dvv[ok + cj * nv + ci] = p4
+                                acc = acc + p4
                         else:
-                            dvv[ci * nn + cj * nv + ck] = -dot6(u2, Sk)
+                            p4 = dot6(u2, Sk)
+                            dvv[oi + cj * nv + ck] = -p4
+                            acc = acc + p4
+                        z = z + acc * 0.0
                     bk = m.parent[bk]
             bj = m.parent[bj]
+    return z
 
 
 cdef Py_ssize_t work_size(const KModel* m):
@@ -539,7 +562,6 @@ def _second_order_derivatives(Data d, q, qd, qdd, fx=None, out=None):
               and out.flags.writeable and out.shape == shape):
         raise ValueError(f"out must be a writable float64 C-contiguous array of shape {shape}")
     res = fresh_if_alias(out, (q, qd, qdd))
-    res.fill(0.0)
     cdef bint use_fx = fx is not None
     if use_fx:
         if batch:
@@ -552,14 +574,18 @@ def _second_order_derivatives(Data d, q, qd, qdd, fx=None, out=None):
     cdef double* pv = <double*> cnp.PyArray_DATA(qd)
     cdef double* pa = <double*> cnp.PyArray_DATA(qdd)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
+    cdef double z = 0.0
     with nogil:
         for s in range(N):
             load_rows(m, w, pq + s * m.nq, pv + s * nv, pa + s * nv)
-            second_order(m, w, work, use_fx, po + s * n3, po + (N + s) * n3,
-                         po + (2 * N + s) * n3, po + (3 * N + s) * n3)
+            z += second_order(m, w, work, use_fx, po + s * n3, po + (N + s) * n3,
+                              po + (2 * N + s) * n3, po + (3 * N + s) * n3)
     if res is not out:
         out[...] = res
-    return out[0], out[1], out[2], out[3]
+    res = (out[0], out[1], out[2], out[3])
+    if z != 0.0:      # an entry overflowed: the full check names it (one pass, then raises)
+        return finite_result(res, "inverse_dynamics_second_order_derivatives")
+    return res
 
 
 def second_order_derivatives(Data d, q, qd, qdd, fx=None, out=None):
@@ -569,7 +595,6 @@ def second_order_derivatives(Data d, q, qd, qdd, fx=None, out=None):
     (single samples)."""
     claim(d)
     try:
-        return finite_result(_second_order_derivatives(d, q, qd, qdd, fx, out),
-                             "inverse_dynamics_second_order_derivatives")
+        return _second_order_derivatives(d, q, qd, qdd, fx, out)
     finally:
         unclaim(d)
