@@ -133,6 +133,41 @@ def test_f_ext(name, links):
     assert rel(plain[0], got[0]) > 1e-6
 
 
+def test_f_ext_on_a_random_tree():
+    """Wrenches on links of different branches of a fixed-base tree (prismatic joints, fixed
+    joints mid-chain): the entries of coordinates on different branches stay zero, the rest
+    match the differences of Pinocchio with the same wrenches."""
+    pin = pytest.importorskip("pinocchio")
+    xml, _ = random_urdf(12, n_movable=10, branch_prob=0.5)
+    r = mbs.load_urdf(xml)
+    pm = pin.buildModelFromXML(xml)
+    rng = np.random.default_rng(12)
+    q, v, a = rng.uniform(-2, 2, r.n), rng.normal(size=r.n), rng.normal(size=r.n)
+    links = [r.link_names[len(r.link_names) // 2], r.link_names[-1]]
+    wr = {lk: rng.normal(size=6) * 5.0 for lk in links}
+    fext = [pin.Force.Zero() for _ in range(pm.njoints)]
+    for lk, w in wr.items():
+        fr = pm.frames[pm.getFrameId(lk, pin.BODY)]
+        fext[fr.parentJoint] += fr.placement.act(pin.Force(w[:3], w[3:]))
+    got = r.inverse_dynamics_second_order_derivatives(q, v, a, f_ext=wr)
+    _check(got, oracle(pin, pm, pin_q(pm, q), v, a, r.nv, fext=fext), r.nv)
+    plain = r.inverse_dynamics_second_order_derivatives(q, v, a)
+    assert rel(plain[0], got[0]) > 1e-6
+
+
+def test_overflow_is_an_error():
+    """Finite inputs whose products overflow float64 give the package's overflow error (the
+    kernel flags a non-finite entry without a second pass); large finite results pass."""
+    r = Case("solo12").robot
+    q = np.zeros(r.nq)
+    q[6] = 1.0
+    z = np.zeros(r.nv)
+    got = r.inverse_dynamics_second_order_derivatives(q, np.full(r.nv, 1e150), z)
+    assert all(np.isfinite(g).all() for g in got) and np.abs(got[0]).max() > 1e290
+    with pytest.raises(ValueError, match="overflowed"):
+        r.inverse_dynamics_second_order_derivatives(q, np.full(r.nv, 1e155), z)
+
+
 def test_batches_out_and_repeated_calls():
     case = Case("solo12")
     r = case.robot
