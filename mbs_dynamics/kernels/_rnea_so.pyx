@@ -167,20 +167,6 @@ cdef inline void variation(const double* x, const double* A, double* R, bint add
         cross_force(x, A + 6 * a, R + 6 * a, 1.0)
 
 
-cdef inline void left_cross(const double* x, const double* A, double* R) noexcept nogil:
-    """R += x ×* A (columns of A through x ×*)."""
-    cdef double col[6]
-    cdef double t[6]
-    cdef int a, b
-    for a in range(6):
-        for b in range(6):
-            col[b] = A[6 * b + a]
-            t[b] = 0.0
-        cross_force(x, col, t, 1.0)
-        for b in range(6):
-            R[6 * b + a] += t[b]
-
-
 cdef inline void mv(const double* A, const double* x, double* d) noexcept nogil:
     """d = A x (6×6 row-major)."""
     cdef int a
@@ -339,10 +325,11 @@ cdef double second_order(const KModel* m, KWork* w, double* work, bint use_fx, d
     output check without a second pass over the 4·nv³ entries).
 
     For each coordinate i (body b(i), composites I, 𝔅, F of its subtree), with
-    S, Ψ̇, Ψ̈, D its own: r1 = S ×* I − I S× (the variation of I^C along S), r0 = (· ×* I S),
-    Bic = r1 + r0, r2 = r0 − r1, r3 = Ψ̇ ×* I − I Ψ̇× + (· ×* I Ψ̇) + S ×* 𝔅 − 𝔅 S×,
-    r6 = r0 + S ×* I and the forces f4 = 𝔅ᵀ S, f5 = 𝔅 Ψ̇ + S ×* F + I Ψ̈, f7 = 𝔅 S + I D (whose
-    cross matrices · ×* f are applied directly). For each j with b(j) ⪯ b(i) the vectors u
+    S, Ψ̇, Ψ̈, D its own: the 6×6 matrices r1 = S ×* I − I S× (the variation of I^C along S) and
+    r3 = Ψ̇ ×* I − I Ψ̇× + (· ×* I Ψ̇) + S ×* 𝔅 − 𝔅 S×, and the forces I S, f4 = 𝔅ᵀ S,
+    f5 = 𝔅 Ψ̇ + S ×* F + I Ψ̈, f7 = 𝔅 S + I D, whose cross matrices r0 = (· ×* I S) (antisymmetric),
+    (· ×* f) are applied as cross products; Bic = r1 + r0, r2 = r0 − r1, r6 = r0 + S ×* I are
+    never formed. For each j with b(j) ⪯ b(i) the vectors u
     below, and for each k with b(k) ⪯ b(j) the entries of the triple (i, j, k) and of the
     permutations it decides (Singh, Russell & Wensing 2022, Alg. 2, in world coordinates)."""
     cdef int nb = m.nb, nv = m.nv, fb = m.fb
@@ -362,10 +349,7 @@ cdef double second_order(const KModel* m, KWork* w, double* work, bint use_fx, d
     cdef const double* Sk
     cdef const double* Pdk
     cdef double r1[36]
-    cdef double Bic[36]
-    cdef double r2[36]
     cdef double r3[36]
-    cdef double r6[36]
     cdef double IS[6]
     cdef double IP[6]
     cdef double f4[6]
@@ -382,6 +366,9 @@ cdef double second_order(const KModel* m, KWork* w, double* work, bint use_fx, d
     cdef double u13[6]
     cdef double u58[6]
     cdef double u812[6]
+    cdef double u8[6]
+    cdef double c6[6]
+    cdef double y6[6]
     cdef double t[6]
     cdef double p1, p2, p3, p4, p5, p6, s3, acc, q13 = 0.0
     cdef long oi, oj, ok
@@ -402,14 +389,6 @@ cdef double second_order(const KModel* m, KWork* w, double* work, bint use_fx, d
         mv(I, Si + C_S, IS)
         mv(I, Si + C_PD, IP)
         variation(Si + C_S, I, r1, False)
-        for a in range(36):
-            Bic[a] = r1[a]
-            r2[a] = -r1[a]
-            r6[a] = 0.0
-        cmf(IS, Bic, 1.0)
-        cmf(IS, r2, 1.0)
-        cmf(IS, r6, 1.0)
-        left_cross(Si + C_S, I, r6)
         variation(Si + C_PD, I, r3, False)
         cmf(IP, r3, 1.0)
         variation(Si + C_S, B, r3, True)
@@ -435,32 +414,40 @@ cdef double second_order(const KModel* m, KWork* w, double* work, bint use_fx, d
                 Cj = C + CS * cj
                 Sj = Cj + C_S
                 Pdj = Cj + C_PD
-                # u9 = r0 S_j, u13 = r1 S_j (Bic S_j = u13 + u9), u11 = Bicᵀ S_j, u812 = u8 − Bicᵀ Ψ̇_j
+                # r0 = (· ×* I S) is antisymmetric, so with c = Ψ̇_j ×* I S and y = r1 Ψ̇_j:
+                # u9 = r0 S_j, u13 = r1 S_j, u2 = r1ᵀ S_j, u11 = Bicᵀ S_j = u2 − u9,
+                # u58 = u5 + u8 = (c − y) + S_j ×* f4, u812 = u8 − Bicᵀ Ψ̇_j = u8 − r1ᵀ Ψ̇_j + c,
+                # u6 = Bic Ψ̇_j + S_j ×* f7 = y + c + S_j ×* f7
                 for a in range(6):
                     u9[a] = 0.0
-                    u812[a] = 0.0
+                    c6[a] = 0.0
+                    u8[a] = 0.0
                 cross_force(Sj, IS, u9, 1.0)
+                cross_force(Pdj, IS, c6, 1.0)
+                cross_force(Sj, f4, u8, 1.0)
                 mv(r1, Sj, u13)
-                mtv(Bic, Sj, u11)
-                mtv(Bic, Pdj, t)
-                cross_force(Sj, f4, u812, 1.0)           # u8 = S_j ×* f4
-                mv(r2, Pdj, u58)                          # u5 = r2 Ψ̇_j
-                for a in range(6):
-                    u58[a] += u812[a]
-                    u812[a] -= t[a]
                 mtv(r1, Sj, u2)
-                # u3 = r3 Ψ̇_j + r1 Ψ̈_j + S_j ×* f5, u6 = Bic Ψ̇_j + S_j ×* f7
+                mv(r1, Pdj, y6)
+                mtv(r1, Pdj, t)
+                for a in range(6):
+                    u11[a] = u2[a] - u9[a]
+                    u58[a] = c6[a] - y6[a] + u8[a]
+                    u812[a] = u8[a] - t[a] + c6[a]
+                    u6[a] = y6[a] + c6[a]
+                cross_force(Sj, f7, u6, 1.0)
+                # u3 = r3 Ψ̇_j + r1 Ψ̈_j + S_j ×* f5
                 mv(r3, Pdj, u3)
                 mv_add(r1, Cj + C_PDD, u3)
                 cross_force(Sj, f5, u3, 1.0)
-                mv(Bic, Pdj, u6)
-                cross_force(Sj, f7, u6, 1.0)
                 if ji:
                     mtv(r3, Sj, u1)
                     mv(r3, Sj, u7)
                     mv_add(r1, Cj + C_D, u7)
-                else:
-                    mv(r6, Sj, u4)
+                else:                                     # u4 = r6 S_j = u9 + S_i ×* I S_j
+                    mv(I, Sj, t)
+                    for a in range(6):
+                        u4[a] = u9[a]
+                    cross_force(Si + C_S, t, u4, 1.0)
                 bk = bj
                 while bk >= 0:
                     kj = bk != bj
