@@ -168,6 +168,44 @@ def test_overflow_is_an_error():
         r.inverse_dynamics_second_order_derivatives(q, np.full(r.nv, 1e155), z)
 
 
+_ONE = ('<robot name="r"><link name="base"><inertial><origin xyz="0.1 0.02 -0.03" rpy="0.1 0.2 0.3"/>'
+        '<mass value="2.0"/><inertia ixx="0.1" ixy="0.01" ixz="0" iyy="0.2" iyz="0" izz="0.15"/>'
+        '</inertial></link>{}</robot>')
+_JOINT = ('<joint name="j1" type="{}"><parent link="base"/><child link="l1"/>'
+          '<origin xyz="0.1 0.2 0.3" rpy="0.3 -0.2 0.1"/><axis xyz="0.3 0.5 0.8"/>'
+          '<limit lower="-3" upper="3" effort="1" velocity="1"/></joint><link name="l1"><inertial>'
+          '<origin xyz="0.05 0.1 0.0"/><mass value="1.0"/>'
+          '<inertia ixx="0.05" ixy="0" ixz="0" iyy="0.04" iyz="0" izz="0.03"/></inertial></link>')
+
+
+@pytest.mark.parametrize("joint,fb", [("revolute", False), ("prismatic", False), (None, True),
+                                      ("revolute", True), ("prismatic", True)])
+def test_smallest_robots(joint, fb):
+    """One joint on a fixed base, a lone floating body, one joint on a floating base: the
+    triple loop's degenerate cases (i = j = k; the base's own 6 × 6 × 6 block). Several tensors
+    are exactly zero here, so the error is taken relative to max(|oracle|, 1)."""
+    pin = pytest.importorskip("pinocchio")
+    from test_floating_base import _pinq
+    xml = _ONE.format(_JOINT.format(joint) if joint else "")
+    r = mbs.load_urdf(xml, floating_base=fb)
+    pm = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()) if fb else pin.buildModelFromXML(xml)
+    rng = np.random.default_rng(36)
+    if fb:
+        quat = rng.normal(size=4)
+        q = np.r_[rng.normal(size=3), quat / np.linalg.norm(quat), rng.uniform(-1, 1, r.n)]
+        qp = _pinq(pm, q)
+    else:
+        q = qp = rng.uniform(-1, 1, r.n)
+    v, a = rng.normal(size=(2, r.nv))
+    got = r.inverse_dynamics_second_order_derivatives(q, v, a)
+    want = oracle(pin, pm, qp, v, a, r.nv)
+    for g, w in zip(got, want):
+        assert np.abs(g - w).max() <= TOL * max(np.abs(w).max(), 1.0)
+    if fb:  # the base's M does not depend on its pose in its own frame; its τ does
+        assert np.abs(got[3][:6, :6, :6]).max() == 0.0
+        assert np.abs(got[0]).max() > 1e-3
+
+
 def test_batches_out_and_repeated_calls():
     case = Case("solo12")
     r = case.robot
