@@ -124,28 +124,21 @@ cdef inline void symmetrise(double* N) noexcept nogil:
             N[6 * b + a] = t
 
 
+cdef inline void add_skew(double* R, double a0, double a1, double a2) noexcept nogil:
+    """R[0:3, 0:3] += ã, the cross-product matrix of a (R inside a 6×6 row-major matrix)."""
+    R[1] -= a2
+    R[2] += a1
+    R[6] += a2
+    R[8] -= a0
+    R[12] -= a1
+    R[13] += a0
+
+
 cdef inline void cmf(const double* f, double* R, double c) noexcept nogil:
     """R += c · the matrix of x ↦ x ×* f (f = (n, f)): [[−ñ, −f̃], [−f̃, 0]] (6×6 row-major)."""
-    cdef double n0 = c * f[0], n1 = c * f[1], n2 = c * f[2]
-    cdef double f0 = c * f[3], f1 = c * f[4], f2 = c * f[5]
-    R[1] += n2
-    R[2] -= n1
-    R[6] -= n2
-    R[8] += n0
-    R[12] += n1
-    R[13] -= n0
-    R[4] += f2
-    R[5] -= f1
-    R[9] -= f2
-    R[11] += f0
-    R[15] += f1
-    R[16] -= f0
-    R[19] += f2
-    R[20] -= f1
-    R[24] -= f2
-    R[26] += f0
-    R[30] += f1
-    R[31] -= f0
+    add_skew(R, -c * f[0], -c * f[1], -c * f[2])
+    add_skew(R + 3, -c * f[3], -c * f[4], -c * f[5])
+    add_skew(R + 18, -c * f[3], -c * f[4], -c * f[5])
 
 
 cdef inline void variation(const double* x, const double* A, double* R, bint add) noexcept nogil:
@@ -208,6 +201,15 @@ cdef void composite_matrices(const double* Y, double* Mi) noexcept nogil:
     for a in range(36):
         B[a] = -NS[a]
     cmf(Y + (B_H - B_I), B, 1.0)
+
+
+cdef inline int body_coords(const KModel* m, int b, int* end) noexcept nogil:
+    """The first velocity coordinate of body b (returned) and one past its last (in end)."""
+    if m.jtype[b] == FREE:
+        end[0] = 6
+        return 0
+    end[0] = b + 5 * m.fb + 1
+    return b + 5 * m.fb
 
 
 cdef inline int coord_body(const KModel* m, int c) noexcept nogil:
@@ -405,11 +407,7 @@ cdef double second_order(const KModel* m, KWork* w, double* work, bint use_fx, d
         bj = bi
         while bj >= 0:
             ji = bj != bi
-            if m.jtype[bj] == FREE:
-                j0, j1 = 0, 6
-            else:
-                j0 = bj + 5 * fb
-                j1 = j0 + 1
+            j0 = body_coords(m, bj, &j1)
             for cj in range(j0, j1):
                 Cj = C + CS * cj
                 Sj = Cj + C_S
@@ -451,11 +449,7 @@ cdef double second_order(const KModel* m, KWork* w, double* work, bint use_fx, d
                 bk = bj
                 while bk >= 0:
                     kj = bk != bj
-                    if m.jtype[bk] == FREE:
-                        k0, k1 = 0, 6
-                    else:
-                        k0 = bk + 5 * fb
-                        k1 = k0 + 1
+                    k0 = body_coords(m, bk, &k1)
                     for ck in range(k0, k1):
                         Ck = C + CS * ck
                         Sk = Ck + C_S

@@ -58,6 +58,15 @@ def oracle(pin, pm, qp, v, a, nv, G=None, fext=None, h=2e-3):
     return qq, vv, qv, qa
 
 
+def _pin_fext(pin, pm, wr):
+    """Pinocchio's per-joint external forces for wrenches (f, m) given in links' frames."""
+    fext = [pin.Force.Zero() for _ in range(pm.njoints)]
+    for lk, w in wr.items():
+        fr = pm.frames[pm.getFrameId(lk, pin.BODY)]
+        fext[fr.parentJoint] += fr.placement.act(pin.Force(w[:3], w[3:]))
+    return fext
+
+
 def _check(got, want, nv, tol=TOL):
     for g, w, name in zip(got, want, ("d2tau_dq2", "d2tau_dqd2", "d2tau_dqdqd", "dM_dq")):
         assert g.shape == (nv, nv, nv), name
@@ -122,10 +131,7 @@ def test_f_ext(name, links):
     rng = np.random.default_rng(33)
     q, v, a = case.state(rng)
     wr = {lk: rng.normal(size=6) * 5.0 for lk in links}
-    fext = [pin.Force.Zero() for _ in range(pm.njoints)]
-    for lk, w in wr.items():
-        fr = pm.frames[pm.getFrameId(lk, pin.BODY)]
-        fext[fr.parentJoint] += fr.placement.act(pin.Force(w[:3], w[3:]))
+    fext = _pin_fext(pin, pm, wr)
     got = r.inverse_dynamics_second_order_derivatives(q, v, a, f_ext=wr)
     _check(got, oracle(pin, pm, case.to_pin(q), v, a, r.nv, fext=fext), r.nv)
     # the wrenches matter (the check can fail): without them ∂²τ/∂q² differs
@@ -145,10 +151,7 @@ def test_f_ext_on_a_random_tree():
     q, v, a = rng.uniform(-2, 2, r.n), rng.normal(size=r.n), rng.normal(size=r.n)
     links = [r.link_names[len(r.link_names) // 2], r.link_names[-1]]
     wr = {lk: rng.normal(size=6) * 5.0 for lk in links}
-    fext = [pin.Force.Zero() for _ in range(pm.njoints)]
-    for lk, w in wr.items():
-        fr = pm.frames[pm.getFrameId(lk, pin.BODY)]
-        fext[fr.parentJoint] += fr.placement.act(pin.Force(w[:3], w[3:]))
+    fext = _pin_fext(pin, pm, wr)
     got = r.inverse_dynamics_second_order_derivatives(q, v, a, f_ext=wr)
     _check(got, oracle(pin, pm, pin_q(pm, q), v, a, r.nv, fext=fext), r.nv)
     plain = r.inverse_dynamics_second_order_derivatives(q, v, a)
