@@ -8,11 +8,13 @@ coordinates. One forward sweep gives, per velocity coordinate j with world screw
 Ψ̇_j = v_λ × S_j, Ψ̈_j = a_λ × S_j + v_λ × Ψ̇_j and D_j = Ψ̇_j + v_j × S_j, and per body the
 subtree composites I^C (inertia), 𝔅^C (the Coriolis composite, 𝔅 x = x ×* h + v ×* I x −
 I (v × x)) and F^C (force, applied wrenches included). The first-order derivatives are then
-(seed 000 §6.1; Carpentier & Mansard, RSS 2018), for b(j) ⪯ b(i),
+dot products of these (seed 000 §6.1; Carpentier & Mansard, RSS 2018): for b(j) ⪯ b(i)
 
-    ∂τ_i/∂q_j = S_i·(I^C Ψ̈_j + 𝔅^C Ψ̇_j)-type dot products of per-body quantities,
+    ∂τ_i/∂q_j = α_i·Ψ̈_j + β_i·Ψ̇_j,   ∂τ_i/∂q̇_j = α_i·D_j + β_i·S_j,   M_ij = α_i·S_j,
 
-and differentiating them once more along q_k / q̇_k only ever moves S, Ψ̇, Ψ̈, D by
+α = I^C S, β = 𝔅^{Cᵀ} S (composites of b(i)), and for b(i) a strict ancestor of b(j)
+S_i·(I^C Ψ̈_j + S_j ×* F^C + 𝔅^C Ψ̇_j) and S_i·(I^C D_j + 𝔅^C S_j) (composites of b(j)).
+Differentiating them once more along q_k / q̇_k only ever moves S, Ψ̇, Ψ̈, D by
 ``dS_j/dq_k = S_k × S_j`` (b(k) ⪯ b(j)) and the composites by ``S_k ×* X − X S_k ×``-type
 variations. Every entry of the four tensors for a triple of coordinates k ⪯ j ⪯ i on one path
 to the root is therefore a dot product of 6-vectors: per coordinate i a handful of 6×6
