@@ -12,7 +12,10 @@ the C++ call would do; ``pin.integrate`` not counted). Rows:
 
 - ``inverse_dynamics_second_order_derivatives(q, v, a)`` / one ``pin.computeRNEADerivatives``;
 - the same / 2·nv + 1 ``pin.computeRNEADerivatives`` calls (a Python loop);
-- its batch of N samples, per sample / one ``pin.computeRNEADerivatives``.
+- the same with ``out=`` (a preallocated output, as a loop over states would use) / one call;
+- its batch of N samples, per sample / one ``pin.computeRNEADerivatives``;
+- the floor any route pays: writing the 4·nv³ doubles of the output once (``fill`` of a
+  preallocated (4, nv, nv, nv) array, no allocation) / one ``pin.computeRNEADerivatives``.
 
 Timing as in ``bench/derivatives.py`` (whose robots, states and interleaved ratio it reuses):
 both calls of a pair back to back in every repeat, the order alternating, CPU time
@@ -65,11 +68,18 @@ def rows(name, a):
         lambda: f(q, v, qdd), one, num * 10)
     add(f"same / {2 * nv + 1} `pin.computeRNEADerivatives` (one-sided differences)",
         lambda: f(q, v, qdd), differences, num)
+    res = np.empty((4, nv, nv, nv))
+    add("same with `out=` / one `pin.computeRNEADerivatives`",
+        lambda: f(q, v, qdd, out=res), one, num * 10)
+
     def loop():
         for x, y, z in zip(Q, V, A):
             pin.computeRNEADerivatives(pm, pd, x, y, z)
     add(f"batch N={a.batch}, per sample / one `pin.computeRNEADerivatives` (a loop of N)",
         lambda: f(Q, V, A), loop, 1, a.batch)
+    buf = np.empty((4, nv, nv, nv))
+    add(f"floor: writing the {4 * nv ** 3} output doubles once / one `pin.computeRNEADerivatives`",
+        lambda: buf.fill(0.0), one, num * 10)
     return out
 
 

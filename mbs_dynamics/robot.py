@@ -543,10 +543,9 @@ class Robot(RobotDescription):
 
     def inverse_dynamics_second_order_derivatives(self, q, qd, qdd, f_ext=None, out=None):
         """Second-order partial derivatives of :meth:`inverse_dynamics`, exact and compiled
-        (:mod:`mbs_dynamics.kernels._rnea_so`: one forward-mode tangent pass of the first-order
-        recursion of :meth:`inverse_dynamics_derivatives` per coordinate q_k, plus one per base
-        quasi-velocity; ∂²τ/∂q̇² by the Christoffel identity from ∂M/∂q; no finite
-        differences). The tensors and their layout are those of Pinocchio's C++
+        (:mod:`mbs_dynamics.kernels._rnea_so`: the analytic second-order IDSVA of Singh, Russell
+        and Wensing 2022 — one forward sweep, then every entry a dot product of per-body
+        quantities over the coordinates on one path to the root; no finite differences). The tensors and their layout are those of Pinocchio's C++
         ``ComputeRNEASecondOrderDerivatives``: entry ``[i, j, k]`` is ∂/∂x_k (∂τ_i/∂y_j), the first
         index τ's.
 

@@ -2,40 +2,36 @@
 """Second-order partial derivatives of inverse dynamics, compiled and exact: ∂²τ/∂q², ∂²τ/∂q̇²,
 ∂²τ/∂q∂q̇ and ∂M/∂q (the four tensors of Pinocchio's C++ ``ComputeRNEASecondOrderDerivatives``).
 
-Route: forward-mode directional derivatives (a tangent pass, not finite differences) of the
-world-frame first-order recursion of :mod:`mbs_dynamics.identification._derivatives` (seed 000
-§6.1, eq. 16–18; Carpentier & Mansard, RSS 2018). That recursion writes, per velocity coordinate
-j with world screw S_j, Ψ̇_j = v_λ × S_j, Ψ̈_j = a_λ × S_j + v_λ × Ψ̇_j, D_j, and per body the
-world inertia I_k, momentum h_k, force f_k, N_k = I_k ad_{v_k} and their subtree composites,
+Route: the analytic second-order IDSVA of Singh, Russell & Wensing, "Efficient analytical
+derivatives of rigid-body dynamics using spatial vector algebra" (IEEE RA-L 2022), in world
+coordinates. One forward sweep gives, per velocity coordinate j with world screw S_j,
+Ψ̇_j = v_λ × S_j, Ψ̈_j = a_λ × S_j + v_λ × Ψ̇_j and D_j = Ψ̇_j + v_j × S_j, and per body the
+subtree composites I^C (inertia), 𝔅^C (the Coriolis composite, 𝔅 x = x ×* h + v ×* I x −
+I (v × x)) and F^C (force, applied wrenches included). The first-order derivatives are then
+dot products of these (seed 000 §6.1; Carpentier & Mansard, RSS 2018): for b(j) ⪯ b(i)
 
-    ∂τ_i/∂q_j = α_i·Ψ̈_j + β_i·Ψ̇_j,   ∂τ_i/∂q̇_j = α_i·D_j + β_i·S_j,   M_ij = α_i·S_j
+    ∂τ_i/∂q_j = α_i·Ψ̈_j + β_i·Ψ̇_j,   ∂τ_i/∂q̇_j = α_i·D_j + β_i·S_j,   M_ij = α_i·S_j,
 
-(b(j) ⪯ b(i), α = I^C S, β = 𝔅^{Cᵀ} S) and, for b(i) a strict ancestor of b(j),
-``S_i·g_q(j)``, ``S_i·g_v(j)``. One tangent pass per direction differentiates every factor by
-the product rule, seeded geometrically:
+α = I^C S, β = 𝔅^{Cᵀ} S (composites of b(i)), and for b(i) a strict ancestor of b(j)
+S_i·(I^C Ψ̈_j + S_j ×* F^C + 𝔅^C Ψ̇_j) and S_i·(I^C D_j + 𝔅^C S_j) (composites of b(j)).
+Differentiating them once more along q_k / q̇_k only ever moves S, Ψ̇, Ψ̈, D by
+``dS_j/dq_k = S_k × S_j`` (b(k) ⪯ b(j)) and the composites by ``S_k ×* X − X S_k ×``-type
+variations. Every entry of the four tensors for a triple of coordinates k ⪯ j ⪯ i on one path
+to the root is therefore a dot product of 6-vectors: per coordinate i a handful of 6×6
+matrices (the variations of I^C and 𝔅^C along S_i and Ψ̇_i and the cross-product matrices of
+I^C S_i, 𝔅^{Cᵀ} S_i, 𝔅^C Ψ̇_i + S_i ×* F^C + I^C Ψ̈_i and 𝔅^C S_i + I^C D_i), per ancestor j of
+i a dozen 6-vectors from them, and per ancestor k of j a few dot products written into every
+permutation of (i, j, k) it decides (the symmetries ∂²τ/∂q_j∂q_k = ∂²τ/∂q_k∂q_j of the joint
+block, ∂²τ/∂q̇² symmetric, ∂M_ij = ∂M_ji). Pairs not on one path are structurally zero.
 
-* direction q_k (world screw ξ = S_k, body b = b(k)): each body of the subtree of b moves
-  rigidly by ξ, so its screws and inertia get ``dS = ξ × S`` and
-  ``d(m, h, Θ) = (0, ω × h + m v, ω̃Θ − Θω̃ + 2(h·v)1 − h vᵀ − v hᵀ)`` (ξ = (ω, v), h = m c and
-  Θ about the world origin), its applied wrenches ``dW = ξ ×* W``; velocities and accelerations
-  follow their recursions (``dv_i = dv_λ + dS_i q̇_i``, …). A floating base's six directions move
-  the whole tree along ``S_r = Ad_{C_0} e_r`` (Pinocchio's ``q ⊕ δ = C_0 exp(δ)``, δ = (linear,
-  angular) in the base frame), with ν held fixed in the base frame;
-* direction q̇_k: the seed ``dq̇_k = 1`` (``dv_0 = S_r`` for a base coordinate), poses fixed.
+A floating base is one 6-DOF joint with world screws ``S_r = Ad_{C_0} e_r`` (δ = (linear,
+angular) in the base frame, Pinocchio's ``q ⊕ δ = C_0 exp(δ)``), Ψ̇ = 0, Ψ̈ = a_g × S_r,
+D = v_0 × S_r; its Lie bracket ``dS_r/dδ_s = S_s × S_r`` is the ancestor rule above, which
+is why the q–q block of the base is not symmetric. Applied wrenches fixed in their links move
+with them and enter through F^C only.
 
-Only q passes are run for a fixed base. ∂²τ/∂q∂q̇ is their tangent of ∂τ/∂q̇ (mixed partials
-commute). ∂²τ/∂q̇² follows from ∂M/∂q by the Christoffel identity
-``∂²τ_i/∂q̇_j∂q̇_k = ∂_k M_ij + ∂_j M_ik − ∂_i M_jk``: for the joint block always, since the base's
-M does not depend on its pose in its own frame. A floating base adds one q̇ pass for each of its
-six quasi-velocities (the Lie brackets). Inside the moving subtree a twist and a wrench that both
-move rigidly keep their dot product, so those pairs use only the non-rigid parts
-``δx = dx − ξ ⊙ x``, and ∂M_ij/∂q_k = 0 there. Two ancestors of b(k) share the subtree's
-composite tangent, so each of their entries is one dot product. ∂²τ/∂q² is symmetric in (j, k)
-except in the base's own 6 × 6 block, so only its columns j ≤ k are formed.
-
-Cost: nv (+ 6) passes, each O(nb) 6×6 work plus O(nv·depth) dot products over the related
-coordinates only (the subtree and ancestors of b(k)). That is O(nv²·depth) in all, the order of
-the output (4·nv³ entries, most of them structurally zero off the ancestor pairs).
+Cost: O(nb) 6×6 work in the sweep, O(nv·depth) 6×6 mat-vecs over the (i, j) pairs and
+O(nv·depth²) dot products over the triples: the order of the nonzero output.
 """
 import numpy as np
 cimport numpy as cnp
@@ -48,9 +44,9 @@ from mbs_dynamics.kernels._spatial cimport (ad_V, body_inertia, cross_force, dot
 
 cnp.import_array()
 
-# offsets in a body row (BS doubles) of the base values and, for the tangents, the same offsets
+# offsets in a body row (BS doubles)
 cdef enum:
-    B_P = 0         # pose R (9, row-major), p (3) (the tangent row keeps ξ here)
+    B_P = 0         # pose R (9, row-major), p (3)
     B_V = 12        # world twist (ω, v)
     B_A = 18        # world acceleration, gravity included
     B_I = 24        # inertia (m, h, Θ) about the world origin (13)
@@ -61,15 +57,14 @@ cdef enum:
     B_W = 146       # the applied wrench in the world
     BS = 152
     NCOMP = 61
-    C_S = 0         # per coordinate (CS doubles): S, Ψ̇, D, Ψ̈, α, β, g_q, g_v
+    C_S = 0         # per coordinate (CS doubles): S, Ψ̇, D, Ψ̈
     C_PD = 6
     C_D = 12
     C_PDD = 18
-    C_AL = 24
-    C_BE = 30
-    C_GQ = 36
-    C_GV = 42
-    CS = 48
+    CS = 24
+    M_I = 0         # per body (MS doubles): I^C, 𝔅^C as 6×6 row-major matrices
+    M_B = 36
+    MS = 72
 
 
 cdef inline void inertia_apply(const double* I, const double* x, double* d,
@@ -85,48 +80,6 @@ cdef inline void inertia_apply(const double* I, const double* x, double* d,
     d[3] += c * (m * v0 - (h[1] * w2 - h[2] * w1))
     d[4] += c * (m * v1 - (h[2] * w0 - h[0] * w2))
     d[5] += c * (m * v2 - (h[0] * w1 - h[1] * w0))
-
-
-cdef inline void cross_add(const double* V, const double* s, double* d) noexcept nogil:
-    """d += V × s (ad_V s)."""
-    cdef double t[6]
-    ad_V(V, s, t)
-    cdef int a
-    for a in range(6):
-        d[a] += t[a]
-
-
-cdef inline void ad_sub(const double* V, const double* s, double* d) noexcept nogil:
-    """d −= V × s."""
-    cdef double t[6]
-    ad_V(V, s, t)
-    cdef int a
-    for a in range(6):
-        d[a] -= t[a]
-
-
-cdef void rigid_inertia(const double* x, const double* I, double* d) noexcept nogil:
-    """d = the tangent of I = (m, h, Θ) (about the world origin) when its body moves by the world
-    twist x = (ω, v): (0, ω × h + m v, ω̃Θ − Θω̃ + 2(h·v) 1 − h vᵀ − v hᵀ)."""
-    cdef const double* h = I + 1
-    cdef const double* Th = I + 4
-    cdef double W[9]
-    cdef double hv = h[0] * x[3] + h[1] * x[4] + h[2] * x[5]
-    cdef int a, b
-    W[0], W[1], W[2] = 0.0, -x[2], x[1]
-    W[3], W[4], W[5] = x[2], 0.0, -x[0]
-    W[6], W[7], W[8] = -x[1], x[0], 0.0
-    d[0] = 0.0
-    d[1] = x[1] * h[2] - x[2] * h[1] + I[0] * x[3]
-    d[2] = x[2] * h[0] - x[0] * h[2] + I[0] * x[4]
-    d[3] = x[0] * h[1] - x[1] * h[0] + I[0] * x[5]
-    for a in range(3):
-        for b in range(3):
-            d[4 + 3 * a + b] = (W[3 * a] * Th[b] + W[3 * a + 1] * Th[3 + b]
-                                + W[3 * a + 2] * Th[6 + b] - Th[3 * a] * W[b]
-                                - Th[3 * a + 1] * W[3 + b] - Th[3 * a + 2] * W[6 + b]
-                                - h[a] * x[3 + b] - x[3 + a] * h[b])
-        d[4 + 4 * a] += 2.0 * hv
 
 
 cdef void body_N(const double* I, const double* v, double* N, bint add) noexcept nogil:
@@ -161,17 +114,6 @@ cdef void body_N(const double* I, const double* v, double* N, bint add) noexcept
             N[6 * (3 + a) + 3 + b] += m * W[3 * a + b]
 
 
-cdef inline void N_sym(const double* N, const double* x, double* d, double c) noexcept nogil:
-    """d += c (N + Nᵀ) x, with the composite's N + Nᵀ stored (symmetrised by :func:`symmetrise`)."""
-    cdef int a, b
-    cdef double r
-    for a in range(6):
-        r = 0.0
-        for b in range(6):
-            r += N[6 * a + b] * x[b]
-        d[a] += c * r
-
-
 cdef inline void symmetrise(double* N) noexcept nogil:
     """N ← N + Nᵀ (6×6 row-major, in place)."""
     cdef int a, b
@@ -184,41 +126,104 @@ cdef inline void symmetrise(double* N) noexcept nogil:
             N[6 * b + a] = t
 
 
-cdef inline void B_apply(const double* Y, const double* x, double* d, double c) noexcept nogil:
-    """d += c 𝔅 x = c (x ×* h − (N + Nᵀ) x) with the momentum h and N of the block Y
-    (Y points at B_I of a body row or at its composite)."""
-    cross_force(x, Y + (B_H - B_I), d, c)
-    N_sym(Y + (B_N - B_I), x, d, -c)
+cdef inline void add_skew(double* R, double a0, double a1, double a2) noexcept nogil:
+    """R[0:3, 0:3] += ã, the cross-product matrix of a (R inside a 6×6 row-major matrix)."""
+    R[1] -= a2
+    R[2] += a1
+    R[6] += a2
+    R[8] -= a0
+    R[12] -= a1
+    R[13] += a0
 
 
-cdef inline void Bt_apply(const double* Y, const double* x, double* d, double c) noexcept nogil:
-    """d += c 𝔅ᵀ x = c (−x ×* h − (N + Nᵀ) x)."""
-    cross_force(x, Y + (B_H - B_I), d, -c)
-    N_sym(Y + (B_N - B_I), x, d, -c)
+cdef inline void cmf(const double* f, double* R, double c) noexcept nogil:
+    """R += c · the matrix of x ↦ x ×* f (f = (n, f)): [[−ñ, −f̃], [−f̃, 0]] (6×6 row-major)."""
+    add_skew(R, -c * f[0], -c * f[1], -c * f[2])
+    add_skew(R + 3, -c * f[3], -c * f[4], -c * f[5])
+    add_skew(R + 18, -c * f[3], -c * f[4], -c * f[5])
 
 
-cdef inline void coord_terms(const double* Y, const double* c, double* d,
-                             bint gq) noexcept nogil:
-    """d += (α, β, g_q, g_v) of a coordinate row c (S, Ψ̇, D, Ψ̈) against the composite block Y:
-    α = I^C S, β = 𝔅^{Cᵀ} S, g_q = I^C Ψ̈ + S ×* F^C + 𝔅^C Ψ̇ (if ``gq``), g_v = I^C D + 𝔅^C S.
-    Bilinear in (Y, c): the tangent is ``coord_terms(Y, dc) + coord_terms(dY, c)``."""
-    inertia_apply(Y, c + C_S, d + C_AL, 1.0)
-    Bt_apply(Y, c + C_S, d + C_BE, 1.0)
-    if gq:
-        inertia_apply(Y, c + C_PDD, d + C_GQ, 1.0)
-        cross_force(c + C_S, Y + (B_F - B_I), d + C_GQ, 1.0)
-        B_apply(Y, c + C_PD, d + C_GQ, 1.0)
-    inertia_apply(Y, c + C_D, d + C_GV, 1.0)
-    B_apply(Y, c + C_S, d + C_GV, 1.0)
+cdef inline void variation(const double* x, const double* A, double* R, bint add) noexcept nogil:
+    """R (+)= x ×* A − A x× (the tangent of a force-from-twist map A when everything moves by
+    the twist x): columns of A through x ×*, rows of A through x ×* (−A x× = (x ×* Aᵀ)ᵀ rows)."""
+    cdef double col[6]
+    cdef double t[6]
+    cdef int a, b
+    if not add:
+        memset(R, 0, 36 * sizeof(double))
+    for a in range(6):
+        for b in range(6):
+            col[b] = A[6 * b + a]
+            t[b] = 0.0
+        cross_force(x, col, t, 1.0)
+        for b in range(6):
+            R[6 * b + a] += t[b]
+    for a in range(6):
+        cross_force(x, A + 6 * a, R + 6 * a, 1.0)
+
+
+cdef inline void mv(const double* A, const double* x, double* d) noexcept nogil:
+    """d = A x (6×6 row-major)."""
+    cdef int a
+    for a in range(6):
+        d[a] = (A[6 * a] * x[0] + A[6 * a + 1] * x[1] + A[6 * a + 2] * x[2]
+                + A[6 * a + 3] * x[3] + A[6 * a + 4] * x[4] + A[6 * a + 5] * x[5])
+
+
+cdef inline void mv_add(const double* A, const double* x, double* d) noexcept nogil:
+    """d += A x."""
+    cdef int a
+    for a in range(6):
+        d[a] += (A[6 * a] * x[0] + A[6 * a + 1] * x[1] + A[6 * a + 2] * x[2]
+                 + A[6 * a + 3] * x[3] + A[6 * a + 4] * x[4] + A[6 * a + 5] * x[5])
+
+
+cdef inline void mtv(const double* A, const double* x, double* d) noexcept nogil:
+    """d = Aᵀ x."""
+    cdef int a
+    for a in range(6):
+        d[a] = (A[a] * x[0] + A[6 + a] * x[1] + A[12 + a] * x[2] + A[18 + a] * x[3]
+                + A[24 + a] * x[4] + A[30 + a] * x[5])
+
+
+cdef void composite_matrices(const double* Y, double* Mi) noexcept nogil:
+    """I^C = [[Θ, h̃], [−h̃, m 1]] and 𝔅^C = (x ↦ x ×* h^C) − (N + Nᵀ)^C from the composite
+    block Y (at B_C of a body row)."""
+    cdef double* I = Mi + M_I
+    cdef double* B = Mi + M_B
+    cdef const double* NS = Y + (B_N - B_I)
+    cdef int a, b
+    memset(I, 0, 36 * sizeof(double))
+    for a in range(3):
+        for b in range(3):
+            I[6 * a + b] = Y[4 + 3 * a + b]
+        I[6 * (3 + a) + 3 + a] = Y[0]
+    I[4], I[5], I[9], I[11], I[15], I[16] = -Y[3], Y[2], Y[3], -Y[1], -Y[2], Y[1]
+    I[19], I[20], I[24], I[26], I[30], I[31] = Y[3], -Y[2], -Y[3], Y[1], Y[2], -Y[1]
+    for a in range(36):
+        B[a] = -NS[a]
+    cmf(Y + (B_H - B_I), B, 1.0)
+
+
+cdef inline int body_coords(const KModel* m, int b, int* end) noexcept nogil:
+    """The first velocity coordinate of body b (returned) and one past its last (in end)."""
+    if m.jtype[b] == FREE:
+        end[0] = 6
+        return 0
+    end[0] = b + 5 * m.fb + 1
+    return b + 5 * m.fb
 
 
 cdef inline int coord_body(const KModel* m, int c) noexcept nogil:
     return 0 if c < 6 * m.fb else c - 5 * m.fb
 
 
-cdef void base_pass(const KModel* m, KWork* w, double* X, double* C, bint use_fx) noexcept nogil:
-    """The first-order recursion's values at (q, q̇, q̈) (loaded in w): per body X (nb, BS), per
-    coordinate C (nv, CS), composites included."""
+cdef void base_pass(const KModel* m, KWork* w, double* X, double* C, double* Mx,
+                    bint use_fx) noexcept nogil:
+    """The one forward sweep at (q, q̇, q̈) (loaded in w): per body X (nb, BS) its world pose,
+    twist, acceleration, inertia, momentum, force and N, with their subtree composites; per
+    coordinate C (nv, CS) S, Ψ̇, D, Ψ̈; per body Mx (nb, MS) the composites I^C and 𝔅^C as 6×6
+    matrices."""
     cdef int nb = m.nb, nv = m.nv, fb = m.fb, i, a, b, r, par, ci, bi, c
     cdef double* Xi
     cdef double* Xp
@@ -313,294 +318,205 @@ cdef void base_pass(const KModel* m, KWork* w, double* X, double* C, bint use_fx
                 Xp[B_C + a] += Xi[B_C + a]
     for i in range(nb):
         symmetrise(X + BS * i + B_C + (B_N - B_I))
-    # α = I^C S, β = 𝔅^{Cᵀ} S, g_q = S ×* F^C + I^C Ψ̈ + 𝔅^C Ψ̇, g_v = I^C D + 𝔅^C S
-    for ci in range(nv):
-        bi = coord_body(m, ci)
-        Xi = X + BS * bi + B_C
-        Ci = C + CS * ci
-        for a in range(24):
-            Ci[C_AL + a] = 0.0
-        coord_terms(Xi, Ci, Ci, True)
-
-
-cdef void tangent_pass(const KModel* m, KWork* w, const double* X, const double* C, double* dX,
-                       double* dC, double* eC, int* mark, int k, bint vel, double* Tq, double* Tv,
-                       double* TM, long sbv, long offv) noexcept nogil:
-    """The directional derivative of (∂τ/∂q, ∂τ/∂q̇, M) along q_k (``vel`` false) or q̇_k,
-    written straight into the output tensors (zeroed by the caller; only the pairs of related
-    bodies written): entry (i, j) of the Tq and TM slices at ``[i, j, k]``, of Tv at
-    ``i·nv² + j·sbv + offv``. Along
-    q̇_k only Tv is formed (∂²τ/∂q̇²; the other two come from the q passes). Along q_k the
-    columns j > k of Tq are skipped where ∂²τ/∂q_j∂q_k is symmetric (all but the base's own
-    6 × 6 block; :func:`second_order` mirrors them).
-    mark (nb): 1 in the subtree of b(k), 2 on its strict ancestors, 0 elsewhere. eC (nv, CS):
-    for the subtree's coordinates the non-rigid parts δx = dx − ξ ⊙ x (ξ × for twists, ξ ×* for
-    wrenches; ξ = 0 along q̇): a dot product of a twist and a wrench that both move rigidly
-    has zero tangent, so the pairs inside the subtree need only these (δα = δS = 0)."""
-    cdef int nb = m.nb, nv = m.nv, fb = m.fb, i, a, r, par, ci, cj, bi, b, c0, c1
-    cdef int rb = coord_body(m, k)
-    cdef long nn = nv * nv
-    cdef const double* Xi
-    cdef double* dXi
-    cdef double* dXp
-    cdef const double* Ci
-    cdef double* dCi
-    cdef const double* Cj
-    cdef double* dCj
-    cdef const double* xi = C + CS * k + C_S
-    cdef const double* Y
-    cdef double* dY
-    cdef double qd, qdd, dqd
-    cdef double ag[6]
-    cdef double vl[6]
-    cdef double al[6]
-    cdef double dvl[6]
-    cdef double dal[6]
-    cdef bint sub
-    cdef int nbase = 6 * fb
-    cdef double z6[6]
-    cdef const double* rig
-    cdef double* eCi
-    cdef const double* eCj
-    for a in range(6):
-        z6[a] = 0.0
-    rig = xi
-    if vel:
-        rig = &z6[0]
-    ag[0], ag[1], ag[2] = 0.0, 0.0, 0.0
-    ag[3], ag[4], ag[5] = -m.g[0], -m.g[1], -m.g[2]
     for i in range(nb):
-        mark[i] = 0
-    b = rb
-    while b >= 0:
-        mark[b] = 2
-        b = m.parent[b]
-    mark[rb] = 1
-    for i in range(rb + 1, nb):
-        if m.parent[i] >= 0 and mark[m.parent[i]] == 1:
-            mark[i] = 1
-    memset(dX, 0, nb * BS * sizeof(double))
-    # ---- forward over the subtree of b(k) (every other body keeps zero tangents)
-    for i in range(rb, nb):
-        if mark[i] != 1:
-            continue
-        Xi = X + BS * i
-        dXi = dX + BS * i
-        sub = not vel                                 # the body moves rigidly along ξ
-        par = m.parent[i]
-        if m.jtype[i] == FREE:
-            for r in range(6):
-                Ci = C + CS * r
-                dCi = dC + CS * r
-                memset(dCi, 0, 24 * sizeof(double))
-                if sub:
-                    ad_V(xi, Ci + C_S, dCi + C_S)
-                    ad_V(ag, dCi + C_S, dCi + C_PDD)
-            if sub:
-                ad_V(xi, Xi + B_V, dXi + B_V)
-                for a in range(6):
-                    al[a] = Xi[B_A + a] - ag[a]
-                ad_V(xi, al, dXi + B_A)
-            else:                                     # k < 6: dv_0 = S_k
-                for a in range(6):
-                    dXi[B_V + a] = xi[a]
-            for r in range(6):
-                Ci = C + CS * r
-                dCi = dC + CS * r
-                ad_V(dXi + B_V, Ci + C_S, dCi + C_D)
-                cross_add(Xi + B_V, dCi + C_S, dCi + C_D)
-        else:
-            if par >= 0:
-                for a in range(6):
-                    vl[a] = X[BS * par + B_V + a]
-                    al[a] = X[BS * par + B_A + a]
-                    dvl[a] = dX[BS * par + B_V + a]
-                    dal[a] = dX[BS * par + B_A + a]
-            else:
-                for a in range(6):
-                    vl[a] = 0.0
-                    al[a] = ag[a]
-                    dvl[a] = 0.0
-                    dal[a] = 0.0
-            ci = i + 5 * fb
-            Ci = C + CS * ci
-            dCi = dC + CS * ci
-            memset(dCi, 0, 24 * sizeof(double))
-            if sub:
-                ad_V(xi, Ci + C_S, dCi + C_S)
-            ad_V(dvl, Ci + C_S, dCi + C_PD)           # dΨ̇ = dv_λ × S + v_λ × dS
-            cross_add(vl, dCi + C_S, dCi + C_PD)
-            ad_V(dal, Ci + C_S, dCi + C_PDD)          # dΨ̈ = da_λ × S + a_λ × dS
-            cross_add(al, dCi + C_S, dCi + C_PDD)     #      + dv_λ × Ψ̇ + v_λ × dΨ̇
-            cross_add(dvl, Ci + C_PD, dCi + C_PDD)
-            cross_add(vl, dCi + C_PD, dCi + C_PDD)
-            qd = w.qj[nb + i]
-            qdd = w.qj[2 * nb + i]
-            dqd = 1.0 if (vel and ci == k) else 0.0
-            for a in range(6):
-                dCi[C_D + a] = 2.0 * dCi[C_PD + a]
-                dXi[B_V + a] = dvl[a] + dCi[C_S + a] * qd + Ci[C_S + a] * dqd
-                dXi[B_A + a] = (dal[a] + dCi[C_S + a] * qdd + dCi[C_PD + a] * qd
-                                + Ci[C_PD + a] * dqd)
-        # body terms: dI, dh = dI v + I dv, df = dI a + I da + dv ×* h + v ×* dh − dW, dN
-        if sub:
-            rigid_inertia(xi, Xi + B_I, dXi + B_I)
-            inertia_apply(dXi + B_I, Xi + B_V, dXi + B_H, 1.0)
-            inertia_apply(dXi + B_I, Xi + B_A, dXi + B_F, 1.0)
-            cross_force(xi, Xi + B_W, dXi + B_F, -1.0)
-            body_N(dXi + B_I, Xi + B_V, dXi + B_N, True)
-        inertia_apply(Xi + B_I, dXi + B_V, dXi + B_H, 1.0)
-        inertia_apply(Xi + B_I, dXi + B_A, dXi + B_F, 1.0)
-        cross_force(dXi + B_V, Xi + B_H, dXi + B_F, 1.0)
-        cross_force(Xi + B_V, dXi + B_H, dXi + B_F, 1.0)
-        body_N(Xi + B_I, dXi + B_V, dXi + B_N, True)
-        for a in range(NCOMP):
-            dXi[B_C + a] = dXi[B_I + a]
-    # ---- composites: the subtree's sums, carried up to the ancestors of b(k)
-    for i in range(nb - 1, 0, -1):
-        par = m.parent[i]
-        if par >= 0 and mark[i] != 0:
-            dXi = dX + BS * i
-            dXp = dX + BS * par
-            for a in range(NCOMP):
-                dXp[B_C + a] += dXi[B_C + a]
-    for i in range(nb):
-        if mark[i] != 0:
-            symmetrise(dX + BS * i + B_C + (B_N - B_I))
-    # ---- per related coordinate: dα, dβ, dg_q, dg_v (product rule)
-    for ci in range(nv):
-        bi = coord_body(m, ci)
-        if mark[bi] == 0:
-            continue
-        Ci = C + CS * ci
-        dCi = dC + CS * ci
-        if mark[bi] == 2:                             # an ancestor: S, Ψ̇, D, Ψ̈ unchanged
-            memset(dCi, 0, 24 * sizeof(double))
-        memset(dCi + C_AL, 0, 24 * sizeof(double))
-        Y = X + BS * bi + B_C
-        dY = dX + BS * bi + B_C
-        if mark[bi] == 1:                             # S, Ψ̇, D, Ψ̈ move (ancestors: fixed)
-            coord_terms(Y, dCi, dCi, not vel)
-        coord_terms(dY, Ci, dCi, not vel)
-        if mark[bi] == 1:
-            eCi = eC + CS * ci
-            for a in range(6):
-                eCi[C_PD + a] = dCi[C_PD + a]
-                eCi[C_D + a] = dCi[C_D + a]
-                eCi[C_PDD + a] = dCi[C_PDD + a]
-                eCi[C_BE + a] = dCi[C_BE + a]
-                eCi[C_GQ + a] = dCi[C_GQ + a]
-                eCi[C_GV + a] = dCi[C_GV + a]
-            ad_sub(rig, Ci + C_PD, eCi + C_PD)
-            ad_sub(rig, Ci + C_D, eCi + C_D)
-            ad_sub(rig, Ci + C_PDD, eCi + C_PDD)
-            cross_force(rig, Ci + C_BE, eCi + C_BE, -1.0)
-            cross_force(rig, Ci + C_GQ, eCi + C_GQ, -1.0)
-            cross_force(rig, Ci + C_GV, eCi + C_GV, -1.0)
-        elif not vel:
-            # an ancestor of b(k): α, β, g move only through the composite tangent dY, the
-            # same for all of them, so for two ancestors ci ⪰ cj
-            # ∂/∂q_k (α_i·Ψ̈_j + β_i·Ψ̇_j) = S_i·(dI^C Ψ̈_j + d𝔅^C Ψ̇_j)
-            #                             = S_i·(dg_q(j) − S_j ×* dF^C)
-            eCi = eC + CS * ci
-            for a in range(6):
-                eCi[C_GQ + a] = dCi[C_GQ + a]
-            cross_force(Ci + C_S, dY + (B_F - B_I), eCi + C_GQ, -1.0)
-    # ---- the entries: the first-order pairs, differentiated
-    for ci in range(nv):
-        bi = coord_body(m, ci)
-        if mark[bi] == 0:
-            continue
-        Ci = C + CS * ci
-        dCi = dC + CS * ci
-        b = bi
-        while b >= 0:
-            if m.jtype[b] == FREE:
-                c0, c1 = 0, 6
-            else:
-                c0, c1 = b + 5 * fb, b + 5 * fb + 1
-            for cj in range(c0, c1):
-                Cj = C + CS * cj
-                dCj = dC + CS * cj
-                if mark[b] == 1:                      # both move: the non-rigid parts only
-                    eCj = eC + CS * cj
-                    eCi = eC + CS * ci
-                    if not vel and (cj <= k or cj < nbase):
-                        Tq[ci * nn + cj * nv + k] = (dot6(Ci + C_AL, eCj + C_PDD)
-                                                     + dot6(eCi + C_BE, Cj + C_PD)
-                                                     + dot6(Ci + C_BE, eCj + C_PD))
-                    Tv[ci * nn + cj * sbv + offv] = (dot6(Ci + C_AL, eCj + C_D)
-                                                     + dot6(eCi + C_BE, Cj + C_S))
-                    # TM stays 0: M_ij is invariant when the subtree holding i and j moves
-                    # rigidly (the two dot products cancel analytically)
-                elif mark[bi] == 2 and not vel:       # two ancestors: one dot product each
-                    Tq[ci * nn + cj * nv + k] = dot6(Ci + C_S, eC + CS * cj + C_GQ)
-                    Tv[ci * nn + cj * sbv + offv] = dot6(Ci + C_S, dCj + C_GV)
-                    TM[ci * nn + cj * nv + k] = dot6(Ci + C_S, dCj + C_AL)
-                else:
-                    if not vel and (cj <= k or cj < nbase):
-                        Tq[ci * nn + cj * nv + k] = (dot6(dCi + C_AL, Cj + C_PDD)
-                                                     + dot6(dCi + C_BE, Cj + C_PD))
-                    Tv[ci * nn + cj * sbv + offv] = (dot6(dCi + C_AL, Cj + C_D)
-                                                     + dot6(dCi + C_BE, Cj + C_S))
-                    if not vel:
-                        TM[ci * nn + cj * nv + k] = dot6(dCi + C_AL, Cj + C_S)
-                if b != bi:                           # row cj: a strict ancestor
-                    if mark[b] == 1:
-                        if not vel and (ci <= k or ci < nbase):
-                            Tq[cj * nn + ci * nv + k] = dot6(Cj + C_S, eCi + C_GQ)
-                        Tv[cj * nn + ci * sbv + offv] = dot6(Cj + C_S, eCi + C_GV)
-                    else:
-                        if not vel and (ci <= k or ci < nbase):
-                            Tq[cj * nn + ci * nv + k] = dot6(Cj + C_S, dCi + C_GQ)
-                        Tv[cj * nn + ci * sbv + offv] = dot6(Cj + C_S, dCi + C_GV)
-                    if not vel:
-                        TM[cj * nn + ci * nv + k] = TM[ci * nn + cj * nv + k]
-            b = m.parent[b]
+        composite_matrices(X + BS * i + B_C, Mx + MS * i)
+cdef double second_order(const KModel* m, KWork* w, double* work, bint use_fx, double* dqq,
+                         double* dvv, double* dqv, double* daq) noexcept nogil:
+    """The four (nv, nv, nv) tensors, [i, j, k] = ∂/∂x_k (∂τ_i/∂y_j), at the state loaded in w
+    (zeroed here first: the entries of coordinates on different branches, and a few structural
+    zeros on one path, are not written). work: the scratch of :func:`work_size`. Returns 0
+    when every entry written is finite, else NaN (0 × the sum of each triple's entries: the
+    output check without a second pass over the 4·nv³ entries).
 
-
-cdef void second_order(const KModel* m, KWork* w, double* work, int* mark, bint use_fx,
-                       double* dqq, double* dvv, double* dqv, double* daq) noexcept nogil:
-    """The four (nv, nv, nv) tensors, [i, j, k] = ∂/∂x_k (∂τ_i/∂y_j), at the state loaded in w;
-    dqq … daq zeroed by the caller. work: the scratch of :func:`work_size`."""
-    cdef int nb = m.nb, nv = m.nv, k, i, j
+    For each coordinate i (body b(i), composites I, 𝔅, F of its subtree), with
+    S, Ψ̇, Ψ̈, D its own: the 6×6 matrices r1 = S ×* I − I S× (the variation of I^C along S) and
+    r3 = Ψ̇ ×* I − I Ψ̇× + (· ×* I Ψ̇) + S ×* 𝔅 − 𝔅 S×, and the forces I S, f4 = 𝔅ᵀ S,
+    f5 = 𝔅 Ψ̇ + S ×* F + I Ψ̈, f7 = 𝔅 S + I D, whose cross matrices r0 = (· ×* I S) (antisymmetric),
+    (· ×* f) are applied as cross products; Bic = r1 + r0, r2 = r0 − r1, r6 = r0 + S ×* I are
+    never formed. For each j with b(j) ⪯ b(i) the vectors u
+    below, and for each k with b(k) ⪯ b(j) the entries of the triple (i, j, k) and of the
+    permutations it decides (Singh, Russell & Wensing 2022, Alg. 2, in world coordinates)."""
+    cdef int nb = m.nb, nv = m.nv, fb = m.fb
     cdef long nn = nv * nv
     cdef double* X = work
-    cdef double* dX = X + nb * BS
-    cdef double* C = dX + nb * BS
-    cdef double* dC = C + nv * CS
-    cdef double* eC = dC + nv * CS
-    cdef double* S
-    cdef double* M
-    cdef int nbase = 6 * m.fb
-    base_pass(m, w, X, C, use_fx)
-    # q passes: ∂²τ/∂q² (columns j ≤ k), ∂M/∂q, and ∂/∂q_k ∂τ_i/∂q̇_j = dqv[i, k, j]
-    for k in range(nv):
-        tangent_pass(m, w, X, C, dX, dC, eC, mark, k, False, dqq, dqv, daq, 1, k * nv)
-    for i in range(nv):
-        S = dqq + i * nn                                      # the skipped symmetric half
-        M = daq + i * nn
-        for j in range(nbase, nv):
-            for k in range(j):
-                S[j * nv + k] = S[k * nv + j]
-        # Christoffel (i any; j, k joints; the base's ∂M/∂q = 0 in its own frame):
-        # ∂²τ_i/∂q̇_j∂q̇_k = Γ_ijk + Γ_ikj = ∂_k M_ij + ∂_j M_ik − ∂_i M_jk
-        for j in range(nbase, nv):
-            for k in range(nbase, nv):
-                dvv[i * nn + j * nv + k] = (M[j * nv + k] + M[k * nv + j]
-                                            - daq[(j * nv + k) * nv + i])
-    # the base's quasi-velocities (their Lie brackets): one q̇ pass per base coordinate, and
-    # the symmetric entries from it
-    for k in range(nbase):
-        tangent_pass(m, w, X, C, dX, dC, eC, mark, k, True, dqq, dvv, daq, nv, k)
-    for i in range(nv):
-        for j in range(nbase, nv):
-            for k in range(nbase):
-                dvv[i * nn + k * nv + j] = dvv[i * nn + j * nv + k]
+    cdef double* C = X + nb * BS
+    cdef double* Mx = C + nv * CS
+    cdef int ci, cj, ck, bi, bj, bk, j0, j1, k0, k1, a
+    cdef const double* Y
+    cdef const double* I
+    cdef const double* B
+    cdef const double* Si
+    cdef const double* Cj
+    cdef const double* Ck
+    cdef const double* Sj
+    cdef const double* Pdj
+    cdef const double* Sk
+    cdef const double* Pdk
+    cdef double r1[36]
+    cdef double r3[36]
+    cdef double IS[6]
+    cdef double IP[6]
+    cdef double f4[6]
+    cdef double f5[6]
+    cdef double f7[6]
+    cdef double u1[6]
+    cdef double u2[6]
+    cdef double u3[6]
+    cdef double u4[6]
+    cdef double u6[6]
+    cdef double u7[6]
+    cdef double u9[6]
+    cdef double u11[6]
+    cdef double u13[6]
+    cdef double u58[6]
+    cdef double u812[6]
+    cdef double u8[6]
+    cdef double c6[6]
+    cdef double y6[6]
+    cdef double t[6]
+    cdef double p1, p2, p3, p4, p5, p6, s3, acc, q13 = 0.0
+    cdef long oi, oj, ok
+    cdef double z = 0.0
+    cdef bint ji, kj
+    cdef size_t n3 = <size_t> nn * nv * sizeof(double)
+    memset(dqq, 0, n3)
+    memset(dvv, 0, n3)
+    memset(dqv, 0, n3)
+    memset(daq, 0, n3)
+    base_pass(m, w, X, C, Mx, use_fx)
+    for ci in range(nv):
+        bi = coord_body(m, ci)
+        Y = X + BS * bi + B_C
+        I = Mx + MS * bi + M_I
+        B = Mx + MS * bi + M_B
+        Si = C + CS * ci
+        mv(I, Si + C_S, IS)
+        mv(I, Si + C_PD, IP)
+        variation(Si + C_S, I, r1, False)
+        variation(Si + C_PD, I, r3, False)
+        cmf(IP, r3, 1.0)
+        variation(Si + C_S, B, r3, True)
+        mtv(B, Si + C_S, f4)
+        mv(B, Si + C_PD, f5)
+        cross_force(Si + C_S, Y + (B_F - B_I), f5, 1.0)
+        mv(I, Si + C_PDD, t)
+        mv(B, Si + C_S, f7)
+        for a in range(6):
+            f5[a] += t[a]
+        mv(I, Si + C_D, t)
+        for a in range(6):
+            f7[a] += t[a]
+        bj = bi
+        while bj >= 0:
+            ji = bj != bi
+            j0 = body_coords(m, bj, &j1)
+            for cj in range(j0, j1):
+                Cj = C + CS * cj
+                Sj = Cj + C_S
+                Pdj = Cj + C_PD
+                # r0 = (· ×* I S) is antisymmetric, so with c = Ψ̇_j ×* I S and y = r1 Ψ̇_j:
+                # u9 = r0 S_j, u13 = r1 S_j, u2 = r1ᵀ S_j, u11 = Bicᵀ S_j = u2 − u9,
+                # u58 = u5 + u8 = (c − y) + S_j ×* f4, u812 = u8 − Bicᵀ Ψ̇_j = u8 − r1ᵀ Ψ̇_j + c,
+                # u6 = Bic Ψ̇_j + S_j ×* f7 = y + c + S_j ×* f7
+                for a in range(6):
+                    u9[a] = 0.0
+                    c6[a] = 0.0
+                    u8[a] = 0.0
+                cross_force(Sj, IS, u9, 1.0)
+                cross_force(Pdj, IS, c6, 1.0)
+                cross_force(Sj, f4, u8, 1.0)
+                mv(r1, Sj, u13)
+                mtv(r1, Sj, u2)
+                mv(r1, Pdj, y6)
+                mtv(r1, Pdj, t)
+                for a in range(6):
+                    u11[a] = u2[a] - u9[a]
+                    u58[a] = c6[a] - y6[a] + u8[a]
+                    u812[a] = u8[a] - t[a] + c6[a]
+                    u6[a] = y6[a] + c6[a]
+                cross_force(Sj, f7, u6, 1.0)
+                # u3 = r3 Ψ̇_j + r1 Ψ̈_j + S_j ×* f5
+                mv(r3, Pdj, u3)
+                mv_add(r1, Cj + C_PDD, u3)
+                cross_force(Sj, f5, u3, 1.0)
+                if ji:
+                    mtv(r3, Sj, u1)
+                    mv(r3, Sj, u7)
+                    mv_add(r1, Cj + C_D, u7)
+                else:                                     # u4 = r6 S_j = u9 + S_i ×* I S_j
+                    mv(I, Sj, t)
+                    for a in range(6):
+                        u4[a] = u9[a]
+                    cross_force(Si + C_S, t, u4, 1.0)
+                bk = bj
+                while bk >= 0:
+                    kj = bk != bj
+                    k0 = body_coords(m, bk, &k1)
+                    for ck in range(k0, k1):
+                        Ck = C + CS * ck
+                        Sk = Ck + C_S
+                        Pdk = Ck + C_PD
+                        oi = ci * nn
+                        oj = cj * nn
+                        ok = ck * nn
+                        p1 = dot6(u11, Pdk)
+                        p2 = dot6(u9, Ck + C_PDD) + dot6(u812, Pdk)
+                        p3 = dot6(u11, Sk)
+                        dqq[oi + cj * nv + ck] = p2
+                        dqv[oi + ck * nv + cj] = -p1
+                        acc = p1 + p2 + p3
+                        if ji:
+                            s3 = dot6(u1, Pdk) + dot6(u2, Ck + C_PDD)
+                            q13 = dot6(Sk, u13)
+                            p4 = q13
+                            p6 = dot6(u1, Sk) + dot6(u2, Ck + C_D)
+                            dqq[oj + ck * nv + ci] = s3
+                            dqq[oj + ci * nv + ck] = s3
+                            dqv[oj + ck * nv + ci] = p1
+                            dqv[oj + ci * nv + ck] = p6
+                            dvv[oj + ck * nv + ci] = p3
+                            dvv[oj + ci * nv + ck] = p3
+                            daq[ok + cj * nv + ci] = p4
+                            daq[oj + ck * nv + ci] = p4
+                            acc = acc + (s3 + p4 + p6)
+                        if kj:
+                            p5 = dot6(Sk, u9)
+                            s3 = dot6(Sk, u3)
+                            p6 = dot6(Sk, u58) + dot6(u9, Ck + C_D)
+                            p4 = dot6(Sk, u6)
+                            dqq[oi + ck * nv + cj] = p2
+                            dqq[ok + ci * nv + cj] = s3
+                            dvv[oi + cj * nv + ck] = -p3
+                            dvv[oi + ck * nv + cj] = -p3
+                            dqv[oi + cj * nv + ck] = p6
+                            dqv[ok + cj * nv + ci] = p4
+                            daq[ok + ci * nv + cj] = p5
+                            daq[oi + ck * nv + cj] = p5
+                            acc = acc + (p5 + s3 + p6 + p4)
+                            if ji:
+                                p4 = dot6(Sk, u7)
+                                p6 = q13 + p5                     # S_k·Bic S_j
+                                dqq[ok + cj * nv + ci] = s3
+                                dvv[ok + ci * nv + cj] = p6
+                                dvv[ok + cj * nv + ci] = p6
+                                dqv[ok + ci * nv + cj] = p4
+                                acc = acc + (p4 + p6)
+                            else:
+                                p4 = dot6(Sk, u4)
+                                dvv[ok + cj * nv + ci] = p4
+                                acc = acc + p4
+                        else:
+                            p4 = dot6(u2, Sk)
+                            dvv[oi + cj * nv + ck] = -p4
+                            acc = acc + p4
+                        z = z + acc * 0.0
+                    bk = m.parent[bk]
+            bj = m.parent[bj]
+    return z
 
 
 cdef Py_ssize_t work_size(const KModel* m):
-    return 2 * m.nb * BS + 3 * m.nv * CS + m.nb
+    return m.nb * (BS + MS) + m.nv * CS
 
 
 cdef object _scratch(Data d):
@@ -629,7 +545,6 @@ def _second_order_derivatives(Data d, q, qd, qdd, fx=None, out=None):
               and out.flags.writeable and out.shape == shape):
         raise ValueError(f"out must be a writable float64 C-contiguous array of shape {shape}")
     res = fresh_if_alias(out, (q, qd, qdd))
-    res.fill(0.0)
     cdef bint use_fx = fx is not None
     if use_fx:
         if batch:
@@ -637,20 +552,23 @@ def _second_order_derivatives(Data d, q, qd, qdd, fx=None, out=None):
         load_fx(d, fx, 1)
     scratch = _scratch(d)
     cdef double* work = <double*> cnp.PyArray_DATA(scratch)
-    cdef int* mark = <int*> (work + (work_size(m) - m.nb))
     cdef KWork* w = &d.w
     cdef double* pq = <double*> cnp.PyArray_DATA(q)
     cdef double* pv = <double*> cnp.PyArray_DATA(qd)
     cdef double* pa = <double*> cnp.PyArray_DATA(qdd)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
+    cdef double z = 0.0
     with nogil:
         for s in range(N):
             load_rows(m, w, pq + s * m.nq, pv + s * nv, pa + s * nv)
-            second_order(m, w, work, mark, use_fx, po + s * n3, po + (N + s) * n3,
-                         po + (2 * N + s) * n3, po + (3 * N + s) * n3)
+            z += second_order(m, w, work, use_fx, po + s * n3, po + (N + s) * n3,
+                              po + (2 * N + s) * n3, po + (3 * N + s) * n3)
     if res is not out:
         out[...] = res
-    return out[0], out[1], out[2], out[3]
+    res = (out[0], out[1], out[2], out[3])
+    if z != 0.0:      # an entry overflowed: the full check names it (one pass, then raises)
+        return finite_result(res, "inverse_dynamics_second_order_derivatives")
+    return res
 
 
 def second_order_derivatives(Data d, q, qd, qdd, fx=None, out=None):
@@ -660,7 +578,6 @@ def second_order_derivatives(Data d, q, qd, qdd, fx=None, out=None):
     (single samples)."""
     claim(d)
     try:
-        return finite_result(_second_order_derivatives(d, q, qd, qdd, fx, out),
-                             "inverse_dynamics_second_order_derivatives")
+        return _second_order_derivatives(d, q, qd, qdd, fx, out)
     finally:
         unclaim(d)

@@ -58,6 +58,15 @@ def oracle(pin, pm, qp, v, a, nv, G=None, fext=None, h=2e-3):
     return qq, vv, qv, qa
 
 
+def _pin_fext(pin, pm, wr):
+    """Pinocchio's per-joint external forces for wrenches (f, m) given in links' frames."""
+    fext = [pin.Force.Zero() for _ in range(pm.njoints)]
+    for lk, w in wr.items():
+        fr = pm.frames[pm.getFrameId(lk, pin.BODY)]
+        fext[fr.parentJoint] += fr.placement.act(pin.Force(w[:3], w[3:]))
+    return fext
+
+
 def _check(got, want, nv, tol=TOL):
     for g, w, name in zip(got, want, ("d2tau_dq2", "d2tau_dqd2", "d2tau_dqdqd", "dM_dq")):
         assert g.shape == (nv, nv, nv), name
@@ -122,15 +131,82 @@ def test_f_ext(name, links):
     rng = np.random.default_rng(33)
     q, v, a = case.state(rng)
     wr = {lk: rng.normal(size=6) * 5.0 for lk in links}
-    fext = [pin.Force.Zero() for _ in range(pm.njoints)]
-    for lk, w in wr.items():
-        fr = pm.frames[pm.getFrameId(lk, pin.BODY)]
-        fext[fr.parentJoint] += fr.placement.act(pin.Force(w[:3], w[3:]))
+    fext = _pin_fext(pin, pm, wr)
     got = r.inverse_dynamics_second_order_derivatives(q, v, a, f_ext=wr)
     _check(got, oracle(pin, pm, case.to_pin(q), v, a, r.nv, fext=fext), r.nv)
     # the wrenches matter (the check can fail): without them ∂²τ/∂q² differs
     plain = r.inverse_dynamics_second_order_derivatives(q, v, a)
     assert rel(plain[0], got[0]) > 1e-6
+
+
+def test_f_ext_on_a_random_tree():
+    """Wrenches on links of different branches of a fixed-base tree (prismatic joints, fixed
+    joints mid-chain): the entries of coordinates on different branches stay zero, the rest
+    match the differences of Pinocchio with the same wrenches."""
+    pin = pytest.importorskip("pinocchio")
+    xml, _ = random_urdf(12, n_movable=10, branch_prob=0.5)
+    r = mbs.load_urdf(xml)
+    pm = pin.buildModelFromXML(xml)
+    rng = np.random.default_rng(12)
+    q, v, a = rng.uniform(-2, 2, r.n), rng.normal(size=r.n), rng.normal(size=r.n)
+    links = [r.link_names[len(r.link_names) // 2], r.link_names[-1]]
+    wr = {lk: rng.normal(size=6) * 5.0 for lk in links}
+    fext = _pin_fext(pin, pm, wr)
+    got = r.inverse_dynamics_second_order_derivatives(q, v, a, f_ext=wr)
+    _check(got, oracle(pin, pm, pin_q(pm, q), v, a, r.nv, fext=fext), r.nv)
+    plain = r.inverse_dynamics_second_order_derivatives(q, v, a)
+    assert rel(plain[0], got[0]) > 1e-6
+
+
+def test_overflow_is_an_error():
+    """Finite inputs whose products overflow float64 give the package's overflow error (the
+    kernel flags a non-finite entry without a second pass); large finite results pass."""
+    r = Case("solo12").robot
+    q = np.zeros(r.nq)
+    q[6] = 1.0
+    z = np.zeros(r.nv)
+    got = r.inverse_dynamics_second_order_derivatives(q, np.full(r.nv, 1e150), z)
+    assert all(np.isfinite(g).all() for g in got) and np.abs(got[0]).max() > 1e290
+    with pytest.raises(ValueError, match="overflowed"):
+        r.inverse_dynamics_second_order_derivatives(q, np.full(r.nv, 1e155), z)
+
+
+_ONE = ('<robot name="r"><link name="base"><inertial><origin xyz="0.1 0.02 -0.03" rpy="0.1 0.2 0.3"/>'
+        '<mass value="2.0"/><inertia ixx="0.1" ixy="0.01" ixz="0" iyy="0.2" iyz="0" izz="0.15"/>'
+        '</inertial></link>{}</robot>')
+_JOINT = ('<joint name="j1" type="{}"><parent link="base"/><child link="l1"/>'
+          '<origin xyz="0.1 0.2 0.3" rpy="0.3 -0.2 0.1"/><axis xyz="0.3 0.5 0.8"/>'
+          '<limit lower="-3" upper="3" effort="1" velocity="1"/></joint><link name="l1"><inertial>'
+          '<origin xyz="0.05 0.1 0.0"/><mass value="1.0"/>'
+          '<inertia ixx="0.05" ixy="0" ixz="0" iyy="0.04" iyz="0" izz="0.03"/></inertial></link>')
+
+
+@pytest.mark.parametrize("joint,fb", [("revolute", False), ("prismatic", False), (None, True),
+                                      ("revolute", True), ("prismatic", True)])
+def test_smallest_robots(joint, fb):
+    """One joint on a fixed base, a lone floating body, one joint on a floating base: the
+    triple loop's degenerate cases (i = j = k; the base's own 6 × 6 × 6 block). Several tensors
+    are exactly zero here, so the error is taken relative to max(|oracle|, 1)."""
+    pin = pytest.importorskip("pinocchio")
+    from test_floating_base import _pinq
+    xml = _ONE.format(_JOINT.format(joint) if joint else "")
+    r = mbs.load_urdf(xml, floating_base=fb)
+    pm = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()) if fb else pin.buildModelFromXML(xml)
+    rng = np.random.default_rng(36)
+    if fb:
+        quat = rng.normal(size=4)
+        q = np.r_[rng.normal(size=3), quat / np.linalg.norm(quat), rng.uniform(-1, 1, r.n)]
+        qp = _pinq(pm, q)
+    else:
+        q = qp = rng.uniform(-1, 1, r.n)
+    v, a = rng.normal(size=(2, r.nv))
+    got = r.inverse_dynamics_second_order_derivatives(q, v, a)
+    want = oracle(pin, pm, qp, v, a, r.nv)
+    for g, w in zip(got, want):
+        assert np.abs(g - w).max() <= TOL * max(np.abs(w).max(), 1.0)
+    if fb:  # the base's M does not depend on its pose in its own frame; its τ does
+        assert np.abs(got[3][:6, :6, :6]).max() == 0.0
+        assert np.abs(got[0]).max() > 1e-3
 
 
 def test_batches_out_and_repeated_calls():
