@@ -350,49 +350,75 @@ cdef extern from *:
        subtree ends of the bodies). A 4 x 4 block of C is summed in registers over l (rows l
        with e(l) <= the block's first column, or zero in the block's four columns — the
        structural zeros of unrelated bodies — skipped); A's symmetry gives its column i..i+3 as
-       the contiguous A[l, i..i+3]. Tails by plain loops. */
-    static void fdd_neg_product(long n, const double* __restrict__ A,
-                                const double* __restrict__ B, double* __restrict__ C,
+       the contiguous A[l, i..i+3]. Tails by plain loops. Compiled for AVX2 and the baseline
+       (GCC's target_clones, picked at load time; other compilers: the baseline); with
+       -ffp-contract=off both do the same operations in the same order (the same numbers). */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    #define FDD_CLONES __attribute__((target_clones("avx2", "default")))
+    #else
+    #define FDD_CLONES
+    #endif
+    FDD_CLONES static void fdd_neg_product(long n, const double* __restrict__ A,
+                                const double* __restrict__ B1, const double* __restrict__ B2,
+                                double* __restrict__ C1, double* __restrict__ C2,
                                 const double* last, int fb) {
-        long i, j, l, r, s;
+        /* C1 = -A B1 and C2 = -A B2 at once (B1, B2 share the zero structure): each row of A
+           loaded once for both */
+        long i, j, l, r, s, k;
         #define FDD_E(l) ((long) last[(l) < 6 * fb ? 0 : (l) - 5 * fb] + 5 * fb + 1)
         for (i = 0; i + 4 <= n; i += 4) {
             for (j = 0; j + 4 <= n; j += 4) {
-                double acc[16] = {0.0};
+                double acc[16] = {0.0}, acd[16] = {0.0};
                 for (l = 0; l < n; l++) {
-                    const double* __restrict__ b = B + l * n + j;
-                    if (FDD_E(l) <= j || (b[0] == 0.0 && b[1] == 0.0 && b[2] == 0.0
-                                          && b[3] == 0.0)) continue;
+                    if (FDD_E(l) <= j) continue;
+                    const double* __restrict__ b = B1 + l * n + j;
+                    const double* __restrict__ d = B2 + l * n + j;
                     const double* __restrict__ a = A + l * n + i;
                     for (r = 0; r < 4; r++)
-                        for (s = 0; s < 4; s++) acc[4 * r + s] += a[r] * b[s];
+                        for (s = 0; s < 4; s++) {
+                            acc[4 * r + s] += a[r] * b[s];
+                            acd[4 * r + s] += a[r] * d[s];
+                        }
                 }
                 for (r = 0; r < 4; r++)
-                    for (s = 0; s < 4; s++) C[(i + r) * n + j + s] = -acc[4 * r + s];
+                    for (s = 0; s < 4; s++) {
+                        C1[(i + r) * n + j + s] = -acc[4 * r + s];
+                        C2[(i + r) * n + j + s] = -acd[4 * r + s];
+                    }
             }
             for (; j < n; j++) {
-                double acc[4] = {0.0};
+                double acc[4] = {0.0}, acd[4] = {0.0};
                 for (l = 0; l < n; l++) {
-                    const double x = B[l * n + j];
-                    for (r = 0; r < 4; r++) acc[r] += A[l * n + i + r] * x;
+                    const double x = B1[l * n + j], y = B2[l * n + j];
+                    for (r = 0; r < 4; r++) {
+                        acc[r] += A[l * n + i + r] * x;
+                        acd[r] += A[l * n + i + r] * y;
+                    }
                 }
-                for (r = 0; r < 4; r++) C[(i + r) * n + j] = -acc[r];
+                for (r = 0; r < 4; r++) {
+                    C1[(i + r) * n + j] = -acc[r];
+                    C2[(i + r) * n + j] = -acd[r];
+                }
             }
         }
         for (; i < n; i++) {
-            for (j = 0; j < n; j++) C[i * n + j] = 0.0;
-            for (l = 0; l < n; l++) {
-                const double a0 = -A[l * n + i];
-                const double* __restrict__ b = B + l * n;
-                const long e = FDD_E(l);
-                for (j = 0; j < e; j++) C[i * n + j] += a0 * b[j];
+            for (k = 0; k < 2; k++) {
+                const double* __restrict__ B = k ? B2 : B1;
+                double* __restrict__ C = k ? C2 : C1;
+                for (j = 0; j < n; j++) C[i * n + j] = 0.0;
+                for (l = 0; l < n; l++) {
+                    const double a0 = -A[l * n + i];
+                    const double* __restrict__ b = B + l * n;
+                    const long e = FDD_E(l);
+                    for (j = 0; j < e; j++) C[i * n + j] += a0 * b[j];
+                }
             }
         }
         #undef FDD_E
     }
     """
-    void fdd_neg_product(long n, const double* A, const double* B, double* C,
-                         const double* last, int fb) noexcept nogil
+    void fdd_neg_product(long n, const double* A, const double* B1, const double* B2,
+                         double* C1, double* C2, const double* last, int fb) noexcept nogil
 
 
 cdef int fd_derivatives(const KModel* m, KWork* w, const double* q, const double* v,
@@ -489,8 +515,7 @@ cdef int fd_derivatives(const KModel* m, KWork* w, const double* q, const double
     for i in range(2 * nn):
         P[i] = 0.0  # entries of unrelated bodies stay 0
     deriv_entries(m, w, P, P + nn, NULL)
-    fdd_neg_product(nv, Mi, P, dq, last, fb)
-    fdd_neg_product(nv, Mi, P + nn, dv, last, fb)
+    fdd_neg_product(nv, Mi, P, P + nn, dq, dv, last, fb)
     return 0
 
 
