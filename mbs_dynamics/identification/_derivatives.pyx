@@ -35,6 +35,7 @@ shares. Rows and columns follow Pinocchio's velocity layout.
 """
 import numpy as np
 cimport numpy as cnp
+from libc.stdint cimport uint64_t
 
 
 from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, claim,
@@ -519,23 +520,49 @@ cdef int fd_derivatives(const KModel* m, KWork* w, const double* q, const double
     return 0
 
 
-def _forward_dynamics_derivatives(Data d, q, qd, tau, fx=None, out=None):
+cdef inline bint all_finite(const double* p, Py_ssize_t n) noexcept nogil:
+    """Every p[0 … n) finite (branch-free over the exponent bits, as ``finite_result``)."""
+    cdef const uint64_t* u = <const uint64_t*> p
+    cdef uint64_t acc = 0
+    cdef Py_ssize_t i
+    for i in range(n):
+        acc |= (u[i] & <uint64_t> 0x7FF0000000000000ULL) + <uint64_t> 0x0010000000000000ULL
+    return not (acc >> 63)
+
+
+cdef inline object view_of(cnp.ndarray base, int nd, cnp.npy_intp* dims, double* p):
+    """A C-contiguous float64 view of ``base``'s memory at p (as ``base[k]``, without NumPy's
+    index parsing)."""
+    cdef cnp.ndarray v = cnp.PyArray_SimpleNewFromData(nd, dims, cnp.NPY_DOUBLE, p)
+    cnp.set_array_base(v, base)
+    return v
+
+
+cdef object _forward_dynamics_derivatives(Data d, q, qd, tau, fx, out):
     """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹), each (nv, nv), views of one (3, nv, nv) array (``out`` if given);
-    for (N, ·) batches each (N, nv, nv), views of one (3, N, nv, nv) array."""
+    for (N, ·) batches each (N, nv, nv), views of one (3, N, nv, nv) array. Checked finite."""
     cdef KModel* m = &d.m
     cdef bint batch = not (type(q) is np.ndarray and (<cnp.ndarray> q).ndim == 1) \
         and np.ndim(q) == 2
     q, qd, tau = take_states(m, q, qd, tau, "qd", "tau", batch)
     cdef Py_ssize_t nv = m.nv, N = <Py_ssize_t> q.shape[0] if batch else 1, s, nn = nv * nv
-    cdef tuple shape = (3, N, nv, nv)
+    cdef cnp.npy_intp dims[4]
+    dims[0], dims[1], dims[2], dims[3] = 3, N, nv, nv
+    cdef int nd = 4 if batch else 3
     if not batch:
-        shape = (3, nv, nv)
+        dims[1] = nv
+    cdef tuple shape
     if out is None:
-        out = np.empty(shape)
-    elif not (type(out) is np.ndarray and out.dtype == np.float64 and out.flags.c_contiguous
-              and out.flags.writeable and out.shape == shape):
-        raise ValueError(f"out must be a writable float64 C-contiguous array of shape {shape}")
-    res = fresh_if_alias(out, (q, qd, tau))
+        out = cnp.PyArray_EMPTY(nd, dims, cnp.NPY_DOUBLE, 0)
+        res = out
+    else:
+        shape = (3, N, nv, nv)
+        if not batch:
+            shape = (3, nv, nv)
+        if not (type(out) is np.ndarray and out.dtype == np.float64 and out.flags.c_contiguous
+                and out.flags.writeable and out.shape == shape):
+            raise ValueError(f"out must be a writable float64 C-contiguous array of shape {shape}")
+        res = fresh_if_alias(out, (q, qd, tau))
     cdef bint use_fx = fx is not None
     if use_fx:
         load_fx(d, fx, 1)
@@ -547,6 +574,7 @@ def _forward_dynamics_derivatives(Data d, q, qd, tau, fx=None, out=None):
     cdef double* pt = <double*> cnp.PyArray_DATA(tau)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
     cdef int err = 0
+    cdef bint ok
     if not batch:  # a single sample: no GIL round trip
         err = fd_derivatives(m, w, pq, pv, pt, use_fx, F, P, po, po + nn, po + 2 * nn)
     else:
@@ -559,9 +587,15 @@ def _forward_dynamics_derivatives(Data d, q, qd, tau, fx=None, out=None):
     if err:
         raise ValueError("forward dynamics is singular: a movable joint moves no mass (check the "
                          "inertial parameters)")
+    with nogil:
+        ok = all_finite(po, 3 * N * nn)
+    if not ok:  # finite_result's message
+        finite_result(res, "forward_dynamics_derivatives")
     if res is not out:
         out[...] = res
-    return out[0], out[1], out[2]
+    po = <double*> cnp.PyArray_DATA(out)
+    return (view_of(out, nd - 1, dims + 1, po), view_of(out, nd - 1, dims + 1, po + N * nn),
+            view_of(out, nd - 1, dims + 1, po + 2 * N * nn))
 
 
 # the public entries take the Data's owner flag (one thread at a time, kernels/_data.pyx)
@@ -582,7 +616,6 @@ def forward_dynamics_derivatives(Data d, q, qd, tau, fx=None, out=None):
     (:func:`fd_derivatives`); fx: optional body wrenches (1, nb, 6) (single samples)."""
     claim(d)
     try:
-        return finite_result(_forward_dynamics_derivatives(d, q, qd, tau, fx, out),
-                             "forward_dynamics_derivatives")
+        return _forward_dynamics_derivatives(d, q, qd, tau, fx, out)
     finally:
         unclaim(d)

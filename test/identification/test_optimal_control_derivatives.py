@@ -225,3 +225,27 @@ def _joint_q(pm, qj):
     for j, x in zip(pm.joints[2:], qj):
         out += [np.cos(x), np.sin(x)] if j.nq == 2 else [x]
     return np.array(out)
+
+
+def test_forward_dynamics_derivatives_views_and_overflow():
+    """The three results of a single call are C-contiguous writable views of one (3, nv, nv)
+    array that outlive each other; an overflowing input (|q̇| ~ 1e200) is a ValueError, single
+    and batch (the finiteness check runs in the kernel's wrapper, not on the returned tuple)."""
+    case = Case("solo12")
+    r = case.robot
+    rng = np.random.default_rng(27)
+    q, v, tau = case.state(rng)
+    dq, dv, mi = r.forward_dynamics_derivatives(q, v, tau)
+    base = dq.base
+    assert base is dv.base is mi.base and base.shape == (3, r.nv, r.nv)
+    for k, g in enumerate((dq, dv, mi)):
+        assert g.shape == (r.nv, r.nv) and g.flags.c_contiguous and g.flags.writeable
+        assert np.array_equal(g, base[k])
+    want = [x.copy() for x in _pin_fd(case, q, v, tau)]
+    del dq, mi, base  # dv keeps the memory alive
+    assert rel(dv, want[1]) <= 1e-10
+    with pytest.raises(ValueError, match="overflowed"):
+        r.forward_dynamics_derivatives(q, v * 1e200, tau)
+    with pytest.raises(ValueError, match="overflowed"):
+        r.forward_dynamics_derivatives(np.array([q, q]), np.array([v, v * 1e200]),
+                                       np.array([tau, tau]))
