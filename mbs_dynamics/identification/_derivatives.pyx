@@ -460,7 +460,7 @@ cdef int fd_derivatives(const KModel* m, KWork* w, const double* q, const double
     for i in range(nb):
         w.qj[2 * nb + i] = 0.0
     deriv_forward(m, w, use_fx, True)
-    if minv_solve(m, w, F, Mi, w.dC + C_S, 36):
+    if minv_solve(m, w, F, Mi, w.dC + C_S, 36) == 1:  # (2, overflow: the caller's check)
         return 1
     deriv_composites(m, w)
     for ci in range(nv):
