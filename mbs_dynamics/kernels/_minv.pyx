@@ -101,17 +101,10 @@ cdef extern from *:
         double x;
         for (i0 = 0; i0 < n; i0 += 4) {
             ie = i0 + 4 < n ? i0 + 4 : n;
-            for (r = i0; r < ie; r++)
-                for (t = r; t < ie; t++) {
-                    x = M[r * n + t];
-                    memcpy(&u, &x, 8);
-                    acc |= (u & 0x7FF0000000000000ULL) + 0x0010000000000000ULL;
-                    M[t * n + r] = x;
-                }
-            for (j0 = ie; j0 < n; j0 += 4) {
+            for (j0 = i0; j0 < n; j0 += 4) {   /* the diagonal tile first: t from r on */
                 je = j0 + 4 < n ? j0 + 4 : n;
                 for (r = i0; r < ie; r++)
-                    for (t = j0; t < je; t++) {
+                    for (t = (j0 == i0 ? r : j0); t < je; t++) {
                         x = M[r * n + t];
                         memcpy(&u, &x, 8);
                         acc |= (u & 0x7FF0000000000000ULL) + 0x0010000000000000ULL;
