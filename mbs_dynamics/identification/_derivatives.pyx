@@ -35,6 +35,7 @@ shares. Rows and columns follow Pinocchio's velocity layout.
 """
 import numpy as np
 cimport numpy as cnp
+from libc.stdint cimport uint64_t
 
 
 from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, claim,
@@ -350,49 +351,75 @@ cdef extern from *:
        subtree ends of the bodies). A 4 x 4 block of C is summed in registers over l (rows l
        with e(l) <= the block's first column, or zero in the block's four columns — the
        structural zeros of unrelated bodies — skipped); A's symmetry gives its column i..i+3 as
-       the contiguous A[l, i..i+3]. Tails by plain loops. */
-    static void fdd_neg_product(long n, const double* __restrict__ A,
-                                const double* __restrict__ B, double* __restrict__ C,
+       the contiguous A[l, i..i+3]. Tails by plain loops. Compiled for AVX2 and the baseline
+       (GCC's target_clones, picked at load time; other compilers: the baseline); with
+       -ffp-contract=off both do the same operations in the same order (the same numbers). */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    #define FDD_CLONES __attribute__((target_clones("avx2", "default")))
+    #else
+    #define FDD_CLONES
+    #endif
+    FDD_CLONES static void fdd_neg_product(long n, const double* __restrict__ A,
+                                const double* __restrict__ B1, const double* __restrict__ B2,
+                                double* __restrict__ C1, double* __restrict__ C2,
                                 const double* last, int fb) {
-        long i, j, l, r, s;
+        /* C1 = -A B1 and C2 = -A B2 at once (B1, B2 share the zero structure): each row of A
+           loaded once for both */
+        long i, j, l, r, s, k;
         #define FDD_E(l) ((long) last[(l) < 6 * fb ? 0 : (l) - 5 * fb] + 5 * fb + 1)
         for (i = 0; i + 4 <= n; i += 4) {
             for (j = 0; j + 4 <= n; j += 4) {
-                double acc[16] = {0.0};
+                double acc[16] = {0.0}, acd[16] = {0.0};
                 for (l = 0; l < n; l++) {
-                    const double* __restrict__ b = B + l * n + j;
-                    if (FDD_E(l) <= j || (b[0] == 0.0 && b[1] == 0.0 && b[2] == 0.0
-                                          && b[3] == 0.0)) continue;
+                    if (FDD_E(l) <= j) continue;
+                    const double* __restrict__ b = B1 + l * n + j;
+                    const double* __restrict__ d = B2 + l * n + j;
                     const double* __restrict__ a = A + l * n + i;
                     for (r = 0; r < 4; r++)
-                        for (s = 0; s < 4; s++) acc[4 * r + s] += a[r] * b[s];
+                        for (s = 0; s < 4; s++) {
+                            acc[4 * r + s] += a[r] * b[s];
+                            acd[4 * r + s] += a[r] * d[s];
+                        }
                 }
                 for (r = 0; r < 4; r++)
-                    for (s = 0; s < 4; s++) C[(i + r) * n + j + s] = -acc[4 * r + s];
+                    for (s = 0; s < 4; s++) {
+                        C1[(i + r) * n + j + s] = -acc[4 * r + s];
+                        C2[(i + r) * n + j + s] = -acd[4 * r + s];
+                    }
             }
             for (; j < n; j++) {
-                double acc[4] = {0.0};
+                double acc[4] = {0.0}, acd[4] = {0.0};
                 for (l = 0; l < n; l++) {
-                    const double x = B[l * n + j];
-                    for (r = 0; r < 4; r++) acc[r] += A[l * n + i + r] * x;
+                    const double x = B1[l * n + j], y = B2[l * n + j];
+                    for (r = 0; r < 4; r++) {
+                        acc[r] += A[l * n + i + r] * x;
+                        acd[r] += A[l * n + i + r] * y;
+                    }
                 }
-                for (r = 0; r < 4; r++) C[(i + r) * n + j] = -acc[r];
+                for (r = 0; r < 4; r++) {
+                    C1[(i + r) * n + j] = -acc[r];
+                    C2[(i + r) * n + j] = -acd[r];
+                }
             }
         }
         for (; i < n; i++) {
-            for (j = 0; j < n; j++) C[i * n + j] = 0.0;
-            for (l = 0; l < n; l++) {
-                const double a0 = -A[l * n + i];
-                const double* __restrict__ b = B + l * n;
-                const long e = FDD_E(l);
-                for (j = 0; j < e; j++) C[i * n + j] += a0 * b[j];
+            for (k = 0; k < 2; k++) {
+                const double* __restrict__ B = k ? B2 : B1;
+                double* __restrict__ C = k ? C2 : C1;
+                for (j = 0; j < n; j++) C[i * n + j] = 0.0;
+                for (l = 0; l < n; l++) {
+                    const double a0 = -A[l * n + i];
+                    const double* __restrict__ b = B + l * n;
+                    const long e = FDD_E(l);
+                    for (j = 0; j < e; j++) C[i * n + j] += a0 * b[j];
+                }
             }
         }
         #undef FDD_E
     }
     """
-    void fdd_neg_product(long n, const double* A, const double* B, double* C,
-                         const double* last, int fb) noexcept nogil
+    void fdd_neg_product(long n, const double* A, const double* B1, const double* B2,
+                         double* C1, double* C2, const double* last, int fb) noexcept nogil
 
 
 cdef int fd_derivatives(const KModel* m, KWork* w, const double* q, const double* v,
@@ -433,7 +460,7 @@ cdef int fd_derivatives(const KModel* m, KWork* w, const double* q, const double
     for i in range(nb):
         w.qj[2 * nb + i] = 0.0
     deriv_forward(m, w, use_fx, True)
-    if minv_solve(m, w, F, Mi, w.dC + C_S, 36):
+    if minv_solve(m, w, F, Mi, w.dC + C_S, 36) == 1:  # (2, overflow: the caller's check)
         return 1
     deriv_composites(m, w)
     for ci in range(nv):
@@ -489,28 +516,53 @@ cdef int fd_derivatives(const KModel* m, KWork* w, const double* q, const double
     for i in range(2 * nn):
         P[i] = 0.0  # entries of unrelated bodies stay 0
     deriv_entries(m, w, P, P + nn, NULL)
-    fdd_neg_product(nv, Mi, P, dq, last, fb)
-    fdd_neg_product(nv, Mi, P + nn, dv, last, fb)
+    fdd_neg_product(nv, Mi, P, P + nn, dq, dv, last, fb)
     return 0
 
 
-def _forward_dynamics_derivatives(Data d, q, qd, tau, fx=None, out=None):
+cdef inline bint all_finite(const double* p, Py_ssize_t n) noexcept nogil:
+    """Every p[0 … n) finite (branch-free over the exponent bits, as ``finite_result``)."""
+    cdef const uint64_t* u = <const uint64_t*> p
+    cdef uint64_t acc = 0
+    cdef Py_ssize_t i
+    for i in range(n):
+        acc |= (u[i] & <uint64_t> 0x7FF0000000000000ULL) + <uint64_t> 0x0010000000000000ULL
+    return not (acc >> 63)
+
+
+cdef inline object view_of(cnp.ndarray base, int nd, cnp.npy_intp* dims, double* p):
+    """A C-contiguous float64 view of ``base``'s memory at p (as ``base[k]``, without NumPy's
+    index parsing)."""
+    cdef cnp.ndarray v = cnp.PyArray_SimpleNewFromData(nd, dims, cnp.NPY_DOUBLE, p)
+    cnp.set_array_base(v, base)
+    return v
+
+
+cdef object _forward_dynamics_derivatives(Data d, q, qd, tau, fx, out):
     """(∂q̈/∂q, ∂q̈/∂q̇, M⁻¹), each (nv, nv), views of one (3, nv, nv) array (``out`` if given);
-    for (N, ·) batches each (N, nv, nv), views of one (3, N, nv, nv) array."""
+    for (N, ·) batches each (N, nv, nv), views of one (3, N, nv, nv) array. Checked finite."""
     cdef KModel* m = &d.m
     cdef bint batch = not (type(q) is np.ndarray and (<cnp.ndarray> q).ndim == 1) \
         and np.ndim(q) == 2
     q, qd, tau = take_states(m, q, qd, tau, "qd", "tau", batch)
     cdef Py_ssize_t nv = m.nv, N = <Py_ssize_t> q.shape[0] if batch else 1, s, nn = nv * nv
-    cdef tuple shape = (3, N, nv, nv)
+    cdef cnp.npy_intp dims[4]
+    dims[0], dims[1], dims[2], dims[3] = 3, N, nv, nv
+    cdef int nd = 4 if batch else 3
     if not batch:
-        shape = (3, nv, nv)
+        dims[1] = nv
+    cdef tuple shape
     if out is None:
-        out = np.empty(shape)
-    elif not (type(out) is np.ndarray and out.dtype == np.float64 and out.flags.c_contiguous
-              and out.flags.writeable and out.shape == shape):
-        raise ValueError(f"out must be a writable float64 C-contiguous array of shape {shape}")
-    res = fresh_if_alias(out, (q, qd, tau))
+        out = cnp.PyArray_EMPTY(nd, dims, cnp.NPY_DOUBLE, 0)
+        res = out
+    else:
+        shape = (3, N, nv, nv)
+        if not batch:
+            shape = (3, nv, nv)
+        if not (type(out) is np.ndarray and out.dtype == np.float64 and out.flags.c_contiguous
+                and out.flags.writeable and out.shape == shape):
+            raise ValueError(f"out must be a writable float64 C-contiguous array of shape {shape}")
+        res = fresh_if_alias(out, (q, qd, tau))
     cdef bint use_fx = fx is not None
     if use_fx:
         load_fx(d, fx, 1)
@@ -522,6 +574,7 @@ def _forward_dynamics_derivatives(Data d, q, qd, tau, fx=None, out=None):
     cdef double* pt = <double*> cnp.PyArray_DATA(tau)
     cdef double* po = <double*> cnp.PyArray_DATA(res)
     cdef int err = 0
+    cdef bint ok
     if not batch:  # a single sample: no GIL round trip
         err = fd_derivatives(m, w, pq, pv, pt, use_fx, F, P, po, po + nn, po + 2 * nn)
     else:
@@ -534,9 +587,15 @@ def _forward_dynamics_derivatives(Data d, q, qd, tau, fx=None, out=None):
     if err:
         raise ValueError("forward dynamics is singular: a movable joint moves no mass (check the "
                          "inertial parameters)")
+    with nogil:
+        ok = all_finite(po, 3 * N * nn)
+    if not ok:  # finite_result's message
+        finite_result(res, "forward_dynamics_derivatives")
     if res is not out:
         out[...] = res
-    return out[0], out[1], out[2]
+    po = <double*> cnp.PyArray_DATA(out)
+    return (view_of(out, nd - 1, dims + 1, po), view_of(out, nd - 1, dims + 1, po + N * nn),
+            view_of(out, nd - 1, dims + 1, po + 2 * N * nn))
 
 
 # the public entries take the Data's owner flag (one thread at a time, kernels/_data.pyx)
@@ -557,7 +616,6 @@ def forward_dynamics_derivatives(Data d, q, qd, tau, fx=None, out=None):
     (:func:`fd_derivatives`); fx: optional body wrenches (1, nb, 6) (single samples)."""
     claim(d)
     try:
-        return finite_result(_forward_dynamics_derivatives(d, q, qd, tau, fx, out),
-                             "forward_dynamics_derivatives")
+        return _forward_dynamics_derivatives(d, q, qd, tau, fx, out)
     finally:
         unclaim(d)

@@ -40,6 +40,8 @@ cnp.import_array()
 
 cdef extern from *:
     """
+    #include <stdint.h>
+    #include <string.h>
     /* Row loops of the 6 x nv sets (row stride nv), over the columns j0 <= j < j1; restrict lets
        the compiler vectorise them across columns. */
     static inline void minv_dot(long nv, long j0, long j1, const double* s, double c,
@@ -90,7 +92,30 @@ cdef extern from *:
     static inline void minv_scale(long n, double c, double* y) {
         for (long j = 0; j < n; j++) y[j] *= c;
     }
+    static inline int minv_mirror(long n, double* M) {
+        /* M's strictly lower triangle = the transpose of its upper one, in 4 x 4 tiles (rows
+           i0..i0+3 read contiguously, written as columns of four consecutive rows); 1 if every
+           entry of the upper triangle (diagonal included) is finite, by the exponent bits */
+        uint64_t acc = 0, u;
+        long i0, j0, r, t, ie, je;
+        double x;
+        for (i0 = 0; i0 < n; i0 += 4) {
+            ie = i0 + 4 < n ? i0 + 4 : n;
+            for (j0 = i0; j0 < n; j0 += 4) {   /* the diagonal tile first: t from r on */
+                je = j0 + 4 < n ? j0 + 4 : n;
+                for (r = i0; r < ie; r++)
+                    for (t = (j0 == i0 ? r : j0); t < je; t++) {
+                        x = M[r * n + t];
+                        memcpy(&u, &x, 8);
+                        acc |= (u & 0x7FF0000000000000ULL) + 0x0010000000000000ULL;
+                        M[t * n + r] = x;
+                    }
+            }
+        }
+        return !(acc >> 63);
+    }
     """
+    int minv_mirror(long n, double* M) noexcept nogil
     void minv_axpy(long n, double c, const double* x, double* y) noexcept nogil
     void minv_scale(long n, double c, double* y) noexcept nogil
     void minv_dot(long nv, long j0, long j1, const double* s, double c, const double* X,
@@ -171,7 +196,8 @@ cdef inline void frame_inertia(const KModel* m, int i, const double* P, double* 
 cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T) noexcept nogil:
     """M⁻¹ (nv × nv, both triangles) into Mi at the joint positions in ``w.qj`` row 0 (with
     ``have_T`` the joint poses w.T are already there, e.g. from the ABA kernel); F: the ``Fs``
-    scratch. 1 if a movable subtree has no mass (I^A singular). Overwrites w.IA, w.D, w.Cw,
+    scratch. 1 if a movable subtree has no mass (I^A singular), 2 if an entry of M⁻¹ is not
+    finite (overflow), else 0. Overwrites w.IA, w.D, w.Cw,
     w.Sw, w.Sdw.
 
     The sets live in one reference frame — the fixed base's, or the floating base's own (M⁻¹
@@ -213,7 +239,8 @@ cdef int minv_solve(const KModel* m, KWork* w, double* F, double* Mi, const doub
     """The algebra of :func:`minv_core` once the geometry is in the reference frame: w.IA holds
     each body's inertia (6×6, row-major), ``Sw + sst·c`` the screw S_c of velocity column c
     (non-base columns; the base's are the unit screws). M⁻¹ into Mi (both triangles); F: the
-    ``Fs`` scratch. 1 if a movable subtree has no mass. Overwrites w.IA, w.D, w.Sdw."""
+    ``Fs`` scratch. 1 if a movable subtree has no mass, 2 if an entry of M⁻¹ is not finite
+    (overflow), else 0. Overwrites w.IA, w.D, w.Sdw."""
     cdef int nb = m.nb, fb = m.fb, nv = m.nv, sz = 6 * m.nv, i, j, a, b, c, L, par
     cdef double* A = F                 # (nb, 6, nv) motion sets
     cdef double* Fc = F + nb * sz      # (6, nv) the force sets
@@ -261,8 +288,6 @@ cdef int minv_solve(const KModel* m, KWork* w, double* F, double* Mi, const doub
         par = m.parent[i]
         if par >= 0 and last[i] > last[par]:
             last[par] = last[i]
-    for i in range(nv * nv):
-        Mi[i] = 0.0
     for i in range(sz):
         Fc[i] = 0.0
     # ---- backward: M̃ rows and the force sets
@@ -317,15 +342,17 @@ cdef int minv_solve(const KModel* m, KWork* w, double* F, double* Mi, const doub
             Uw = w.Sdw + 6 * c
             for a in range(6):
                 u[a] = Uw[a] * Dinv
-            minv_dot_sub(nv, c, nv, u, Ap, row)
+            # M̃_ij is zero outside the subtree (j > L): there the entry is the correction alone
+            minv_dot_sub(nv, c, L + 1, u, Ap, row)
+            minv_dot(nv, L + 1, nv, u, -1.0, Ap, row)
             if L > c:
                 minv_outer(nv, c, nv, S, row, Ap, Ai)
-        elif L > c:
-            minv_outer(nv, c, nv, S, row, NULL, Ai)
-    for i in range(nv):
-        for j in range(i):
-            Mi[i * nv + j] = Mi[j * nv + i]
-    return 0
+        else:
+            for j in range(L + 1, nv):
+                row[j] = 0.0
+            if L > c:
+                minv_outer(nv, c, nv, S, row, NULL, Ai)
+    return 0 if minv_mirror(nv, Mi) else 2
 
 
 def _singular():
@@ -360,11 +387,13 @@ cdef object _inverse_mass_matrix(Data d, q, out):
         with nogil:
             for s in range(N):
                 load_jet(m, w, pq + s * nq, NULL, 0)
-                if minv_core(m, w, F, po + s * nv * nv, False):
-                    err = 1
+                err = minv_core(m, w, F, po + s * nv * nv, False)
+                if err:
                     break
-    if err:
+    if err == 1:
         _singular()
+    if err:  # 2: an entry overflowed (the kernel checked every entry): finite_result's message
+        finite_result(res, "inverse_mass_matrix")
     if res is not out:
         out[...] = res
     return out
@@ -374,6 +403,6 @@ def inverse_mass_matrix(Data d, q, out=None):
     """M(q)⁻¹ (nv, nv) at q (nq,), or (N, nv, nv) for q (N, nq); ``out`` optional."""
     claim(d)
     try:
-        return finite_result(_inverse_mass_matrix(d, q, out), "inverse_mass_matrix")
+        return _inverse_mass_matrix(d, q, out)
     finally:
         unclaim(d)

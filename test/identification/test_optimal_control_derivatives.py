@@ -225,3 +225,60 @@ def _joint_q(pm, qj):
     for j, x in zip(pm.joints[2:], qj):
         out += [np.cos(x), np.sin(x)] if j.nq == 2 else [x]
     return np.array(out)
+
+
+def test_forward_dynamics_derivatives_views_and_overflow():
+    """The three results of a single call are C-contiguous writable views of one (3, nv, nv)
+    array that outlive each other; an overflowing input (|q̇| ~ 1e200) is a ValueError, single
+    and batch (the finiteness check runs in the kernel's wrapper, not on the returned tuple)."""
+    case = Case("solo12")
+    r = case.robot
+    rng = np.random.default_rng(27)
+    q, v, tau = case.state(rng)
+    dq, dv, mi = r.forward_dynamics_derivatives(q, v, tau)
+    base = dq.base
+    assert base is dv.base is mi.base and base.shape == (3, r.nv, r.nv)
+    for k, g in enumerate((dq, dv, mi)):
+        assert g.shape == (r.nv, r.nv) and g.flags.c_contiguous and g.flags.writeable
+        assert np.array_equal(g, base[k])
+    want = [x.copy() for x in _pin_fd(case, q, v, tau)]
+    del dq, mi, base  # dv keeps the memory alive
+    assert rel(dv, want[1]) <= 1e-10
+    with pytest.raises(ValueError, match="overflowed"):
+        r.forward_dynamics_derivatives(q, v * 1e200, tau)
+    with pytest.raises(ValueError, match="overflowed"):
+        r.forward_dynamics_derivatives(np.array([q, q]), np.array([v, v * 1e200]),
+                                       np.array([tau, tau]))
+
+
+_TINY = """<robot name="tiny"><link name="base"/>
+<link name="l1"><inertial><mass value="2.0"/><origin xyz="0 0 0.1"/>
+<inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+<link name="l2"><inertial><mass value="{m}"/><origin xyz="0 0 0"/>
+<inertia ixx="{m}" iyy="{m}" izz="{m}" ixy="0" ixz="0" iyz="0"/></inertial></link>
+<joint name="j1" type="revolute"><parent link="base"/><child link="l1"/><axis xyz="0 1 0"/>
+<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+<joint name="j2" type="prismatic"><parent link="base"/><child link="l2"/><axis xyz="1 0 0"/>
+<origin xyz="0 0 0.3"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>"""
+
+
+def test_inverse_mass_matrix_overflow_is_an_error():
+    """M⁻¹'s finiteness is checked inside the kernel's mirror pass: a subnormal mass (1e-310) on
+    a second root (no parent whose articulated inertia would turn NaN: 1/D overflows alone) is
+    the overflow ValueError, single, batch (in the second sample) and ∂FD;
+    a small but normal mass still gives Pinocchio's M⁻¹."""
+    q = np.array([0.3, 0.2])
+    r = mbs.load_urdf(_TINY.format(m="1e-310"))
+    with pytest.raises(ValueError, match="inverse_mass_matrix: the result overflowed"):
+        r.inverse_mass_matrix(q)
+    with pytest.raises(ValueError, match="inverse_mass_matrix: the result overflowed"):
+        r.inverse_mass_matrix(np.array([q, -q]))
+    with pytest.raises(ValueError, match="forward_dynamics_derivatives: the result overflowed"):
+        r.forward_dynamics_derivatives(q, np.zeros(2), np.ones(2))
+    pin = pytest.importorskip("pinocchio")
+    xml = _TINY.format(m="1e-6")
+    r = mbs.load_urdf(xml)
+    pm = pin.buildModelFromXML(xml)
+    want = sym(pin.computeMinverse(pm, pm.createData(), q).copy())
+    got = r.inverse_mass_matrix(np.array([q, q]))
+    assert rel(got[1], want) <= 1e-12 and np.array_equal(got[0], got[0].T)
