@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -111,6 +112,16 @@ private:
 
   rclcpp::Publisher<rosgraph_msgs::msg::Clock>::SharedPtr clock_pub_;
   rclcpp::Publisher<sensor_msgs::msg::JointState>::SharedPtr motor_pub_;
+  // lock-step with a controller in another process (hardware parameter lockstep_topic): write()
+  // of cycle k waits until a message has arrived on that topic since read() of cycle k published
+  // the state (the command computed from it), at most lockstep_timeout wall seconds
+  rclcpp::GenericSubscription::SharedPtr lockstep_sub_;
+  std::mutex lockstep_mutex_;
+  std::condition_variable lockstep_cv_;
+  int64_t lockstep_count_ = 0;   // messages received (guarded by lockstep_mutex_)
+  int64_t lockstep_mark_ = 0;    // the count when this cycle's state went out
+  double lockstep_timeout_ = 1.0;
+  int64_t lockstep_timeouts_ = 0;
   sensor_msgs::msg::JointState motor_msg_;
   rclcpp::Logger logger_ = rclcpp::get_logger("MujocoSystem");
   rclcpp::Clock steady_clock_{RCL_STEADY_TIME};
