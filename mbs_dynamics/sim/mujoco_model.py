@@ -356,7 +356,9 @@ def ros2_control_block(model, mjcf_path, *, name="MujocoSystem", substeps=None,
             controller's ``~/commands``) whose publisher runs in another process: each cycle
             the simulation waits (at most 1 s of wall time) until a message has arrived on it
             since the cycle's state was read, so the command computed from the state of cycle
-            k is applied from cycle k + 1 on, whatever the load. Empty: no waiting.
+            k is applied from cycle k + 1 on, whatever the load (its data, one effort per joint
+            in this block's joint order, is applied even when the controller's own subscription
+            has not stored it yet). Empty: no waiting.
     """
     rc = ET.Element("ros2_control", {"name": name, "type": "system"})
     hw = ET.SubElement(rc, "hardware")

@@ -196,12 +196,13 @@ CallbackReturn MujocoSystem::on_init(
     }
     const std::string lockstep = param(hw, "lockstep_topic", "");
     if (!lockstep.empty()) {
-      lockstep_sub_ = node->create_generic_subscription(
-        lockstep, "std_msgs/msg/Float64MultiArray", rclcpp::SystemDefaultsQoS(),
-        [this](std::shared_ptr<const rclcpp::SerializedMessage>) {
+      lockstep_sub_ = node->create_subscription<std_msgs::msg::Float64MultiArray>(
+        lockstep, rclcpp::SystemDefaultsQoS(),
+        [this](const std_msgs::msg::Float64MultiArray & msg) {
           {
             std::lock_guard<std::mutex> lock(lockstep_mutex_);
             ++lockstep_count_;
+            lockstep_data_ = msg.data;
           }
           lockstep_cv_.notify_all();
         });
@@ -410,6 +411,19 @@ return_type MujocoSystem::write(const rclcpp::Time &, const rclcpp::Duration & p
   }
   const double dt = publish_clock_ ? dt_ :
     std::min(std::max(period.seconds(), 0.0), 10.0 * dt_);
+  if (lockstep_sub_ && lockstep_pending_.size() == joints_.size()) {
+    // last cycle's awaited command: the controller's subscription may not have stored it yet
+    // when this cycle's update() ran (a starved executor thread); the step applies it anyway
+    bool differs = false;
+    for (size_t i = 0; i < joints_.size(); ++i) {
+      if (std::isfinite(lockstep_pending_[i]) && lockstep_pending_[i] != joints_[i].cmd_effort) {
+        joints_[i].cmd_effort = lockstep_pending_[i];
+        differs = true;
+      }
+    }
+    lockstep_overrides_ += differs;
+  }
+  lockstep_pending_.clear();
   if (lockstep_sub_ && released_) {
     // the command computed from the state read() published this cycle (by a node in another
     // process) is awaited before time moves on: the next cycle's controllers then apply it, a
@@ -418,7 +432,9 @@ return_type MujocoSystem::write(const rclcpp::Time &, const rclcpp::Duration & p
     const bool arrived = lockstep_cv_.wait_for(
       lock, std::chrono::duration<double>(lockstep_timeout_),
       [this]() {return lockstep_count_ > lockstep_mark_ || stop_;});
-    if (!arrived) {
+    if (arrived) {
+      lockstep_pending_ = lockstep_data_;
+    } else {
       ++lockstep_timeouts_;
       RCLCPP_WARN_THROTTLE(
         logger_, steady_clock_, 5000, "lock-step: no command within %g s (%ld times so far); "
