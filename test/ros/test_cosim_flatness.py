@@ -8,9 +8,10 @@ The loop runs in lock-step (``lockstep:=true``, the default): the hardware waits
 the torque computed from the state it published, so the torque of cycle k is applied from cycle
 k + 1 on under any load, and the node's law is told that one-period delay (``flatness.delay``,
 lead 1.5 T). A smooth goal (the waypoints of test_cosim.py, splined by the node) is then tracked
-as in-process (link RMS ≤ 1e-4 rad; measured 8.9e-6 — without lock-step and the delay lead
-1.5e-3 unloaded and 6.5e-3 at load 12, doc/guide/sea_control.md); the same goal through the
-rigid arm's JTC + feedforward (test_cosim.py's run) is measured alongside for comparison. The numbers are printed (``pytest -s``) and written to
+as in-process (link RMS ≤ 1e-4 rad; measured 8.9e-6, 7.8e-6 beside two CPU burners; without
+lock-step and the delay lead 1.5e-3 unloaded and 6.5e-3 at load 12, doc/guide/sea_control.md);
+the same goal through the rigid arm's JTC + feedforward (test_cosim.py's run) is measured
+alongside for comparison. The numbers are printed (``pytest -s``) and written to
 ``$MBS_COSIM_RESULTS`` (JSON lines) when set.
 """
 from __future__ import annotations
