@@ -148,6 +148,18 @@ def _per_joint(value, what, n):
     return a
 
 
+def _seconds(value, what):
+    """A finite duration >= 0 [s] as a float, or one FlatnessConfigError naming ``what``."""
+    try:
+        t = float(value)
+    except (TypeError, ValueError):
+        raise FlatnessConfigError(f"{what} must be a number of seconds, got "
+                                  f"{value!r:.40}") from None
+    if not (t >= 0 and np.isfinite(t)):
+        raise FlatnessConfigError(f"{what} must be >= 0 s, got {value!r}")
+    return t
+
+
 def _stiffness(value, n):
     """K as (n,) (diagonal) or (n, n) (symmetric positive definite), validated."""
     try:
@@ -290,20 +302,8 @@ class FlatnessController:
         lead_ok = self._vsa is None or self._has_partials3()
         if sample_time is None:
             sample_time = 1e-3 if lead_ok else 0.0
-        try:
-            T = float(sample_time)
-        except (TypeError, ValueError):
-            raise FlatnessConfigError(f"sample_time must be a number of seconds, got "
-                                      f"{sample_time!r:.40}") from None
-        if not (T >= 0 and np.isfinite(T)):
-            raise FlatnessConfigError(f"sample_time must be >= 0 s, got {sample_time!r}")
-        try:
-            delay = float(delay)
-        except (TypeError, ValueError):
-            raise FlatnessConfigError(f"delay must be a number of seconds, got "
-                                      f"{delay!r:.40}") from None
-        if not (delay >= 0 and np.isfinite(delay)):
-            raise FlatnessConfigError(f"delay must be >= 0 s, got {delay!r}")
+        T = _seconds(sample_time, "sample_time")
+        delay = _seconds(delay, "delay")
         if (T > 0 or delay > 0) and not lead_ok:
             raise FlatnessConfigError(
                 f"the zero-order-hold lead (sample_time > 0 or delay > 0) needs τ_e‴, hence "
