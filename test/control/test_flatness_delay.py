@@ -20,8 +20,8 @@ import mbs_dynamics as mbs
 from mbs_dynamics.control.feedforward import sea_feedforward
 from mbs_dynamics.control.flatness import FlatnessConfigError, FlatnessController
 from mbs_dynamics.control.trajectory import Trajectory
-from conftest import random_urdf
-from elastic_sim import arm7_urdf, mujoco, panda_urdf, strip_urdf
+from elastic_sim import arm7_urdf, mujoco
+from test_flatness_mujoco import robot_text
 
 T = 1e-3
 SUBSTEPS = 4
@@ -30,24 +30,12 @@ OMEGA_S = 40.0       # rad/s: every joint's spring frequency with the motor held
 
 
 def _setup(name):
-    if mujoco is None:
-        pytest.skip("mujoco is not installed")
+    text, robot, q0 = robot_text(name, tree_seed=5)
     from mbs_dynamics.sim.mujoco_model import mujoco_model
 
-    if name == "panda":
-        pytest.importorskip("pinocchio")
-        text = panda_urdf()
-        q0 = np.array([0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.8])
-    elif name == "arm7":
-        text = arm7_urdf()
-        q0 = np.zeros(7)
-    else:
-        text = strip_urdf(random_urdf(5, n_movable=4, massless_prob=0.0)[0])
-        q0 = None
-    robot = mbs.load_urdf(text)
+    if name == "arm7":
+        q0 = np.zeros(7)           # the co-simulation's start
     n = robot.n
-    if q0 is None:
-        q0 = 0.25 * (np.clip(robot.lower, -2, 2) + np.clip(robot.upper, -2, 2)) + 0.1
     M0 = np.diag(robot.mass_matrix(q0))
     act = {"type": "sea", "stiffness": (OMEGA_S ** 2 * M0).tolist(),
            "motor_inertia": (0.5 * M0 + 0.01).tolist(), "motor_damping": [0.02] * n}
