@@ -44,17 +44,23 @@ closed loops are refused by the co-simulation with a message):
   the elastic joints' effort interface (their position command unclaimed: no motor loop).
   Trajectories go to ``/feedforward_node/joint_trajectory`` (trajectory_msgs/JointTrajectory);
   gains from ``flatness_bandwidth`` [rad/s] and ``flatness_damping``
-  (``(s² + 2ζωs + ω²)²`` per joint).
+  (``(s² + 2ζωs + ω²)²`` per joint). ``lockstep`` (default ``true``, sim time only): the
+  hardware waits each cycle for the torque computed from the state it just published, so the
+  delay is one period under any load; the node is told that delay (``flatness.delay``).
+
+The files generated for the run (``/tmp/mbs_cosim_*``) are removed when the launch shuts down.
 
 The motor side of elastic joints (θ, θ', motor torque) is published on
 ``/mujocosystem/motor_states`` (sensor_msgs/JointState); ``/joint_states`` is the link side.
 """
 
 import os
+import shutil
 import tempfile
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler
+from launch.event_handlers import OnShutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 from launch_ros.parameter_descriptions import ParameterValue
@@ -143,12 +149,8 @@ def _model_files(urdf_file, folder, actuator, gravity, loops, options):
 def _setup(context):
     import math
 
-    import yaml
-
     from mbs_dynamics.control.actuators import flatten_params
-    from mbs_dynamics.ros.cosim_setup import (FLATNESS_CONTROLLER, controllers_config,
-                                              find_actuator_section, flatness_controllers_config,
-                                              flatness_node_overrides, proxy_overrides)
+    from mbs_dynamics.ros.cosim_setup import find_actuator_section
     from mbs_dynamics.ros.parameters import read_loops_parameter
 
     urdf_file = LaunchConfiguration("robot_description_file").perform(context).strip()
@@ -193,9 +195,30 @@ def _setup(context):
     controllers_file = _share_config(context, "controllers_file")
     ctrl_doc = _yaml_file(controllers_file, "controllers_file")
     tmp = tempfile.mkdtemp(prefix="mbs_cosim_")
-    files = _model_files(urdf_file, tmp, {"actuator": actuator}, gravity, loops,
-                         {"substeps": substeps, "real_time_factor": rtf,
-                          "publish_clock": use_sim_time})
+    try:
+        return _start(context, tmp, urdf_file, kind, controller, feedforward, use_sim_time,
+                      actuator, gravity, loops, rtf, substeps, controllers_file, ctrl_doc)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _start(context, tmp, urdf_file, kind, controller, feedforward, use_sim_time, actuator,
+           gravity, loops, rtf, substeps, controllers_file, ctrl_doc):
+    """The nodes of :func:`_setup`, with the generated files in ``tmp`` (removed when the
+    launch shuts down)."""
+    import yaml
+
+    from mbs_dynamics.ros.cosim_setup import (FLATNESS_CONTROLLER, controllers_config,
+                                              flatness_controllers_config,
+                                              flatness_node_overrides, proxy_overrides)
+
+    cleanup = RegisterEventHandler(OnShutdown(
+        on_shutdown=lambda event, ctx: shutil.rmtree(tmp, ignore_errors=True)))
+    options = {"substeps": substeps, "real_time_factor": rtf, "publish_clock": use_sim_time}
+    if controller == "flatness" and use_sim_time and _bool(context, "lockstep"):
+        options["lockstep_topic"] = f"/{FLATNESS_CONTROLLER}/commands"
+    files = _model_files(urdf_file, tmp, {"actuator": actuator}, gravity, loops, options)
     try:
         if controller == "flatness":
             ctrl_doc, rate = flatness_controllers_config(ctrl_doc, files["joints"], use_sim_time)
@@ -238,13 +261,13 @@ def _setup(context):
             remappings=[("joint_states", "/joint_states"),
                         ("motor_states", "/mujocosystem/motor_states"),
                         ("~/motor_torque", f"/{FLATNESS_CONTROLLER}/commands")])
-        return [state_publisher, control_node, *spawners, node]
+        return [cleanup, state_publisher, control_node, *spawners, node]
     proxy = Node(
         package="mbs_dynamics", executable="feedforward_proxy", name="feedforward_proxy",
         namespace=LaunchConfiguration("namespace"), output="screen", emulate_tty=True,
         parameters=node_parameters(context, extra=[proxy_overrides(
             actuator, feedforward, use_sim_time)]))
-    return [state_publisher, control_node, *spawners, proxy]
+    return [cleanup, state_publisher, control_node, *spawners, proxy]
 
 
 def generate_launch_description():
@@ -271,6 +294,10 @@ def generate_launch_description():
                         "motor torque through an effort controller (actuator:=sea)"),
         DeclareLaunchArgument("flatness_bandwidth", default_value="20.0",
                               description="controller:=flatness: error bandwidth w [rad/s]"),
+        DeclareLaunchArgument(
+            "lockstep", default_value="true",
+            description="controller:=flatness in sim time: the hardware waits each cycle for "
+                        "the motor torque computed from its state (one period of delay, always)"),
         DeclareLaunchArgument("flatness_damping", default_value="1.0",
                               description="controller:=flatness: damping zeta of the poles"),
         OpaqueFunction(function=_setup),

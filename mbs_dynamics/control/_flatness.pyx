@@ -85,19 +85,21 @@ cdef class SEACycle:
     cdef Data d
     cdef double[:, ::1] x, k, qs, taus, des, des5
     cdef double[::1] K, B, D, te, r, u
-    cdef double T, t_prev
+    cdef double T, t_prev, lead
     cdef int n, kj
     cdef object u_arr, spline
     cdef const double[::1] times, hold0, hold1
     cdef const double[:, :, :, ::1] coef
 
-    def __init__(self, Data d, x, K, B, D, k, double T, qs, taus, te, r, u, des):
+    def __init__(self, Data d, x, K, B, D, k, double T, qs, taus, te, r, u, des,
+                 double delay=0.0):
         self.d = d
         self.x, self.K, self.B, self.D, self.k, self.T = x, K, B, D, k, T
+        self.lead = 0.5 * T + delay                 # the lead time of u + lead · u̇
         self.qs, self.taus, self.te, self.r, self.u, self.u_arr = qs, taus, te, r, u, u
         self.des, self.des5 = des, des[:5]
         self.n = x.shape[1]
-        self.kj = 3 if T > 0 else 2                 # jet order: τ″, and τ‴ for the lead
+        self.kj = 3 if self.lead > 0 else 2         # jet order: τ″, and τ‴ for the lead
         self.t_prev = -1e300
         self.spline = None
         if d.kmax < self.kj:
@@ -186,9 +188,9 @@ cdef class SEACycle:
         cdef double[:, ::1] x = self.x, qs = self.qs, taus = self.taus, k = self.k
         cdef double[::1] K = self.K, B = self.B, D = self.D, te = self.te, r = self.r
         cdef double[::1] u = self.u
-        cdef double T = self.T
+        cdef double hl = self.lead
         cdef Py_ssize_t n = self.n, i, j
-        cdef bint lead = T > 0
+        cdef bint lead = hl > 0
         cdef double acc
         cdef KModel* m = &self.d.m
         cdef KWork* w = &self.d.w
@@ -227,8 +229,8 @@ cdef class SEACycle:
         for j in range(n):
             acc = qs[2, j] + taus[2, j] / K[j]              # θ̈ = q̈ + K⁻¹ τ″
             u[j] = B[j] * acc + D[j] * x[3, j] + te[j]
-            if lead:                                        # + (T/2) u̇
-                u[j] += 0.5 * T * (B[j] * (qs[3, j] + taus[3, j] / K[j]) + D[j] * acc
+            if lead:                                        # + (T/2 + delay) u̇
+                u[j] += hl * (B[j] * (qs[3, j] + taus[3, j] / K[j]) + D[j] * acc
                                    + K[j] * (x[3, j] - x[1, j]))
             if not isfinite(u[j]):
                 return BAD_U

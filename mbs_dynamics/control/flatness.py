@@ -148,6 +148,18 @@ def _per_joint(value, what, n):
     return a
 
 
+def _seconds(value, what):
+    """A finite duration >= 0 [s] as a float, or one FlatnessConfigError naming ``what``."""
+    try:
+        t = float(value)
+    except (TypeError, ValueError):
+        raise FlatnessConfigError(f"{what} must be a number of seconds, got "
+                                  f"{value!r:.40}") from None
+    if not (t >= 0 and np.isfinite(t)):
+        raise FlatnessConfigError(f"{what} must be >= 0 s, got {value!r}")
+    return t
+
+
 def _stiffness(value, n):
     """K as (n,) (diagonal) or (n, n) (symmetric positive definite), validated."""
     try:
@@ -202,6 +214,11 @@ class FlatnessController:
             stage). A VSA takes the same default when its spring law has third partials
             (:meth:`~mbs_dynamics.control.actuators.Spring.partials3`), else 0 (and a lead is
             refused).
+        delay: transport delay d [s] from the measured state to the start of the hold that
+            applies its command (default 0): the command leads by ``T/2 + d``,
+            ``u + (T/2 + d) u̇`` — e.g. one period when the command computed from the state
+            read in cycle k reaches the drive in cycle k + 1, as through a topic to a
+            ros2_control effort controller (doc/guide/cosim.md measures both).
         trajectory: optional :class:`~mbs_dynamics.control.trajectory.Trajectory` over
             ``robot.joint_names`` for :meth:`update`.
 
@@ -214,7 +231,7 @@ class FlatnessController:
 
     def __init__(self, robot, actuator=None, *, stiffness=None, motor_inertia=None,
                  motor_damping=None, poles=None, bandwidth=None, damping=None, sample_time=None,
-                 trajectory=None, **unknown):
+                 delay=0.0, trajectory=None, **unknown):
         if unknown:
             raise FlatnessConfigError(
                 f"unknown keyword(s) {sorted(unknown)}; gains are given by poles= or "
@@ -285,19 +302,17 @@ class FlatnessController:
         lead_ok = self._vsa is None or self._has_partials3()
         if sample_time is None:
             sample_time = 1e-3 if lead_ok else 0.0
-        try:
-            T = float(sample_time)
-        except (TypeError, ValueError):
-            raise FlatnessConfigError(f"sample_time must be a number of seconds, got "
-                                      f"{sample_time!r:.40}") from None
-        if not (T >= 0 and np.isfinite(T)):
-            raise FlatnessConfigError(f"sample_time must be >= 0 s, got {sample_time!r}")
-        if T > 0 and not lead_ok:
+        T = _seconds(sample_time, "sample_time")
+        delay = _seconds(delay, "delay")
+        if (T > 0 or delay > 0) and not lead_ok:
             raise FlatnessConfigError(
-                f"the zero-order-hold lead (sample_time > 0) needs τ_e‴, hence the third "
-                f"partials of the VSA's spring law, and {type(self._vsa.spring).__name__} has "
-                "no partials3(); give sample_time=0 or implement Spring.partials3")
+                f"the zero-order-hold lead (sample_time > 0 or delay > 0) needs τ_e‴, hence "
+                f"the third partials of the VSA's spring law, and "
+                f"{type(self._vsa.spring).__name__} has no partials3(); give sample_time=0 and "
+                "delay=0 or implement Spring.partials3")
         self._T = T
+        self._delay = delay
+        self._lead = 0.5 * T + delay
         self._trajectory = None
         if trajectory is not None:
             self.set_trajectory(trajectory)
@@ -318,7 +333,7 @@ class FlatnessController:
         if self._vsa is None and self._Kinv is None:
             self._cycle = _flatness.SEACycle(
                 robot.data, self._x, self._K, self._B, self._D, self._gains, self._T, self._qs,
-                self._taus, self._te, self._r, self._u, self._des)
+                self._taus, self._te, self._r, self._u, self._des, delay)
             if self._trajectory is not None:
                 self._bind_spline()
 
@@ -439,7 +454,9 @@ class FlatnessController:
 
         With ``sample_time`` T > 0 the command is meant to be held for T (zero-order hold) and
         is ``u + (T/2) u̇``: the mean of the continuous law over the hold to first order (without
-        it the hold delays u by T/2, a link error of order ``(K/M) u̇ T / (2 B k₀)``). ``u̇`` is
+        it the hold delays u by T/2, a link error of order ``(K/M) u̇ T / (2 B k₀)``); with a
+        transport ``delay`` d the hold starts d later and the command is ``u + (T/2 + d) u̇``
+        (the same first-order prediction over T/2 + d). ``u̇`` is
         exact: ``u̇ = B (q⃛ + K⁻¹ τ‴) + D θ̈ + K (θ̇ − q̇)`` with τ‴ from the jet recursion at
         ``q⁽⁵⁾ = v̇ = q_d⁽⁵⁾ + Σ_{i=0..3} k_i (q_d^(i+1) − q^(i+1))`` (q⁽⁴⁾ = v). For a VSA,
         ``u̇ = B (q⃛ + δ⃛) + D θ̈ + φ′`` with δ⃛ from ``τ‴ = d³φ(δ, σ)/dt³`` (the chain rule with
@@ -521,7 +538,7 @@ class FlatnessController:
             np.subtract(desired[i], qs[i], out=w)
             w *= k[i]
             v += w
-        lead = self._T > 0
+        lead = self._lead > 0
         if lead:   # v̇ = q_d⁽⁵⁾ + Σ k_i (q_d^(i+1) − q^(i+1)), with q⁽⁴⁾ = v
             vd = qs[5]
             if shape[0] == 6:
@@ -565,7 +582,7 @@ class FlatnessController:
                     r += w
                 else:
                     r += self._K @ w
-            r *= 0.5 * self._T
+            r *= self._lead
         u *= self._B
         np.multiply(self._D, x[3], out=w)
         u += w

@@ -232,10 +232,11 @@ def actuator_overrides(actuator):
 def flatness_node_overrides(actuator, joints, bandwidth, damping, update_rate,
                             use_sim_time=True):
     """feedforward_node's parameters in ``controller:=flatness``: the actuator, every hardware
-    joint, one cycle per joint state (``control_rate: 0``), the gains by bandwidth and damping,
-    and the hold lead of one controller period T. (``flatness.delay`` stays 0: the state of
-    cycle k reaches the drive from cycle k + 1 on, but a lead of 1.5 T instead of T/2 measured
-    the same link error in the co-simulation, 1.49e-3 against 1.54e-3 rad RMS.)
+    joint, one cycle per joint state (``control_rate: 0``, at the time of its stamp), the gains
+    by bandwidth and damping, the hold lead of one controller period T and a transport delay
+    ``flatness.delay`` of one period: the torque computed from the state the hardware read in
+    cycle k reaches the effort controller in cycle k + 1 (the node is another process), so it
+    is held over the period after next and the lead becomes 1.5 T (doc/guide/cosim.md).
 
     Raises:
         ValueError: the actuator is not ``sea``, or bandwidth/damping not > 0.
@@ -250,5 +251,6 @@ def flatness_node_overrides(actuator, joints, bandwidth, damping, update_rate,
     out.update({"joints": list(joints), "control_rate": 0.0, "flatness.enabled": True,
                 "flatness.bandwidth": float(bandwidth), "flatness.damping": float(damping),
                 "flatness.sample_time": 1.0 / float(update_rate),
+                "flatness.delay": 1.0 / float(update_rate),
                 "use_sim_time": bool(use_sim_time)})
     return out

@@ -21,7 +21,8 @@ Topics (inputs relative, so launch files remap them; outputs private):
   velocity θ̇ [rad/s] reflected to the joint side (what the co-simulation's MuJoCo hardware
   publishes on ``<hardware>/motor_states``, and sim_node on ``~/motor_states``); of the last
   four, the one whose header stamp is nearest the joint state's is used (one control cycle's
-  sample), else the latest; pub ``~/motor_torque`` —
+  sample), else the latest; with ``control_rate`` 0 a cycle runs per joint state at the time
+  of its header stamp (the clock when unstamped); pub ``~/motor_torque`` —
   std_msgs/Float64MultiArray: the flatness controller's motor torque u in ``joints`` order
   (:mod:`.flatness_output`; ``effort_controllers/JointGroupEffortController``'s ``~/commands``
   takes it);
@@ -562,6 +563,8 @@ class FeedforwardNode(Node):
             ctl.set_joint_state(msg.name, msg.position, msg.velocity, stamp=received)
             self._js_done = js
         ns = now.nanoseconds
+        if self._flat is not None and self._rate <= 0.0 and self._js_done is not None:
+            ns = self._sample_time_ns(self._js_done[0], ns, ctl.joint_state_timeout)
         out = ctl.update(ns * 1e-9)
         if out.valid:
             self._publish(out, ns)
@@ -570,6 +573,19 @@ class FeedforwardNode(Node):
                 self._publish_motor_torque(flat, ctl, out, ns * 1e-9)
         elif out.mode == "none":
             self._log_not_publishing(ctl)
+
+    @staticmethod
+    def _sample_time_ns(msg, now_ns, timeout):
+        """The cycle time of a flatness cycle run once per joint state (``control_rate`` 0): the
+        joint state's header stamp when it has one within ``timeout`` of the clock, else the
+        clock. The clock is read when the sample is processed, after the simulator or driver
+        may already have advanced it by a period: the desired jet would then be sampled one
+        period ahead of the state on some cycles and not on others (measured in the MuJoCo
+        co-simulation: link RMS 1.5e-3 rad instead of 1e-5, doc/guide/cosim.md)."""
+        stamp_ns = msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
+        if stamp_ns > 0 and abs(now_ns - stamp_ns) * 1e-9 <= timeout:
+            return stamp_ns
+        return now_ns
 
     def _log_not_publishing(self, ctl):
         """One message while waiting for the first joint state, then at most every 30 s; one

@@ -59,7 +59,7 @@ class FlatnessOutput:
         bandwidth, damping: instead of ``poles`` (see FlatnessController).
         sample_time: the hold period T [s] (SEA lead ``u + (T/2) u̇``); 0: none.
         delay: transport delay d [s] between the states read and the command applied: the
-            lead becomes ``(T/2 + d) u̇`` (FlatnessController with ``sample_time`` T + 2d).
+            lead becomes ``(T/2 + d) u̇`` (FlatnessController's ``delay``).
 
     Raises:
         ValueError: joints not all of the robot's; whatever FlatnessController refuses (rigid
@@ -87,7 +87,7 @@ class FlatnessOutput:
         try:
             self.controller = FlatnessController(
                 robot, actuator=_permute_actuator(dict(actuator), perm),
-                sample_time=float(sample_time) + 2.0 * float(delay), **kw)
+                sample_time=float(sample_time), delay=float(delay), **kw)
         except FlatnessConfigError as exc:
             raise ValueError(f"flatness: {exc}") from None
         self.sample_time = float(sample_time)

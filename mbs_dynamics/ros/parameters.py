@@ -107,8 +107,9 @@ FLATNESS_PARAMETERS = {
               "a VSA); 0: no lead (a continuous-time law).", True, (-1.0, 1.0)),
     "flatness.delay": (
         0.0, "Transport delay [s] from the states a cycle reads to the time its u is applied "
-             "(e.g. one controller period when the torque reaches the drive in the next cycle); "
-             "the lead becomes (T/2 + delay) du/dt. SEA only.", True, (0.0, 1.0)),
+             "(e.g. one controller period when the torque reaches the drive in the next cycle, "
+             "as through a topic to a ros2_control effort controller); the lead becomes "
+             "(T/2 + delay) du/dt. SEA only.", True, (0.0, 1.0)),
 }
 
 #: Parameters that may change while the node runs (``ros2 param set``).

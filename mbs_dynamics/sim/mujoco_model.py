@@ -476,7 +476,7 @@ def _param(parent, name, value):
 
 def ros2_control_block(model, mjcf_path, *, name="MujocoSystem", substeps=None,
                        real_time_factor=1.0, publish_clock=True,
-                       motor_state_topic="~/motor_states"):
+                       motor_state_topic="~/motor_states", lockstep_topic=""):
     """The ``<ros2_control>`` element for :data:`HARDWARE_PLUGIN` (an ElementTree element).
 
     Args:
@@ -490,6 +490,13 @@ def ros2_control_block(model, mjcf_path, *, name="MujocoSystem", substeps=None,
         publish_clock: publish ``/clock`` (the controller manager then runs in sim time).
         motor_state_topic: topic (relative to the hardware's node) of the motor-side
             sensor_msgs/JointState of elastic joints.
+        lockstep_topic: a std_msgs/Float64MultiArray command topic (e.g. an effort
+            controller's ``~/commands``) whose publisher runs in another process: each cycle
+            the simulation waits (at most 1 s of wall time) until a message has arrived on it
+            since the cycle's state was read, so the command computed from the state of cycle
+            k is applied from cycle k + 1 on, whatever the load (its data, one effort per joint
+            in this block's joint order, is applied even when the controller's own subscription
+            has not stored it yet). Empty: no waiting.
     """
     rc = ET.Element("ros2_control", {"name": name, "type": "system"})
     hw = ET.SubElement(rc, "hardware")
@@ -500,6 +507,8 @@ def ros2_control_block(model, mjcf_path, *, name="MujocoSystem", substeps=None,
     _param(hw, "real_time_factor", real_time_factor)
     _param(hw, "publish_clock", "true" if publish_clock else "false")
     _param(hw, "motor_state_topic", motor_state_topic)
+    if lockstep_topic:
+        _param(hw, "lockstep_topic", lockstep_topic)
     for j in model.joints:
         je = ET.SubElement(rc, "joint", {"name": j.name})
         if j.elastic:

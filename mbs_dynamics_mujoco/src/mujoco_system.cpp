@@ -99,6 +99,10 @@ CallbackReturn MujocoSystem::on_init(
     if (real_time_factor_ < 0.0) {
       throw std::invalid_argument("real_time_factor must be >= 0 (0: as fast as possible)");
     }
+    lockstep_timeout_ = parse_double(param(hw, "lockstep_timeout", "1.0"), "lockstep_timeout");
+    if (lockstep_timeout_ <= 0.0) {
+      throw std::invalid_argument("lockstep_timeout must be > 0 s");
+    }
     const std::string pc = param(hw, "publish_clock", "true");
     publish_clock_ = (pc == "true" || pc == "True" || pc == "1");
 
@@ -189,6 +193,22 @@ CallbackReturn MujocoSystem::on_init(
       motor_msg_.position.resize(motor_msg_.name.size());
       motor_msg_.velocity.resize(motor_msg_.name.size());
       motor_msg_.effort.resize(motor_msg_.name.size());
+    }
+    const std::string lockstep = param(hw, "lockstep_topic", "");
+    if (!lockstep.empty()) {
+      lockstep_sub_ = node->create_subscription<std_msgs::msg::Float64MultiArray>(
+        lockstep, rclcpp::SystemDefaultsQoS(),
+        [this](const std_msgs::msg::Float64MultiArray & msg) {
+          {
+            std::lock_guard<std::mutex> lock(lockstep_mutex_);
+            ++lockstep_count_;
+            lockstep_data_ = msg.data;
+          }
+          lockstep_cv_.notify_all();
+        });
+      RCLCPP_INFO(
+        logger_, "lock-step: each cycle's step waits for a command on %s (at most %g s)",
+        lockstep_sub_->get_topic_name(), lockstep_timeout_);
     }
   } else if (publish_clock_) {
     RCLCPP_FATAL(logger_, "publish_clock needs the hardware component's node (none given)");
@@ -299,6 +319,10 @@ return_type MujocoSystem::read(const rclcpp::Time & time, const rclcpp::Duration
     loop_started_ = true;
   }
   copy_state();
+  if (lockstep_sub_) {
+    std::lock_guard<std::mutex> lock(lockstep_mutex_);
+    lockstep_mark_ = lockstep_count_;
+  }
   if (motor_pub_) {
     // the state this cycle's controllers read, stamped with its time (as joint_state_broadcaster
     // stamps /joint_states), published before they run: a consumer pairing the two by stamp
@@ -387,6 +411,36 @@ return_type MujocoSystem::write(const rclcpp::Time &, const rclcpp::Duration & p
   }
   const double dt = publish_clock_ ? dt_ :
     std::min(std::max(period.seconds(), 0.0), 10.0 * dt_);
+  if (lockstep_sub_ && lockstep_pending_.size() == joints_.size()) {
+    // last cycle's awaited command: the controller's subscription may not have stored it yet
+    // when this cycle's update() ran (a starved executor thread); the step applies it anyway
+    bool differs = false;
+    for (size_t i = 0; i < joints_.size(); ++i) {
+      if (std::isfinite(lockstep_pending_[i]) && lockstep_pending_[i] != joints_[i].cmd_effort) {
+        joints_[i].cmd_effort = lockstep_pending_[i];
+        differs = true;
+      }
+    }
+    lockstep_overrides_ += differs;
+  }
+  lockstep_pending_.clear();
+  if (lockstep_sub_ && released_) {
+    // the command computed from the state read() published this cycle (by a node in another
+    // process) is awaited before time moves on: the next cycle's controllers then apply it, a
+    // delay of exactly one period whatever the load (sim time stands still meanwhile)
+    std::unique_lock<std::mutex> lock(lockstep_mutex_);
+    const bool arrived = lockstep_cv_.wait_for(
+      lock, std::chrono::duration<double>(lockstep_timeout_),
+      [this]() {return lockstep_count_ > lockstep_mark_ || stop_;});
+    if (arrived) {
+      lockstep_pending_ = lockstep_data_;
+    } else {
+      ++lockstep_timeouts_;
+      RCLCPP_WARN_THROTTLE(
+        logger_, steady_clock_, 5000, "lock-step: no command within %g s (%ld times so far); "
+        "stepping on", lockstep_timeout_, static_cast<long>(lockstep_timeouts_));
+    }
+  }
   if (released_) {
     if (!step(dt)) {
       RCLCPP_FATAL(

@@ -26,7 +26,9 @@ POLES = [8.0, 16.0, 24.0, 32.0]
 DIST = 1.0   # [rad/s²]: the link-side step accelerates each link by this much on its own
 
 
-def _robot(name):
+def robot_text(name, tree_seed=7):
+    """(URDF text prepared for MuJoCo, robot, q₀) of ``arm7``, ``panda`` or a random 4-joint
+    tree (skips without mujoco, or pinocchio for the Panda)."""
     if mujoco is None:
         pytest.skip("mujoco is not installed")
     if name == "panda":
@@ -37,13 +39,17 @@ def _robot(name):
         text = arm7_urdf()
         q0 = None
     else:
-        text = strip_urdf(random_urdf(7, n_movable=4, massless_prob=0.0)[0])
+        text = strip_urdf(random_urdf(tree_seed, n_movable=4, massless_prob=0.0)[0])
         q0 = None
     robot = mbs.load_urdf(text)
-    m = mujoco_model(text, robot)
     if q0 is None:
         q0 = 0.25 * (np.clip(robot.lower, -2, 2) + np.clip(robot.upper, -2, 2)) + 0.1
-    return robot, m, q0
+    return text, robot, q0
+
+
+def _robot(name):
+    text, robot, q0 = robot_text(name)
+    return robot, mujoco_model(text, robot), q0
 
 
 def _sea(robot, q0, omega_s, rng=None):

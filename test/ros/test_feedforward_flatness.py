@@ -82,17 +82,22 @@ class FlatHarness(Harness):
         self.clock_pub.publish(Clock(clock=Time(nanoseconds=t_ns).to_msg()))
         assert self.wait_for(lambda: self.node.get_clock().now().nanoseconds == t_ns)
 
-    def send_states(self, x, names=JOINTS, motor=True):
-        """Motor state (received before the cycle), then the joint state that starts it."""
+    def send_states(self, x, names=JOINTS, motor=True, stamp_ns=0):
+        """Motor state (received before the cycle), then the joint state that starts it, both
+        stamped ``stamp_ns`` (0: unstamped)."""
         if motor:
             m = JointState(name=list(names)[::-1], position=[float(v) for v in x[2][::-1]],
                            velocity=[float(v) for v in x[3][::-1]])
             m.header.frame_id = f"m{id(x)}"
+            if stamp_ns:
+                m.header.stamp = Time(nanoseconds=stamp_ns).to_msg()
             self.motor_pub.publish(m)
             assert self.wait_for(lambda: self.node._motor_js is not None
                                  and self.node._motor_js[0].header.frame_id == f"m{id(x)}")
         js = JointState(name=["gripper"] + list(names), position=[0.0] + x[0].tolist(),
                         velocity=[0.0] + x[1].tolist())
+        if stamp_ns:
+            js.header.stamp = Time(nanoseconds=stamp_ns).to_msg()
         self.js_pub.publish(js)
 
 
@@ -146,7 +151,13 @@ def test_motor_torque_equals_the_flatness_controller(flat_harness):
         np.testing.assert_allclose(u, ref.command(*x, held)[PERM], rtol=1e-10, atol=1e-9)
     # a trajectory: u = FlatnessController.update at the node's trajectory time, with its
     # q_d⁽⁵⁾ backward difference over the 1 ms steps
-    start_ns = t_ns + 5_000_000
+    _check_trajectory_cycles(h, ref, rng, q0, t_ns + 5_000_000, 100_000_000, 0)
+
+
+def _check_trajectory_cycles(h, ref, rng, q0, start_ns, offset_ns, clock_ahead_ns):
+    """Start a trajectory at ``start_ns``; six cycles at ``start + offset + k ms``, the joint
+    states stamped with that time when ``clock_ahead_ns`` > 0 and the clock that much ahead
+    (else unstamped, the clock at that time): u equals FlatnessController.update there."""
     msg = _trajectory_message(q0, start_ns)
     traj = parse_joint_trajectory(joint_trajectory_to_dict(msg), strict=False).to_trajectory()
     ref.set_trajectory(traj)
@@ -154,15 +165,29 @@ def test_motor_torque_equals_the_flatness_controller(flat_harness):
     assert h.wait_for(lambda: h.node._controller.has_trajectory)
     count = h.count("motor_torque")
     for k in range(6):
-        t_ns = start_ns + 100_000_000 + k * 1_000_000
-        h.set_time(t_ns)
+        t_ns = start_ns + offset_ns + k * 1_000_000
+        h.set_time(t_ns + clock_ahead_ns)
         x = np.vstack([q0 + rng.normal(0, 0.02, 2), rng.normal(0, 0.1, 2),
                        q0 + rng.normal(0, 0.02, 2), rng.normal(0, 0.1, 2)])
-        h.send_states(x)
+        h.send_states(x, stamp_ns=t_ns if clock_ahead_ns else 0)
         assert h.wait_for(lambda: h.count("motor_torque") == count + k + 1), k
         u = np.array(h.last("motor_torque").data)
         expect = ref.update((t_ns - start_ns) * 1e-9, *x)[PERM]
         np.testing.assert_allclose(u, expect, rtol=1e-9, atol=1e-8)
+
+
+def test_a_cycle_per_joint_state_runs_at_its_stamp(flat_harness):
+    """control_rate 0: the cycle of a stamped joint state samples the trajectory at the stamp,
+    not at the clock — which a simulator (the MuJoCo co-simulation) may already have advanced by
+    a period when the state is processed. u equals FlatnessController.update at the stamps (its
+    q_d⁽⁵⁾ difference over their 1 ms steps); at the clock's time it would differ by q̇_d T."""
+    h = flat_harness()
+    robot, ref = _reference()
+    t_ns = 3_000_000_000
+    h.set_time(t_ns)
+    # the simulator has stepped already: the clock is a period ahead of the joint state's stamp
+    _check_trajectory_cycles(h, ref, np.random.default_rng(11), np.array([0.2, -0.4]),
+                             t_ns + 5_000_000, 200_000_000, 1_000_000)
 
 
 def test_no_motor_torque_without_fresh_motor_states(flat_harness):

@@ -216,6 +216,11 @@ def test_ros2_control_block():
         "position", "velocity", "effort", "motor_position", "motor_velocity"]
     assert float(j2.find("state_interface[@name='position']/param").text) == 0.5
     assert float(j2.find("param[@name='stiffness']").text) == 3000.0
+    assert rc.find("hardware/param[@name='lockstep_topic']") is None   # free-running by default
+    locked, _ = cosim_description(ARM7.read_text(), "/tmp/x.xml", {"actuator": _sea_section()},
+                                  lockstep_topic="/c/commands")
+    assert ET.fromstring(locked).find(
+        "ros2_control/hardware/param[@name='lockstep_topic']").text == "/c/commands"
     rigid, _ = cosim_description(ARM7.read_text(), "/tmp/x.xml")
     j1 = ET.fromstring(rigid).find("ros2_control/joint[@name='arm7_joint1']")
     assert [c.get("name") for c in j1.findall("command_interface")] == ["effort"]
@@ -426,8 +431,9 @@ def test_flatness_controllers_and_node_parameters():
     assert eff["joints"] == joints and eff["interface_name"] == "effort"
     params = flatness_node_overrides(_sea_section(), joints, 20.0, 0.8, rate)
     cfg = check_config(params)
+    # one period of transport delay: the torque of cycle k is applied from cycle k + 1 on
     assert cfg["flatness"] == {"bandwidth": 20.0, "damping": 0.8, "sample_time": 1e-3,
-                               "delay": 0.0}
+                               "delay": 1e-3}
     assert cfg["joints"] == joints and cfg["control_rate"] == 0.0
     with pytest.raises(ValueError, match="actuator:=sea"):
         flatness_node_overrides({"type": "rigid"}, joints, 20.0, 1.0, rate)

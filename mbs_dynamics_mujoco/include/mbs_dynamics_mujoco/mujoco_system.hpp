@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -38,6 +39,7 @@
 #include "rclcpp/rclcpp.hpp"
 #include "rosgraph_msgs/msg/clock.hpp"
 #include "sensor_msgs/msg/joint_state.hpp"
+#include "std_msgs/msg/float64_multi_array.hpp"
 
 namespace mbs_dynamics_mujoco
 {
@@ -111,6 +113,22 @@ private:
 
   rclcpp::Publisher<rosgraph_msgs::msg::Clock>::SharedPtr clock_pub_;
   rclcpp::Publisher<sensor_msgs::msg::JointState>::SharedPtr motor_pub_;
+  // lock-step with a controller in another process (hardware parameter lockstep_topic): write()
+  // of cycle k waits until a message has arrived on that topic since read() of cycle k published
+  // the state (the command computed from it), at most lockstep_timeout wall seconds; write() of
+  // cycle k + 1 applies that message's efforts (one per joint, in the hardware's joint order)
+  // when the controller's command interface does not hold them yet (its own subscription lost
+  // the race with the control loop)
+  rclcpp::Subscription<std_msgs::msg::Float64MultiArray>::SharedPtr lockstep_sub_;
+  std::vector<double> lockstep_data_;      // the latest message's data (lockstep_mutex_)
+  std::vector<double> lockstep_pending_;   // the message awaited last cycle: applied this one
+  int64_t lockstep_overrides_ = 0;
+  std::mutex lockstep_mutex_;
+  std::condition_variable lockstep_cv_;
+  int64_t lockstep_count_ = 0;   // messages received (guarded by lockstep_mutex_)
+  int64_t lockstep_mark_ = 0;    // the count when this cycle's state went out
+  double lockstep_timeout_ = 1.0;
+  int64_t lockstep_timeouts_ = 0;
   sensor_msgs::msg::JointState motor_msg_;
   rclcpp::Logger logger_ = rclcpp::get_logger("MujocoSystem");
   rclcpp::Clock steady_clock_{RCL_STEADY_TIME};
