@@ -161,6 +161,15 @@ def seconds(d):
     return d.sec + 1e-9 * d.nanosec
 
 
+# A single link about a vertical axis (sim_node's tests): J = 0.04 + 2 * 0.3² kg m² about it
+ONE_LINK = """<robot name="one"><link name="base"/>
+  <joint name="j" type="continuous"><parent link="base"/><child link="l"/>
+    <origin xyz="0 0 0.1" rpy="0 0 0"/><axis xyz="0 0 1"/></joint>
+  <link name="l"><inertial><origin xyz="0.3 0 0" rpy="0 0 0"/><mass value="2"/>
+    <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.04"/></inertial></link>
+</robot>"""
+
+
 # ---- launch descriptions ------------------------------------------------------------------------
 def launch_file(name):
     """The installed launch file (tests the install rules), else the one in the source tree."""
@@ -225,6 +234,18 @@ def wait_matched(endpoints, timeout=DEADLINE):
                              f"{timeout:g} s: {[e.topic_name for e in endpoints if not count(e)]}")
 
 
+def spin_in_background(executor):
+    """Spin ``executor`` in a daemon thread (returned, started) until it is shut down."""
+    def spin():
+        try:
+            executor.spin()
+        except Exception:  # noqa: BLE001 - ExternalShutdownException at shutdown
+            pass
+    thread = threading.Thread(target=spin, daemon=True)
+    thread.start()
+    return thread
+
+
 class Probe:
     """A launch test's probe: its own node in the default context, spun by a multithreaded
     executor in a background thread (callbacks keep running while a test waits)."""
@@ -238,14 +259,7 @@ class Probe:
         self.thread = None
 
     def start(self):
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self):
-        try:
-            self.executor.spin()
-        except Exception:  # noqa: BLE001 - ExternalShutdownException at shutdown
-            pass
+        self.thread = spin_in_background(self.executor)
 
     def store(self, into):
         """A subscription callback appending each message to the list ``into`` (locked)."""

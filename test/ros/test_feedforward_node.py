@@ -17,7 +17,7 @@ from launch_harness import (DEADLINE, JOINTS, M2, G, LC2, MISSING, URDF,  # noqa
                             Clock, DiagnosticArray, DurabilityPolicy, Duration, DurationMsg,
                             Float64MultiArray, JointState, JointTrajectory, JointTrajectoryPoint,
                             Parameter, QoSProfile, ReliabilityPolicy, SingleThreadedExecutor,
-                            String, Time, needs_ros, rclpy, two_link_tau, wait_matched,
+                            String, Time, needs_ros, rclpy, spin_in_background, two_link_tau, wait_matched,
                             wait_until)
 from mbs_dynamics.control.trajectory import Trajectory
 
@@ -58,19 +58,12 @@ class Harness:
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.executor.add_node(self.probe)
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
+        self.thread = spin_in_background(self.executor)
         # discovery before the first message (one sent earlier is lost, and some tests send one)
         wait_matched([self.js_pub, self.traj_pub] + [   # the node always publishes these
             s for s in self.probe.subscriptions
             if s.topic_name.rsplit("/", 1)[-1] in ("torque", "feedforward",
                                                    "torque_derivatives")])
-
-    def _spin(self):
-        try:
-            self.executor.spin()
-        except Exception:  # noqa: BLE001 - ExternalShutdownException at teardown
-            pass
 
     def _store(self, key):
         def cb(msg):

@@ -22,7 +22,8 @@ from launch_harness import (DEADLINE, JOINTS, MISSING, URDF, ActionServer,  # no
                             GoalResponse, GoalStatus, JointState, JointTolerance,
                             JointTrajectory, JointTrajectoryPoint, LockedActionClient,
                             MultiThreadedExecutor, Parameter, QoSProfile, ReentrantCallbackGroup,
-                            ReliabilityPolicy, String, needs_ros, rclpy, seconds, two_link_tau,
+                            ReliabilityPolicy, String, needs_ros, rclpy, seconds,
+                            spin_in_background, two_link_tau,
                             wait_future, wait_matched, wait_until)
 from mbs_dynamics.control.trajectory import Trajectory
 
@@ -143,15 +144,8 @@ class Harness:
         self.executor = MultiThreadedExecutor(num_threads=8, context=self.context)
         for node in (self.proxy, self.fake_node, self.client_node):
             self.executor.add_node(node)
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
+        self.thread = spin_in_background(self.executor)
         assert self.client.wait_for_server(timeout_sec=DEADLINE)
-
-    def _spin(self):
-        try:
-            self.executor.spin()
-        except Exception:  # noqa: BLE001 - ExternalShutdownException at teardown
-            pass
 
     @staticmethod
     def wait(future, timeout=DEADLINE):

@@ -20,7 +20,8 @@ import loops_mechanisms as lm
 
 from launch_harness import (DEADLINE, MISSING, Float64MultiArray, JointState,
                             JointTrajectory, JointTrajectoryPoint, MultiThreadedExecutor,
-                            Parameter, rclpy, wait_matched, wait_until)
+                            Parameter, rclpy, spin_in_background, wait_matched,
+                            wait_until)
 
 _MISSING = MISSING   # ROS 2 is optional: without it every test here skips (_needs_ros)
 if not _MISSING:
@@ -80,14 +81,7 @@ class World:
         return self.probe.create_subscription(typ, topic, cb, 100)
 
     def start(self):
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self):
-        try:
-            self.executor.spin()
-        except Exception:  # noqa: BLE001 - ExternalShutdownException at teardown
-            pass
+        self.thread = spin_in_background(self.executor)
 
     def count(self, key):
         with self.lock:

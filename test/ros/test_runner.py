@@ -17,7 +17,7 @@ import time
 import pytest
 import yaml
 
-from launch_harness import DEADLINE, MISSING, Parameter, needs_ros, rclpy  # noqa: F401
+from launch_harness import DEADLINE, MISSING, ONE_LINK, Parameter, needs_ros, rclpy  # noqa: F401
 
 _MISSING = MISSING   # ROS 2 is optional: without it every test here skips (needs_ros)
 if not _MISSING:
@@ -25,14 +25,6 @@ if not _MISSING:
     from mbs_dynamics.ros.sim_node import ConfigurationError, SimNode
 
 pytestmark = pytest.mark.ros   # deselected where rclpy is missing (test/conftest.py)
-
-
-ONE_LINK = """<robot name="one"><link name="base"/>
-  <joint name="j" type="continuous"><parent link="base"/><child link="l"/>
-    <origin xyz="0 0 0.1" rpy="0 0 0"/><axis xyz="0 0 1"/></joint>
-  <link name="l"><inertial><origin xyz="0.3 0 0" rpy="0 0 0"/><mass value="2"/>
-    <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.04"/></inertial></link>
-</robot>"""
 
 
 def sim_node():

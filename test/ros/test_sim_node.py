@@ -11,9 +11,9 @@ import threading
 
 import pytest
 
-from launch_harness import (DEADLINE, MISSING, Clock, Float64MultiArray,  # noqa: F401
-                            JointState, Parameter, SingleThreadedExecutor, needs_ros, rclpy,
-                            wait_until)
+from launch_harness import (DEADLINE, MISSING, ONE_LINK, Clock,  # noqa: F401
+                            Float64MultiArray, JointState, Parameter, SingleThreadedExecutor,
+                            needs_ros, rclpy, spin_in_background, wait_until)
 
 _MISSING = MISSING   # ROS 2 is optional: without it every test here skips (needs_ros)
 if not _MISSING:
@@ -22,12 +22,6 @@ if not _MISSING:
 pytestmark = pytest.mark.ros   # deselected where rclpy is missing (test/conftest.py)
 
 
-ONE_LINK = """<robot name="one"><link name="base"/>
-  <joint name="j" type="continuous"><parent link="base"/><child link="l"/>
-    <origin xyz="0 0 0.1" rpy="0 0 0"/><axis xyz="0 0 1"/></joint>
-  <link name="l"><inertial><origin xyz="0.3 0 0" rpy="0 0 0"/><mass value="2"/>
-    <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.04"/></inertial></link>
-</robot>"""
 J = 0.04 + 2.0 * 0.3 ** 2  # inertia about the joint axis
 
 
@@ -130,8 +124,7 @@ def test_topics_and_clock(context):
     ex = SingleThreadedExecutor(context=context)
     ex.add_node(node)
     ex.add_node(probe)
-    th = threading.Thread(target=lambda: _spin(ex), daemon=True)
-    th.start()
+    spin_in_background(ex)
     try:
         def enough():
             pub.publish(Float64MultiArray(data=[0.3]))
@@ -152,9 +145,3 @@ def test_topics_and_clock(context):
         probe.destroy_node()
         node.destroy_node()
 
-
-def _spin(ex):
-    try:
-        ex.spin()
-    except Exception:  # noqa: BLE001 - shutdown at teardown
-        pass
