@@ -6,6 +6,7 @@ Control*, §7.4): that is the oracle for every published torque.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 import time
@@ -137,6 +138,19 @@ def harness():
         h.close()
 
 
+@contextlib.contextmanager
+def sending(h, q=Q_MEAS):
+    """Joint states at ~100 Hz from a thread while the block runs."""
+    stop = threading.Event()
+    sender = threading.Thread(target=keep_sending, args=(h, stop, q), daemon=True)
+    sender.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        sender.join()
+
+
 def keep_sending(h, stop, q=Q_MEAS, period=0.01):
     while not stop.is_set():
         h.send_joint_state(q)
@@ -145,10 +159,7 @@ def keep_sending(h, stop, q=Q_MEAS, period=0.01):
 
 def test_hold_publishes_gravity_on_every_topic_at_rate(harness):
     h = harness()
-    stop = threading.Event()
-    sender = threading.Thread(target=keep_sending, args=(h, stop), daemon=True)
-    sender.start()
-    try:
+    with sending(h):
         assert h.wait_for(lambda: min(h.count(k) for k in
                                       ("torque", "feedforward", "torque_derivatives")) >= 5)
         expected = two_link_tau(Q_MEAS, [0, 0], [0, 0])
@@ -172,17 +183,11 @@ def test_hold_publishes_gravity_on_every_topic_at_rate(harness):
         assert h.wait_for(lambda: h.count("torque") >= 100)
         assert h.count("torque") <= 150 * (time.monotonic() - t0) + 10
         assert h.wait_for(lambda: h.count("diagnostics") >= 1)
-    finally:
-        stop.set()
-        sender.join()
 
 
 def test_trajectory_torque_matches_closed_form(harness):
     h = harness()
-    stop = threading.Event()
-    sender = threading.Thread(target=keep_sending, args=(h, stop), daemon=True)
-    sender.start()
-    try:
+    with sending(h):
         assert h.wait_for(lambda: h.count("torque") >= 2)
         start = h.probe.get_clock().now() + Duration(seconds=1.0)   # 1 s: delivery under load
         msg = JointTrajectory()
@@ -212,53 +217,39 @@ def test_trajectory_torque_matches_closed_form(harness):
             np.testing.assert_allclose(ff.position, qs[0], atol=1e-6)
             np.testing.assert_allclose(ff.effort, two_link_tau(qs[0], qs[1], qs[2]),
                                        rtol=1e-5, atol=1e-5)
-    finally:
-        stop.set()
-        sender.join()
 
 
 def test_bad_messages_are_rejected_without_crash(harness):
     h = harness()
-    stop = threading.Event()
-    sender = threading.Thread(target=keep_sending, args=(h, stop), daemon=True)
-    sender.start()
     ctl = h.node._controller
-    try:
+    with sending(h):
         assert h.wait_for(lambda: h.count("torque") >= 2)
-        # The node samples only the latest joint state each cycle, so a bad one followed 10 ms
-        # later by a good one may never be looked at: pause the stream while sending bad ones.
-        stop.set()
-        sender.join()
-        bad = JointState()
-        bad.name = JOINTS
-        bad.position = [math.nan, 0.0]
-        h.js_pub.publish(bad)
-        assert h.wait_for(lambda: ctl.rejections["non_finite"] >= 1)
-        short = JointState()
-        short.name = JOINTS
-        short.position = [0.1]
-        h.js_pub.publish(short)
-        assert h.wait_for(lambda: ctl.rejections["wrong_size"] >= 1)
-        traj = JointTrajectory()
-        traj.joint_names = ["shoulder", "unknown_joint"]
-        p = JointTrajectoryPoint()
-        p.positions = [0.0, 0.0]
-        p.time_from_start = DurationMsg(sec=1)
-        traj.points = [p]
-        h.traj_pub.publish(traj)
-        assert h.wait_for(lambda: ctl.rejections["unknown_joint"] >= 1)
-        stop.clear()
-        sender = threading.Thread(target=keep_sending, args=(h, stop), daemon=True)
-        sender.start()
+    # The node samples only the latest joint state each cycle, so a bad one followed 10 ms
+    # later by a good one may never be looked at: the stream is paused while sending bad ones
+    # (each again until it is counted: joint_states is best effort)
+    bad = JointState()
+    bad.name = JOINTS
+    bad.position = [math.nan, 0.0]
+    assert h.wait_for(lambda: ctl.rejections["non_finite"] >= 1 or h.js_pub.publish(bad))
+    short = JointState()
+    short.name = JOINTS
+    short.position = [0.1]
+    assert h.wait_for(lambda: ctl.rejections["wrong_size"] >= 1 or h.js_pub.publish(short))
+    traj = JointTrajectory()
+    traj.joint_names = ["shoulder", "unknown_joint"]
+    p = JointTrajectoryPoint()
+    p.positions = [0.0, 0.0]
+    p.time_from_start = DurationMsg(sec=1)
+    traj.points = [p]
+    h.traj_pub.publish(traj)
+    assert h.wait_for(lambda: ctl.rejections["unknown_joint"] >= 1)
+    with sending(h):
         h.clear()
         assert h.wait_for(lambda: h.count("torque") >= 3)   # still alive, still publishing
         for m in list(h.msgs["torque"]):
             assert np.isfinite(m.data).all()
         np.testing.assert_allclose(h.last("torque").data,
                                    two_link_tau(Q_MEAS, [0, 0], [0, 0]), rtol=1e-9)
-    finally:
-        stop.set()
-        sender.join()
 
 
 def test_stale_joint_states_stop_output(harness):
@@ -282,19 +273,13 @@ def test_sea_publishes_motor_references(harness):
     k = [1000.0, 500.0]
     h = harness({"actuator.type": "sea", "actuator.stiffness": k,
                  "actuator.motor_inertia": 0.2})
-    stop = threading.Event()
-    sender = threading.Thread(target=keep_sending, args=(h, stop), daemon=True)
-    sender.start()
-    try:
+    with sending(h):
         assert h.wait_for(lambda: h.count("motor_reference") >= 2)
         mr = h.last("motor_reference")
         tau = two_link_tau(Q_MEAS, [0, 0], [0, 0])
         np.testing.assert_allclose(mr.position, Q_MEAS + tau / np.array(k), rtol=1e-9)
         np.testing.assert_allclose(mr.velocity, 0.0, atol=1e-12)
         np.testing.assert_allclose(mr.effort, tau, rtol=1e-9)
-    finally:
-        stop.set()
-        sender.join()
 
 
 def test_robot_description_from_transient_local_topic(harness):
@@ -304,10 +289,7 @@ def test_robot_description_from_transient_local_topic(harness):
     pub = h.probe.create_publisher(String, "robot_description", qos)
     pub.publish(String(data=URDF))               # before or after the node: latched
     assert h.wait_for(lambda: h.node._controller is not None)
-    stop = threading.Event()
-    sender = threading.Thread(target=keep_sending, args=(h, stop), daemon=True)
-    sender.start()
-    try:
+    with sending(h):
         assert h.wait_for(lambda: h.count("torque") >= 2)
         np.testing.assert_allclose(h.last("torque").data,
                                    two_link_tau(Q_MEAS, [0, 0], [0, 0]), rtol=1e-9)
@@ -320,15 +302,11 @@ def test_robot_description_from_transient_local_topic(harness):
         assert h.wait_for(lambda: h.last("torque").data[1] == pytest.approx(g2, rel=1e-9))
         # a broken description is refused; the previous model stays
         pub.publish(String(data="<robot name='broken'>"))
-        assert h.wait_for(lambda: "broken" in h.node._load_error
-                          or "link" in h.node._load_error), "the broken one was not refused"
+        assert h.wait_for(lambda: bool(h.node._load_error)), "the broken one was not refused"
         assert h.feedforward_after(h.now()).effort[1] == pytest.approx(g2, rel=1e-9)
         h.clear()
         assert h.wait_for(lambda: h.count("torque") >= 2)
         assert h.last("torque").data[1] == pytest.approx(g2, rel=1e-9)
-    finally:
-        stop.set()
-        sender.join()
 
 
 def test_use_sim_time_follows_clock(harness):
@@ -423,10 +401,7 @@ def test_after_a_trajectory_the_last_point_is_held(harness):
     """As joint_trajectory_controller: τ = g(q_final) at the desired final pose, even though the
     measured pose (joint states keep reporting Q_MEAS) never got there."""
     h = harness()
-    stop = threading.Event()
-    sender = threading.Thread(target=keep_sending, args=(h, stop), daemon=True)
-    sender.start()
-    try:
+    with sending(h):
         assert h.wait_for(lambda: h.count("torque") >= 2)
         q_final = Q_MEAS + np.array([0.4, -0.3])
         msg = JointTrajectory()
@@ -449,9 +424,6 @@ def test_after_a_trajectory_the_last_point_is_held(harness):
         g = two_link_tau(Q_MEAS, [0, 0], [0, 0])
         np.testing.assert_allclose(h.feedforward_after(h.now()).effort, g, rtol=1e-9)
         assert h.wait_for(lambda: np.allclose(h.last("torque").data, g, rtol=1e-9, atol=0))
-    finally:
-        stop.set()
-        sender.join()
 
 
 def test_clock_jump_back_stops_output_until_fresh_joint_states(harness):
