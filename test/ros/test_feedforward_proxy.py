@@ -333,7 +333,7 @@ def test_controller_abort_is_relayed(harness):
 
 def test_missing_controller_is_an_invalid_goal(harness):
     h = harness({"controller_action": "/nobody/follow_joint_trajectory",
-                 "server_timeout": 0.3})
+                 "server_timeout": 0.3, "parameter_timeout": 0.3})
     res = h.result(h.send(goal_of(trajectory_msg())))
     assert res.status == GoalStatus.STATUS_ABORTED
     assert res.result.error_code == FollowJointTrajectory.Result.INVALID_GOAL
