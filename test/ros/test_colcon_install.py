@@ -46,7 +46,7 @@ def test_node_executables_are_where_ros2_run_looks():
     for node in NODES:
         assert (lib / node).is_file() and os.access(lib / node, os.X_OK), node
     out = subprocess.run(["ros2", "pkg", "executables", "mbs_dynamics"], capture_output=True,
-                         text=True, timeout=120)
+                         text=True, timeout=600)   # a loaded machine: 2-20 s
     assert out.returncode == 0, out.stderr
     listed = {tuple(line.split()) for line in out.stdout.splitlines()}
     assert {("mbs_dynamics", node) for node in NODES} <= listed, out.stdout

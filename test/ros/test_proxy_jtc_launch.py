@@ -16,75 +16,35 @@ and sourced: ``pytest -m ros test/ros/test_proxy_jtc_launch.py``.
 """
 from __future__ import annotations
 
-import math
 import os
-import tempfile
-import threading
-import time
+import sys
 import unittest
 
 import pytest
 
-_MISSING = ""
-try:  # ROS 2 is optional: without it the test classes below are skipped (not the module)
-    import launch
-    import launch_testing
-    import launch_testing.actions
-    import rclpy
-    from action_msgs.msg import GoalStatus
-    from builtin_interfaces.msg import Duration as DurationMsg
-    from control_msgs.action import FollowJointTrajectory
-    from control_msgs.msg import JointTrajectoryControllerState
-    from launch.actions import IncludeLaunchDescription
-    from launch.launch_description_sources import PythonLaunchDescriptionSource
-    from launch_ros.actions import Node
-    from rclpy.callback_groups import ReentrantCallbackGroup
-    from rclpy.executors import MultiThreadedExecutor
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # launch_test: the harness
+from launch_harness import (JOINTS, MISSING, DEADLINE, FollowJointTrajectory,  # noqa: E402
+                            GoalStatus, JointTrajectory, JointTrajectoryControllerState,
+                            LockedActionClient, Node, Probe, ReentrantCallbackGroup,
+                            describe_launch, include, point, post_shutdown_test,
+                            skip_without_ros, temp_file, two_link_tau, two_link_urdf,
+                            wait_future, wait_until)
 
-    from mbs_dynamics.ros.feedforward_proxy import LockedActionClient
-    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
-except ImportError as exc:
-    _MISSING = str(exc)
-
-try:  # Kilted and later
-    from launch_testing_ros.actions import EnableRmwIsolation
-except ImportError:  # Jazzy: isolate by a per-process domain id instead (see test/conftest.py)
-    EnableRmwIsolation = None
-    os.environ["ROS_DOMAIN_ID"] = (os.environ.get("MBS_TEST_ROS_DOMAIN_ID")
-                                   or str(1 + os.getpid() % 100))
-
+_MISSING = MISSING
 pytestmark = pytest.mark.ros   # deselected where rclpy is missing (test/conftest.py)
-_skip_without_ros = unittest.skipIf(bool(_MISSING), f"ROS 2 / ros2_control missing: {_MISSING}")
 
-M1, M2, L1, LC1, LC2, I1, I2, G = 2.0, 1.5, 0.6, 0.3, 0.25, 0.05, 0.03, 9.81
-JOINTS = ["shoulder", "elbow"]
 Q0 = [0.3, -0.6]
-LINKS = f"""
-  <link name="base"/>
-  <link name="link1"><inertial><origin xyz="0 {LC1} 0"/><mass value="{M1}"/>
-    <inertia ixx="{I1}" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
-  <link name="link2"><inertial><origin xyz="0 {LC2} 0"/><mass value="{M2}"/>
-    <inertia ixx="{I2}" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>
-  <joint name="shoulder" type="revolute"><parent link="base"/><child link="link1"/>
-    <origin xyz="0 0 0"/><axis xyz="1 0 0"/>
-    <limit lower="-3" upper="3" effort="100" velocity="5"/></joint>
-  <joint name="elbow" type="revolute"><parent link="link1"/><child link="link2"/>
-    <origin xyz="0 {L1} 0"/><axis xyz="1 0 0"/>
-    <limit lower="-3" upper="3" effort="100" velocity="5"/></joint>
-"""
 HW_JOINTS = "".join(f"""
     <joint name="{name}">
       <command_interface name="position"/><command_interface name="effort"/>
       <state_interface name="position"><param name="initial_value">{q0}</param></state_interface>
       <state_interface name="velocity"/><state_interface name="effort"/>
     </joint>""" for name, q0 in zip(JOINTS, Q0))
-URDF = f"""<?xml version="1.0"?>
-<robot name="two_link">{LINKS}
+URDF = two_link_urdf(f"""
   <ros2_control name="mock_arm" type="system">
     <hardware><plugin>mock_components/GenericSystem</plugin></hardware>{HW_JOINTS}
   </ros2_control>
-</robot>
-"""
+""")
 UPDATE_RATE = 500
 CONTROLLERS = f"""controller_manager:
   ros__parameters:
@@ -113,47 +73,13 @@ PARAMS = """/**/feedforward_proxy:
 WAYPOINTS = [(0.0, Q0), (0.8, [0.8, -0.1]), (1.6, [0.1, 0.5]), (2.4, [0.4, -0.3])]
 
 
-def two_link_tau(q, qd, qdd):
-    """Closed-form inverse dynamics of the planar 2R arm (Spong et al., §7.4)."""
-    c2, s2 = math.cos(q[1]), math.sin(q[1])
-    m11 = I1 + I2 + M1 * LC1 ** 2 + M2 * (L1 ** 2 + LC2 ** 2 + 2 * L1 * LC2 * c2)
-    m12 = I2 + M2 * (LC2 ** 2 + L1 * LC2 * c2)
-    m22 = I2 + M2 * LC2 ** 2
-    h = -M2 * L1 * LC2 * s2
-    g1 = (M1 * LC1 + M2 * L1) * G * math.cos(q[0]) + M2 * LC2 * G * math.cos(q[0] + q[1])
-    g2 = M2 * LC2 * G * math.cos(q[0] + q[1])
-    return [m11 * qdd[0] + m12 * qdd[1] + h * qd[1] ** 2 + 2 * h * qd[0] * qd[1] + g1,
-            m12 * qdd[0] + m22 * qdd[1] - h * qd[0] ** 2 + g2]
-
-
-def launch_file():
-    """The installed launch file (tests the install rules), else the one in the source tree."""
-    try:
-        from ament_index_python.packages import get_package_share_directory
-        path = os.path.join(get_package_share_directory("mbs_dynamics"), "launch",
-                            "feedforward_proxy.launch.py")
-        if os.path.exists(path):
-            return path
-    except (ImportError, LookupError):
-        pass
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "launch",
-                        "feedforward_proxy.launch.py")
-
-
-def _file(text, suffix):
-    f = tempfile.NamedTemporaryFile("w", suffix=suffix, delete=False)
-    f.write(text)
-    f.close()
-    return f.name
-
-
 @pytest.mark.launch_test
 @pytest.mark.ros
 def generate_test_description():
-    files = {"urdf_path": _file(URDF, ".urdf"), "controllers_path": _file(CONTROLLERS, ".yaml"),
-             "params_path": _file(PARAMS, ".yaml")}
-    actions = [] if EnableRmwIsolation is None else [EnableRmwIsolation()]
-    actions += [
+    files = {"urdf_path": temp_file(URDF, ".urdf"),
+             "controllers_path": temp_file(CONTROLLERS, ".yaml"),
+             "params_path": temp_file(PARAMS, ".yaml")}
+    return describe_launch(
         Node(package="robot_state_publisher", executable="robot_state_publisher",
              parameters=[{"robot_description": URDF}], output="screen"),
         Node(package="controller_manager", executable="ros2_control_node",
@@ -162,85 +88,60 @@ def generate_test_description():
              arguments=["joint_state_broadcaster", "joint_trajectory_controller",
                         "--param-file", files["controllers_path"],
                         "--controller-manager-timeout", "120"]),
-        IncludeLaunchDescription(
-            PythonLaunchDescriptionSource(launch_file()),
-            launch_arguments={"robot_description_file": files["urdf_path"],
-                              "config": files["params_path"]}.items(),
-        ),
-        launch_testing.actions.ReadyToTest(),
-    ]
-    return launch.LaunchDescription(actions), files
+        include("feedforward_proxy.launch.py", robot_description_file=files["urdf_path"],
+                config=files["params_path"]),
+    ), files
 
 
-def _point(t, q):
-    p = JointTrajectoryPoint()
-    p.positions = [float(x) for x in q]
-    p.time_from_start = DurationMsg(sec=int(t), nanosec=int(round((t % 1) * 1e9)))
-    return p
-
-
-@_skip_without_ros
+@skip_without_ros
 class TestProxyOnRealJTC(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        rclpy.init()
-        cls.node = rclpy.create_node("proxy_jtc_probe")
-        cls.states = []
-        cls.lock = threading.Lock()
+        cls.probe = Probe("proxy_jtc_probe")
+        cls.raw_states = []
         group = ReentrantCallbackGroup()
-
-        def on_state(msg):
-            with cls.lock:
-                cls.states.append(msg)
-
-        cls.node.create_subscription(JointTrajectoryControllerState,
-                                     "/joint_trajectory_controller/controller_state", on_state,
-                                     100, callback_group=group)
-        cls.client = LockedActionClient(cls.node, FollowJointTrajectory,
-                                  "/feedforward_proxy/follow_joint_trajectory",
-                                  callback_group=group)
-        cls.executor = MultiThreadedExecutor(num_threads=4)
-        cls.executor.add_node(cls.node)
-        cls.thread = threading.Thread(target=cls.executor.spin, daemon=True)
-        cls.thread.start()
+        # the controller state comes at UPDATE_RATE: kept serialised (a Python callback that
+        # deserialises every message falls behind on a loaded machine and drops some), in a
+        # deep history, and read after the goal
+        cls.probe.node.create_subscription(
+            JointTrajectoryControllerState, "/joint_trajectory_controller/controller_state",
+            cls.probe.store(cls.raw_states), 5000, callback_group=group, raw=True)
+        cls.client = LockedActionClient(cls.probe.node, FollowJointTrajectory,
+                                        "/feedforward_proxy/follow_joint_trajectory",
+                                        callback_group=group)
+        cls.probe.start()
 
     @classmethod
     def tearDownClass(cls):
-        cls.executor.shutdown(timeout_sec=2.0)
-        cls.node.destroy_node()
-        rclpy.shutdown()
+        cls.probe.close()
 
-    @staticmethod
-    def wait(future, timeout=60.0):
-        end = time.monotonic() + timeout
-        while not future.done():
-            if time.monotonic() > end:
-                raise AssertionError("timed out")
-            time.sleep(0.01)
-        return future.result()
+    def states(self):
+        from rclpy.serialization import deserialize_message
+        with self.probe.lock:
+            raw = list(self.raw_states)
+        states = [deserialize_message(m, JointTrajectoryControllerState) for m in raw]
+        # in publication order (the probe's executor threads may append out of order)
+        return sorted(states, key=lambda s: (s.header.stamp.sec, s.header.stamp.nanosec))
 
     def test_goal_runs_on_jtc_with_the_inverse_dynamics_as_its_effort(self, proc_output):
         proc_output.assertWaitFor("robot model", timeout=300.0)
-        self.assertTrue(self.client.wait_for_server(timeout_sec=60.0))
+        self.assertTrue(self.client.wait_for_server(timeout_sec=DEADLINE))
         # JTC active: its state is published (the spawner activates it after configuring)
-        end = time.monotonic() + 120.0
-        while not self.states and time.monotonic() < end:
-            time.sleep(0.05)
-        self.assertTrue(self.states, "joint_trajectory_controller never published its state")
+        self.assertTrue(wait_until(lambda: bool(self.raw_states), timeout=2 * DEADLINE),
+                        "joint_trajectory_controller never published its state")
         goal = FollowJointTrajectory.Goal()
         goal.trajectory = JointTrajectory(joint_names=JOINTS,
-                                          points=[_point(t, q) for t, q in WAYPOINTS])
-        with self.lock:
-            self.states.clear()
-        handle = self.wait(self.client.send_goal_async(goal))
+                                          points=[point(t, q) for t, q in WAYPOINTS])
+        with self.probe.lock:
+            self.raw_states.clear()
+        handle = wait_future(self.client.send_goal_async(goal))
         self.assertTrue(handle.accepted)
-        res = self.wait(handle.get_result_async())
+        res = wait_future(handle.get_result_async())
         self.assertEqual(res.status, GoalStatus.STATUS_SUCCEEDED, res.result.error_string)
         self.assertEqual(res.result.error_code, FollowJointTrajectory.Result.SUCCESSFUL)
         self.assertNotIn("without feedforward", res.result.error_string)
-        with self.lock:
-            states = list(self.states)
+        states = self.states()
         moving = [s for s in states if max(abs(v) for v in s.reference.velocities) > 0.05]
         self.assertGreater(len(moving), 20, f"{len(states)} controller states, few moving")
         scale = max(max(abs(x) for x in two_link_tau(s.reference.positions,
@@ -276,8 +177,8 @@ class TestProxyOnRealJTC(unittest.TestCase):
         self.assertLess(bound, 0.1 * lead, "the bound must tell one period ahead from none")
 
 
-@launch_testing.post_shutdown_test() if not _MISSING else (lambda cls: cls)
-@_skip_without_ros
+@post_shutdown_test()
+@skip_without_ros
 class TestProxyOnRealJTCShutdown(unittest.TestCase):
 
     def test_files_removed(self, urdf_path, controllers_path, params_path):

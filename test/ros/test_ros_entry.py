@@ -33,7 +33,7 @@ def run_blocked(program, blocked):
     code = BLOCK.format(program=program, blocked=set(blocked))
     # the package as installed: not from the checkout, whose kernels may not be built in place
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=tempfile.gettempdir(), timeout=120)
+                          cwd=tempfile.gettempdir(), timeout=600)
 
 
 @pytest.mark.parametrize("program", ["feedforward_node", "sim_node", "feedforward_proxy"])

@@ -18,22 +18,17 @@ import yaml
 
 import loops_mechanisms as lm
 
-_MISSING = ""
-try:  # ROS 2 is optional: without it every test here skips, one by one
-    import rclpy
-    from rclpy.executors import MultiThreadedExecutor
-    from rclpy.parameter import Parameter
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float64MultiArray
-    from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from launch_harness import (DEADLINE, MISSING, Float64MultiArray, JointState,
+                            JointTrajectory, JointTrajectoryPoint, MultiThreadedExecutor,
+                            Parameter, rclpy, spin_in_background, wait_matched,
+                            wait_until)
 
+_MISSING = MISSING   # ROS 2 is optional: without it every test here skips (_needs_ros)
+if not _MISSING:
     from mbs_dynamics.ros.feedforward_node import ConfigurationError as NodeConfigError
     from mbs_dynamics.ros.feedforward_node import FeedforwardNode
-    from mbs_dynamics.ros.feedforward_proxy import FeedforwardProxy  # noqa: F401 (control_msgs)
     from mbs_dynamics.ros.sim_node import ConfigurationError as SimConfigError
     from mbs_dynamics.ros.sim_node import SimNode
-except ImportError as exc:
-    _MISSING = str(exc)
 
 try:
     import pinocchio  # noqa: F401
@@ -83,17 +78,10 @@ class World:
         def cb(msg):
             with self.lock:
                 self.msgs.setdefault(key, []).append(msg)
-        self.probe.create_subscription(typ, topic, cb, 10)
+        return self.probe.create_subscription(typ, topic, cb, 100)
 
     def start(self):
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self):
-        try:
-            self.executor.spin()
-        except Exception:  # noqa: BLE001 - ExternalShutdownException at teardown
-            pass
+        self.thread = spin_in_background(self.executor)
 
     def count(self, key):
         with self.lock:
@@ -108,13 +96,8 @@ class World:
             self.msgs[key] = []
 
     @staticmethod
-    def wait_for(predicate, timeout=10.0):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if predicate():
-                return True
-            time.sleep(0.01)
-        return False
+    def wait_for(predicate, timeout=DEADLINE):
+        return wait_until(predicate, timeout)
 
     def close(self):
         self.executor.shutdown(timeout_sec=2.0)
@@ -191,6 +174,7 @@ def test_feedforward_node_publishes_the_actuated_joints(world, tmp_path):
         bad.joint_names = ["yaw", "drive", "pitch", "wrist", "elbow"]
         bad.points = [JointTrajectoryPoint(positions=[0.0] * 5)]
         bad.points[0].time_from_start.sec = 1
+        wait_matched([traj_pub])          # sent once: not before discovery
         traj_pub.publish(bad)
         assert w.wait_for(lambda: ctl.rejections["unknown_joint"] >= 1)
         assert "dependent joints ['elbow']" in ctl.last_rejection
@@ -202,9 +186,10 @@ def test_feedforward_node_publishes_the_actuated_joints(world, tmp_path):
         good.points = [JointTrajectoryPoint(positions=target.tolist())]
         good.points[0].time_from_start.nanosec = 300_000_000
         traj_pub.publish(good)
-        assert w.wait_for(lambda: ctl.trajectories_completed >= 1, timeout=5.0)
-        w.clear("ff")
-        assert w.wait_for(lambda: w.count("ff") >= 2)
+        assert w.wait_for(lambda: ctl.trajectories_completed >= 1)
+        mark = node.get_clock().now().nanoseconds * 1e-9   # in flight: older messages first
+        assert w.wait_for(lambda: w.last("ff").header.stamp.sec
+                          + 1e-9 * w.last("ff").header.stamp.nanosec >= mark)
         ff = w.last("ff")
         np.testing.assert_allclose(ff.position, target[perm], rtol=0, atol=1e-12)
         np.testing.assert_allclose(ff.effort, orc.gravity(target)[perm], rtol=1e-9, atol=1e-12)
@@ -260,8 +245,10 @@ def test_sim_node_publishes_every_joint_of_the_mechanism(world):
     pusher.start()
     try:
         assert w.wait_for(lambda: sim.steps - sim.braked_steps >= 40)
+        t_mark = sim._plant.t           # a message still in flight is older: wait past it
         w.clear("js")
-        assert w.wait_for(lambda: w.count("js") >= 1)
+        assert w.wait_for(lambda: w.count("js") >= 1 and w.last("js").header.stamp.sec
+                          + 1e-9 * w.last("js").header.stamp.nanosec >= t_mark - 1e-9)
         js = w.last("js")
         q, qd = np.array(js.position), np.array(js.velocity)
         assert abs(q[0] - orc.r.q_assembled[0]) > 1e-3            # it moved
@@ -311,7 +298,7 @@ def test_sim_and_feedforward_node_hold_a_parallelogram_arm_at_rest(world):
     # Two counters on two executors' threads: the simulator may step again on a command that is
     # still fresh (command_timeout), so wait for both instead of inferring one from the other.
     assert w.wait_for(lambda: sim.steps - sim.braked_steps >= 100 and ctl.cycles["hold"] >= 100,
-                      timeout=30.0), (sim.steps, sim.braked_steps, dict(ctl.cycles))
+                      ), (sim.steps, sim.braked_steps, dict(ctl.cycles))
     assert np.abs(sim._plant.q - q0).max() < 1e-9
     assert np.abs(sim._plant.qd).max() < 1e-8
     assert ctl.joints == tuple(sim._robot.joint_names)
@@ -360,7 +347,7 @@ def test_proxy_lead_in_and_hold_from_full_joint_states():
     """joint_states carrying every joint of the mechanism (the dependent ones, here NaN, are
     ignored): the start-up hold is g_a of the oracle at the measured actuated pose, and a goal
     whose first point is at 0.5 s gets the lead-in from that state, effort = the oracle's τ_a."""
-    from test_feedforward_proxy import Harness, goal_of, seconds
+    from test_feedforward_proxy import STATE_WAIT, Harness, goal_of, seconds
     from test_ros_loops import Oracle
 
     u, text, act = mechanism("planar_fourbar")
@@ -368,13 +355,13 @@ def test_proxy_lead_in_and_hold_from_full_joint_states():
     r = orc.r
     q_meas = r.q_assembled[r.actuated_index] + 0.15
     h = Harness({"robot_description": u, "loops": text, "actuated": act, "sample_period": 0.05,
-                 "hold_on_start": True}, interfaces=["effort"])
+                 "hold_on_start": True, **STATE_WAIT}, interfaces=["effort"])
     try:
         msg = JointState(name=["j_rocker", "j_crank", "j_coupler"],
                          position=[float("nan"), float(q_meas[0]), float("nan")],
                          velocity=[0.0, 0.0, 0.0])
         h.state_timer = h.client_node.create_timer(0.01, lambda: h.state_pub.publish(msg))
-        assert World.wait_for(lambda: bool(h.fake.goals), timeout=10.0)
+        assert World.wait_for(lambda: bool(h.fake.goals))
         hold = h.fake.goals[0].trajectory
         assert list(hold.joint_names) == ["j_crank"] and len(hold.points) == 1
         np.testing.assert_allclose(hold.points[0].positions, q_meas, atol=1e-15)

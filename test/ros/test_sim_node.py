@@ -8,40 +8,20 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 
 import pytest
 
-_MISSING = ""
-try:  # ROS 2 is optional: without it every test here skips, one by one
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.parameter import Parameter
-    from rosgraph_msgs.msg import Clock
-    from sensor_msgs.msg import JointState
-    from std_msgs.msg import Float64MultiArray
+from launch_harness import (DEADLINE, MISSING, ONE_LINK, Clock,  # noqa: F401
+                            Float64MultiArray, JointState, Parameter, SingleThreadedExecutor,
+                            needs_ros, rclpy, spin_in_background, wait_until)
 
+_MISSING = MISSING   # ROS 2 is optional: without it every test here skips (needs_ros)
+if not _MISSING:
     from mbs_dynamics.ros.sim_node import ConfigurationError, SimNode
-except ImportError as exc:
-    _MISSING = str(exc)
-
 
 pytestmark = pytest.mark.ros   # deselected where rclpy is missing (test/conftest.py)
 
 
-@pytest.fixture(autouse=True)
-def _needs_ros():
-    """Skip each test without ROS 2."""
-    if _MISSING:
-        pytest.skip(f"ROS 2 is not available here ({_MISSING})")
-
-
-ONE_LINK = """<robot name="one"><link name="base"/>
-  <joint name="j" type="continuous"><parent link="base"/><child link="l"/>
-    <origin xyz="0 0 0.1" rpy="0 0 0"/><axis xyz="0 0 1"/></joint>
-  <link name="l"><inertial><origin xyz="0.3 0 0" rpy="0 0 0"/><mass value="2"/>
-    <inertia ixx="0.02" ixy="0" ixz="0" iyy="0.03" iyz="0" izz="0.04"/></inertial></link>
-</robot>"""
 J = 0.04 + 2.0 * 0.3 ** 2  # inertia about the joint axis
 
 
@@ -144,17 +124,14 @@ def test_topics_and_clock(context):
     ex = SingleThreadedExecutor(context=context)
     ex.add_node(node)
     ex.add_node(probe)
-    th = threading.Thread(target=lambda: _spin(ex), daemon=True)
-    th.start()
+    spin_in_background(ex)
     try:
-        end = time.monotonic() + 10.0
-        while time.monotonic() < end:
+        def enough():
             pub.publish(Float64MultiArray(data=[0.3]))
             with lock:
-                if (len(got["js"]) > 20 and len(got["clock"]) > 20
-                        and node.steps > node.braked_steps):
-                    break
-            time.sleep(0.02)
+                return (len(got["js"]) > 20 and len(got["clock"]) > 20
+                        and node.steps > node.braked_steps)
+        assert wait_until(enough, DEADLINE, period=0.02), (len(got["js"]), len(got["clock"]))
         with lock:
             js, clk = got["js"][-1], got["clock"][-1]
         assert js.name == ["j"] and len(js.position) == 1 and math.isfinite(js.position[0])
@@ -168,9 +145,3 @@ def test_topics_and_clock(context):
         probe.destroy_node()
         node.destroy_node()
 
-
-def _spin(ex):
-    try:
-        ex.spin()
-    except Exception:  # noqa: BLE001 - shutdown at teardown
-        pass
