@@ -9,7 +9,7 @@ pytest (or launch_testing's plugin) importing a test module from test/ros puts i
 first ImportError's text; then the ROS names below are ``None``. A test module binds it as its
 ``_MISSING`` (test/conftest.py reads that under ``MBS_REQUIRE_ROS=1``) and skips per test or per
 class (the autouse fixture :func:`needs_ros`, imported by the module; :data:`skip_without_ros`
-for launch tests), never at module level (test/test_structure.py). (No test/ros/conftest.py:
+for launch tests), never at module level (test/test_structure.py). (No conftest module in this folder:
 a second module named ``conftest`` would shadow test/conftest.py for ``from conftest import``.)
 
 **Loaded machines.** CI's ROS run shares 2 cores with other work (load 8-14 seen): a probe's
