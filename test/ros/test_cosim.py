@@ -114,12 +114,17 @@ class Probe:
         rclpy.init()
         self.node = rclpy.create_node(
             "cosim_probe", parameter_overrides=[Parameter("use_sim_time", value=True)])
-        self.lock = threading.Lock()
-        self.samples = []
-        self.names = None
+        self.lock = threading.RLock()
+        self._samples = []
+        self._names = None
+        # raw: the callback only keeps the bytes; they are deserialised when read. A Python
+        # node deserialising 1 kHz JointStates in its callback falls behind on a loaded machine
+        # and the DDS queue drops the overflow.
+        self._raw = []
+        self._type = JointState
         self.node.create_subscription(
-            JointState, "/joint_states", self._on_state,
-            QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE))
+            JointState, "/joint_states", self._raw.append,
+            QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE), raw=True)
         self.client = ActionClient(self.node, FollowJointTrajectory,
                                    "/feedforward_proxy/follow_joint_trajectory")
         self.executor = MultiThreadedExecutor(num_threads=2)
@@ -127,15 +132,33 @@ class Probe:
         self.thread = threading.Thread(target=self.executor.spin, daemon=True)
         self.thread.start()
 
-    def _on_state(self, msg):
-        t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+    def _decode(self):
+        """Deserialise the messages received since the last call (under the lock)."""
+        from rclpy.serialization import deserialize_message
         with self.lock:
-            self.names = list(msg.name)
-            self.samples.append((t, np.array(msg.position), np.array(msg.velocity)))
+            n = len(self._raw)          # list.append from the executor's thread is atomic
+            for data in self._raw[len(self._samples):n]:
+                msg = deserialize_message(data, self._type)
+                t = msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+                self._names = list(msg.name)
+                self._samples.append((t, np.array(msg.position), np.array(msg.velocity)))
+
+    @property
+    def samples(self):
+        """(stamp s, position, velocity) of every /joint_states message so far, in arrival
+        order (the list itself: read it under ``lock``)."""
+        self._decode()
+        return self._samples
+
+    @property
+    def names(self):
+        self._decode()
+        return self._names
 
     def latest(self):
         with self.lock:
-            return self.samples[-1] if self.samples else None
+            s = self.samples
+            return s[-1] if s else None
 
     def close(self):
         import rclpy
