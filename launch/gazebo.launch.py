@@ -21,7 +21,8 @@ What it starts:
    ``/feedforward_proxy/follow_joint_trajectory``.
 
 Gazebo's joints are rigid: ``actuator:=sea`` is for ``cosim.launch.py`` (MuJoCo), and closed
-loops or mimic joints are refused here with a message.
+loops are refused here with a message. Mimic joints (the Panda's fingers) follow their joint
+through gz_ros2_control (state interfaces only; JTC commands the independent joints).
 """
 
 import os
@@ -64,9 +65,7 @@ def _setup(context):
     with open(urdf_file, encoding="utf-8") as f:
         urdf = f.read()
     robot = mbs.load_urdf(urdf)
-    if getattr(robot, "mimic_joints", None):
-        raise RuntimeError("gazebo.launch.py: mimic joints are not simulated in Gazebo here")
-    q0 = np.clip(0.0, robot.model.lower, robot.model.upper)
+    q0 = np.clip(0.0, robot.lower, robot.upper)
     ctrl = LaunchConfiguration("controllers_file").perform(context).strip()
     if not os.path.isabs(ctrl) and not os.path.isfile(ctrl):
         ctrl = os.path.join(FindPackageShare("mbs_dynamics").perform(context), "config", ctrl)
@@ -79,8 +78,8 @@ def _setup(context):
     ctrl_path = os.path.join(tempfile.mkdtemp(prefix="mbs_gazebo_"), "controllers.yaml")
     with open(ctrl_path, "w", encoding="utf-8") as f:
         yaml.safe_dump(doc, f, sort_keys=False)
-    description = gazebo_description(urdf, robot.joint_names, q0, robot.model.effort_limit,
-                                      ctrl_path)
+    description = gazebo_description(urdf, robot.joint_names, q0, robot.effort_limit,
+                                      ctrl_path, mimic=getattr(robot, "mimic_joints", None))
 
     gazebo = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(PathJoinSubstitution(

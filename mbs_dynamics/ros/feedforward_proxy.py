@@ -541,6 +541,7 @@ class FeedforwardProxy(Node):
                                        rejection_reason(controller, interfaces, lookup_error))
         with entry.lock:
             entry.downstream = downstream
+        clock0, wall0 = self.get_clock().now().nanoseconds, time.monotonic()
         result_future = downstream.get_result_async()
         result_future.add_done_callback(entry.waiter.notify)
         self._wait(result_future, entry, _CANCEL_GRACE_S)
@@ -560,6 +561,7 @@ class FeedforwardProxy(Node):
         response = result_future.result()
         result = response.result
         status = response.status
+        self._log_pace(status, clock0, wall0)
         result.error_string = _with_note(result.error_string, note)
         if status == GoalStatus.STATUS_SUCCEEDED:
             goal_handle.succeed()
@@ -582,6 +584,15 @@ class FeedforwardProxy(Node):
                 self._hold("an abort")
             self._terminal(goal_handle, goal_handle.abort)
         return result
+
+    def _log_pace(self, status, clock0, wall0):
+        """One line per goal: its time on the node's clock (simulated time under
+        ``use_sim_time``) against wall time — the simulation's real-time factor."""
+        elapsed = (self.get_clock().now().nanoseconds - clock0) * 1e-9
+        wall = time.monotonic() - wall0
+        pace = f"real-time factor {elapsed / wall:.3f}" if wall > 0 else "no wall time elapsed"
+        self.get_logger().info(f"goal ended (status {status}) after {elapsed:.3f} s on the "
+                               f"node's clock, {wall:.3f} s of wall time: {pace}")
 
     def _wait(self, future, entry, grace, timeout=None):
         """Block until ``future`` is done (True) or ``timeout`` seconds passed (False; None:

@@ -20,8 +20,14 @@ HARDWARE_PLUGIN = "gz_ros2_control/GazeboSimSystem"
 SYSTEM_PLUGIN = ("gz_ros2_control-system", "gz_ros2_control::GazeboSimROS2ControlPlugin")
 
 
-def gazebo_description(urdf, joints, q0, effort_limits, controllers_file):
+def gazebo_description(urdf, joints, q0, effort_limits, controllers_file, mimic=None):
     """The URDF with the ``<ros2_control>`` block for Gazebo and the ``<gazebo>`` plugin tag.
+
+    A mimic joint (URDF ``<mimic>``: q_m = multiplier·q + offset) is listed with state
+    interfaces only: ros2_control reads its ``<mimic>`` from the URDF and gz_ros2_control's
+    ``GazeboSimSystem`` keeps it on q_m by commanding its velocity every cycle (a kinematic
+    constraint; the mimicking body's inertia still loads the robot). JTC commands the
+    independent joints only.
 
     Args:
         urdf: URDF XML text; an existing ``<ros2_control>`` element or gz_ros2_control plugin
@@ -31,13 +37,16 @@ def gazebo_description(urdf, joints, q0, effort_limits, controllers_file):
         effort_limits: (n,) |effort| bounds of the command interfaces (inf: unbounded).
         controllers_file: path of the controllers YAML gz_ros2_control's controller manager
             loads.
+        mimic: ``{mimic joint: (independent joint, multiplier, offset)}`` (a MimicRobot's
+            ``mimic_joints``); their initial positions follow from ``q0``.
 
     Returns:
         str: the URDF text. Names and values are written by ElementTree (escaped), never
         spliced into the text.
 
     Raises:
-        ValueError: sizes differ, a value is not finite (``q0``), or the URDF is not XML.
+        ValueError: sizes differ, a value is not finite (``q0``), a mimic joint follows a joint
+            that is not in ``joints``, or the URDF is not XML.
     """
     joints = list(joints)
     q0 = [float(x) for x in q0]
@@ -47,6 +56,12 @@ def gazebo_description(urdf, joints, q0, effort_limits, controllers_file):
                          f" {len(effort_limits)} effort limits")
     if not all(math.isfinite(x) for x in q0):
         raise ValueError("gazebo_description: initial positions must be finite")
+    followers = []
+    for name, (leader, multiplier, offset) in dict(mimic or {}).items():
+        if leader not in joints or name in joints:
+            raise ValueError(f"gazebo_description: mimic joint '{name}' follows '{leader}', "
+                             "which is not one of the commanded joints")
+        followers.append((name, float(multiplier) * q0[joints.index(leader)] + float(offset)))
     try:
         root = ET.fromstring(urdf)
     except ET.ParseError as exc:
@@ -68,6 +83,11 @@ def gazebo_description(urdf, joints, q0, effort_limits, controllers_file):
         ET.SubElement(pos, "param", {"name": "initial_value"}).text = repr(q)
         ET.SubElement(j, "state_interface", {"name": "velocity"})
         ET.SubElement(j, "state_interface", {"name": "effort"})
+    for name, q in followers:
+        j = ET.SubElement(rc, "joint", {"name": name})
+        pos = ET.SubElement(j, "state_interface", {"name": "position"})
+        ET.SubElement(pos, "param", {"name": "initial_value"}).text = repr(q)
+        ET.SubElement(j, "state_interface", {"name": "velocity"})
     plugin = ET.SubElement(ET.SubElement(root, "gazebo"), "plugin",
                            {"filename": SYSTEM_PLUGIN[0], "name": SYSTEM_PLUGIN[1]})
     ET.SubElement(plugin, "parameters").text = str(controllers_file)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -191,8 +192,14 @@ def stop_launch(proc):
         proc.wait(timeout=10)
 
 
-def _run(robot, actuator, feedforward, tmp):
-    """One launch: returns a dict of measured numbers."""
+def _real_time_factor(text):
+    """The last real-time factor feedforward_proxy logged (at a goal's end), or None."""
+    found = re.findall(r"real-time factor ([0-9.]+)", text)
+    return float(found[-1]) if found else None
+
+
+def _run(robot, actuator, feedforward, tmp, launch="cosim.launch.py"):
+    """One launch (``cosim.launch.py`` or ``gazebo.launch.py``): a dict of measured numbers."""
     import mbs_dynamics as mbs
     from action_msgs.msg import GoalStatus
     from builtin_interfaces.msg import Duration
@@ -211,7 +218,11 @@ def _run(robot, actuator, feedforward, tmp):
     ctrl = tmp / f"controllers_{robot}.yaml"
     ctrl.write_text(yaml.safe_dump(_controllers(joints, _gains(urdf, joints, q_start))))
     args = [f"robot_description_file:={urdf_path}", f"controllers_file:={ctrl}",
-            f"actuator:={actuator}", f"feedforward:={'true' if feedforward else 'false'}"]
+            f"feedforward:={'true' if feedforward else 'false'}"]
+    if launch == "cosim.launch.py":
+        args.append(f"actuator:={actuator}")
+    else:
+        assert actuator == "rigid", f"{launch} simulates rigid joints"
     if actuator == "sea":
         sea = tmp / f"sea_{robot}.yaml"
         sea.write_text(yaml.safe_dump({"/**/feedforward_proxy": {"ros__parameters": {
@@ -220,7 +231,7 @@ def _run(robot, actuator, feedforward, tmp):
     log = tmp / f"launch_{robot}_{actuator}_{feedforward}.log"
     env = dict(os.environ, PYTHONUNBUFFERED="1", RCUTILS_COLORIZED_OUTPUT="0")
     with open(log, "w") as out:
-        proc = subprocess.Popen(["ros2", "launch", "mbs_dynamics", "cosim.launch.py", *args],
+        proc = subprocess.Popen(["ros2", "launch", "mbs_dynamics", launch, *args],
                                 stdout=out, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
     probe = Probe()
@@ -310,6 +321,8 @@ def _run(robot, actuator, feedforward, tmp):
         "on_grid": bool(np.all(np.abs(steps * RATE - np.round(steps * RATE)) < 1e-3)),
         "one_ms_steps": float(np.mean(np.abs(steps - 1.0 / RATE) < 1e-6)),
         "overruns": text.count("Overrun detected"),
+        # the proxy's line at the goal's end: simulated over wall time
+        "rtf": _real_time_factor(text),
         "nonfinite": text.count("non-finite") + text.count("diverged"),
         "finite_state": bool(np.all(np.isfinite(q))),
         "log": str(log),
@@ -338,6 +351,7 @@ def test_cosim_feedforward_vs_feedback_alone(robot, actuator):
         assert abs(r["rate_hz"] - RATE) <= 0.01 * RATE, r
         assert r["on_grid"], r
         assert r["overruns"] == 0, r["log"]
+        assert r["rtf"] is not None and r["rtf"] > 0, r["log"]
     ratio = runs[False]["rms"] / runs[True]["rms"]
     print(f"{robot} {actuator}: RMS ratio without/with feedforward {ratio:.1f}")
     assert ratio >= 20.0, (runs[True], runs[False])

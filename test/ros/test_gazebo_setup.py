@@ -80,3 +80,41 @@ def test_bad_sizes_and_values_are_refused(args):
 def test_not_xml_is_a_clear_error():
     with pytest.raises(ValueError, match="not XML"):
         gazebo_description("<robot", ["a"], [0.0], [1.0], "c.yaml")
+
+
+_MIMIC = """<robot name="gripper"><link name="base"/>
+  <link name="a"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="f1"><inertial><mass value="0.1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="f2"><inertial><mass value="0.1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/>
+    <limit lower="-1" upper="1" effort="10" velocity="1"/></joint>
+  <joint name="f1" type="prismatic"><parent link="a"/><child link="f1"/><axis xyz="0 1 0"/>
+    <limit lower="0" upper="0.04" effort="20" velocity="0.2"/></joint>
+  <joint name="f2" type="prismatic"><parent link="a"/><child link="f2"/><axis xyz="0 -1 0"/>
+    <limit lower="-0.04" upper="0.04" effort="20" velocity="0.2"/>
+    <mimic joint="f1" multiplier="-2" offset="0.01"/></joint>
+</robot>"""
+
+
+def test_mimic_joints_get_state_interfaces_only_and_their_initial_position():
+    robot = mbs.load_urdf(_MIMIC)
+    assert robot.joint_names == ("j", "f1")
+    out = ET.fromstring(gazebo_description(_MIMIC, robot.joint_names, [0.5, 0.02],
+                                           robot.effort_limit, "c.yaml",
+                                           mimic=robot.mimic_joints))
+    joints = out.findall("ros2_control/joint")
+    assert [j.get("name") for j in joints] == ["j", "f1", "f2"]
+    f2 = joints[2]
+    # ros2_control refuses command interfaces on an active mimic joint
+    assert f2.findall("command_interface") == []
+    assert [s.get("name") for s in f2.findall("state_interface")] == ["position", "velocity"]
+    assert float(f2.find("state_interface/param").text) == pytest.approx(-2 * 0.02 + 0.01)
+    # the URDF keeps its <mimic>: ros2_control reads multiplier and offset from it
+    (m,) = [j.find("mimic") for j in out.findall("joint") if j.get("name") == "f2"]
+    assert m.get("joint") == "f1"
+
+
+def test_a_mimic_joint_of_a_joint_not_commanded_is_refused():
+    with pytest.raises(ValueError, match="mimic joint 'f2' follows 'f1'"):
+        gazebo_description(_MIMIC, ["j"], [0.0], [10.0], "c.yaml",
+                           mimic={"f2": ("f1", -2.0, 0.01)})
