@@ -200,8 +200,11 @@ class FeedforwardNode(Node):
         try:
             self._declare_parameters()
         except ParameterException as exc:   # an override outside its range or of wrong type
-            raise ConfigurationError(f"parameter: {exc}") from exc
-        self._config = self._read_config()
+            self._refuse(f"parameter: {exc}", exc)
+        try:
+            self._config = self._read_config()
+        except ConfigurationError as exc:
+            self._refuse(str(exc), exc)
         self._rate = self._config["control_rate"]
 
         self._controller = None           # set once a robot model is loaded
@@ -224,6 +227,13 @@ class FeedforwardNode(Node):
         self._rej_logged_counts = {}
 
         self._warn_if_fast(self._rate)
+        built = None
+        if self._config["robot_description"]:
+            # before any publisher or subscription: a refused model leaves nothing behind
+            try:
+                built = self._build(self._config["robot_description"])
+            except Exception as exc:  # noqa: BLE001 - every failure is a configuration error
+                self._refuse(f"robot_description parameter: {exc}", exc)
 
         # users may override history/depth/reliability: qos_overrides.<topic>.<entity>.<policy>
         override = QoSOverridingOptions.with_default_policies
@@ -255,11 +265,8 @@ class FeedforwardNode(Node):
                                  qos_joint_states(), qos_overriding_options=override())
         self.create_subscription(JointTrajectory, "~/joint_trajectory", self._on_trajectory,
                                  qos_control(), qos_overriding_options=override())
-        if self._config["robot_description"]:
-            try:
-                self._install(self._build(self._config["robot_description"]))
-            except Exception as exc:
-                raise ConfigurationError(f"robot_description parameter: {exc}") from exc
+        if built is not None:
+            self._install(built)
         else:
             self.create_subscription(String, "robot_description", self._on_description,
                                      qos_description())
@@ -272,6 +279,12 @@ class FeedforwardNode(Node):
         self._thread = threading.Thread(target=self._control_loop, name="ff_control",
                                         daemon=True)
         self._thread.start()
+
+    def _refuse(self, text, cause):
+        """Destroy the half-built node (its rcl handle, parameter services and any entity made
+        so far: the caller never gets an object to destroy) and raise ConfigurationError."""
+        Node.destroy_node(self)
+        raise ConfigurationError(text) from cause
 
     # -- parameters ---------------------------------------------------------------------------
     def _declare_parameters(self):

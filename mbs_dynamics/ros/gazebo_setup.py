@@ -23,6 +23,10 @@ SYSTEM_PLUGIN = ("gz_ros2_control-system", "gz_ros2_control::GazeboSimROS2Contro
 def gazebo_description(urdf, joints, q0, effort_limits, controllers_file, mimic=None):
     """The URDF with the ``<ros2_control>`` block for Gazebo and the ``<gazebo>`` plugin tag.
 
+    The robot's root link is fixed to Gazebo's world (a ``world`` link and a fixed joint are
+    added unless the root already is ``world``): this package's models have a fixed base, and
+    Gazebo would otherwise simulate the URDF as a free body standing on the ground plane.
+
     A mimic joint (URDF ``<mimic>``: q_m = multiplier·q + offset) is listed with state
     interfaces only: ros2_control reads its ``<mimic>`` from the URDF and gz_ros2_control's
     ``GazeboSimSystem`` keeps it on q_m by commanding its velocity every cycle (a kinematic
@@ -66,6 +70,7 @@ def gazebo_description(urdf, joints, q0, effort_limits, controllers_file, mimic=
         root = ET.fromstring(urdf)
     except ET.ParseError as exc:
         raise ValueError(f"gazebo_description: the URDF is not XML ({exc})") from None
+    _fix_to_world(root)
     for el in root.findall("ros2_control"):
         root.remove(el)
     for g in root.findall("gazebo"):
@@ -92,3 +97,21 @@ def gazebo_description(urdf, joints, q0, effort_limits, controllers_file, mimic=
                            {"filename": SYSTEM_PLUGIN[0], "name": SYSTEM_PLUGIN[1]})
     ET.SubElement(plugin, "parameters").text = str(controllers_file)
     return ET.tostring(root, encoding="unicode")
+
+
+def _fix_to_world(root):
+    """Add ``<link name="world"/>`` and a fixed joint from it to the URDF's root link (Gazebo's
+    convention for a robot bolted to the world), unless the root link already is ``world``."""
+    links = [el.get("name") for el in root.findall("link")]
+    children = {el.get("link") for el in root.findall("joint/child")}
+    roots = [name for name in links if name not in children]
+    if len(roots) != 1 or roots[0] == "world":
+        return                  # several roots: not a tree (loads refuse it); or already fixed
+    names = {el.get("name") for el in root.findall("joint")}
+    joint = "world_fixed"
+    while joint in names:
+        joint = "_" + joint
+    ET.SubElement(root, "link", {"name": "world"})
+    fixed = ET.SubElement(root, "joint", {"name": joint, "type": "fixed"})
+    ET.SubElement(fixed, "parent", {"link": "world"})
+    ET.SubElement(fixed, "child", {"link": roots[0]})

@@ -9,7 +9,8 @@ nothing non-finite.
 Needs a ROS 2 Jazzy with ros2_control, this package and ``mbs_dynamics_mujoco`` built and sourced
 (``colcon build --base-paths . mbs_dynamics_mujoco``); each case skips, naming what is missing,
 elsewhere. The measured numbers are printed (``pytest -s``) and written to
-``$MBS_COSIM_RESULTS`` (JSON lines) when set.
+``$MBS_COSIM_RESULTS`` (JSON lines) when set, the time series to ``$MBS_COSIM_TRACE`` (a folder,
+one ``.npz`` per run).
 """
 from __future__ import annotations
 
@@ -192,14 +193,31 @@ def stop_launch(proc):
         proc.wait(timeout=10)
 
 
+def _within_limits(q0, limits, amp, sign):
+    """The goal's two inner waypoint offsets from q0: ``step`` (up to ``amp`` in the direction
+    ``sign``, or the other one where there is more room) and −0.6·step, each kept 10 % of the
+    range inside the joint's limits (a physics engine that enforces limits, as Gazebo does,
+    would hold the joint there and JTC would wait for it)."""
+    lo, hi = limits[:, 0], limits[:, 1]
+    margin = np.where(np.isfinite(hi - lo), 0.1 * (hi - lo), 0.0)
+    low, high = lo + margin, hi - margin
+    up, down = np.maximum(high - q0, 0.0), np.maximum(q0 - low, 0.0)   # room each way
+    s = np.where(up >= down, 1.0, -1.0)
+    s = np.where(np.minimum(up, down) >= amp, sign, s)       # room both ways: keep the pattern
+    step = s * np.minimum(amp, np.where(s > 0, up, down))
+    back = np.clip(q0 - 0.6 * step, np.minimum(low, q0), np.maximum(high, q0)) - q0
+    return step, back
+
+
 def _real_time_factor(text):
     """The last real-time factor feedforward_proxy logged (at a goal's end), or None."""
     found = re.findall(r"real-time factor ([0-9.]+)", text)
     return float(found[-1]) if found else None
 
 
-def _run(robot, actuator, feedforward, tmp, launch="cosim.launch.py"):
-    """One launch (``cosim.launch.py`` or ``gazebo.launch.py``): a dict of measured numbers."""
+def _run(robot, actuator, feedforward, tmp, launch="cosim.launch.py", extra=()):
+    """One launch (``cosim.launch.py`` or ``gazebo.launch.py``, ``extra`` launch arguments):
+    a dict of measured numbers."""
     import mbs_dynamics as mbs
     from action_msgs.msg import GoalStatus
     from builtin_interfaces.msg import Duration
@@ -215,6 +233,9 @@ def _run(robot, actuator, feedforward, tmp, launch="cosim.launch.py"):
     joints = [j.name for j in cm.joints]
     prismatic = [j.kind == "prismatic" for j in cm.joints]
     q_start = np.zeros(len(joints))
+    limited = mbs.load_urdf(urdf)
+    limits = np.array([[limited.lower[limited.joint_names.index(j)],
+                        limited.upper[limited.joint_names.index(j)]] for j in joints])
     ctrl = tmp / f"controllers_{robot}.yaml"
     ctrl.write_text(yaml.safe_dump(_controllers(joints, _gains(urdf, joints, q_start))))
     args = [f"robot_description_file:={urdf_path}", f"controllers_file:={ctrl}",
@@ -231,7 +252,7 @@ def _run(robot, actuator, feedforward, tmp, launch="cosim.launch.py"):
     log = tmp / f"launch_{robot}_{actuator}_{feedforward}.log"
     env = dict(os.environ, PYTHONUNBUFFERED="1", RCUTILS_COLORIZED_OUTPUT="0")
     with open(log, "w") as out:
-        proc = subprocess.Popen(["ros2", "launch", "mbs_dynamics", launch, *args],
+        proc = subprocess.Popen(["ros2", "launch", "mbs_dynamics", launch, *args, *extra],
                                 stdout=out, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
     probe = Probe()
@@ -255,9 +276,9 @@ def _run(robot, actuator, feedforward, tmp, launch="cosim.launch.py"):
             pass                       # a lightly damped SEA link: start from where it is
         t_now, q_now, _ = probe.latest()
         q0 = q_now[idx]
-        amp = np.where(prismatic, 0.01, 0.4)
-        offsets = [np.zeros(len(joints)), amp * np.sign(np.arange(len(joints)) % 2 - 0.5),
-                   -0.6 * amp, np.zeros(len(joints))]
+        step, back = _within_limits(q0, limits, np.where(prismatic, 0.01, 0.4),
+                                    np.sign(np.arange(len(joints)) % 2 - 0.5))
+        offsets = [np.zeros(len(joints)), step, back, np.zeros(len(joints))]
         times = [0.0, 1.5, 3.0, 4.5]
         traj = JointTrajectory()
         traj.joint_names = joints
@@ -306,11 +327,17 @@ def _run(robot, actuator, feedforward, tmp, launch="cosim.launch.py"):
     qd = np.column_stack([np.interp(tr, ref.times, ref.positions[:, c]) for c in cols])
     err = qd - q[inside]
     steps = np.diff(stamps[stamps >= start])
+    trace = os.environ.get("MBS_COSIM_TRACE")      # a folder: keep the time series to plot
+    if trace:
+        np.savez(Path(trace) / f"{log.stem}.npz", t=tr, desired=qd, measured=q[inside],
+                 joints=np.array(joints))
     return {
         "robot": robot, "actuator": actuator, "feedforward": feedforward,
         "status": int(result.status), "error_string": result.result.error_string,
         "rms": float(np.sqrt(np.mean(err ** 2))), "max": float(np.abs(err).max()),
         "samples": int(inside.sum()),
+        "rms_joint": [float(x) for x in np.sqrt(np.mean(err ** 2, axis=0))],
+        "t_max_s": float(tr[np.abs(err).max(axis=1).argmax()]),
         # the longest stretch of the goal without a sample (a loaded probe drops messages of
         # the 1 kHz stream; the RMS needs them spread over the whole goal, not all of them)
         "max_gap_s": float(np.diff(np.concatenate(([0.0], tr, [times[-1]]))).max()),

@@ -401,6 +401,20 @@ def test_bad_configuration_refuses_to_start():
             with pytest.raises(ConfigurationError):
                 FeedforwardNode(context=context, parameter_overrides=[
                     Parameter(k, value=v) for k, v in overrides.items()])
+        # a refused node leaves nothing behind (the caller never had an object to destroy):
+        # neither the node nor a subscription on its topics stays in the graph
+        probe = rclpy.create_node("refusal_probe", context=context)
+        try:
+            names = lambda: {n for n, _ in probe.get_node_names_and_namespaces()}
+            deadline = time.monotonic() + 5.0
+            while "refusal_probe" not in names() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert "refusal_probe" in names()          # the graph is visible from here
+            assert "feedforward_node" not in names()
+            assert probe.count_subscribers("joint_states") == 0
+            assert probe.count_publishers("feedforward_node/torque") == 0
+        finally:
+            probe.destroy_node()
     finally:
         context.try_shutdown()
 

@@ -4,6 +4,7 @@
 import math
 import xml.etree.ElementTree as ET
 
+import numpy as np
 import pytest
 
 import mbs_dynamics as mbs
@@ -118,3 +119,39 @@ def test_a_mimic_joint_of_a_joint_not_commanded_is_refused():
     with pytest.raises(ValueError, match="mimic joint 'f2' follows 'f1'"):
         gazebo_description(_MIMIC, ["j"], [0.0], [10.0], "c.yaml",
                            mimic={"f2": ("f1", -2.0, 0.01)})
+
+
+def _root_and_world_joint(xml):
+    out = ET.fromstring(xml)
+    fixed = [j for j in out.findall("joint") if j.find("parent").get("link") == "world"]
+    return out, fixed
+
+
+def test_a_robot_without_world_link_is_fixed_to_the_world():
+    robot = mbs.load_urdf(_MIMIC)
+    out, fixed = _root_and_world_joint(gazebo_description(
+        _MIMIC, robot.joint_names, [0.0, 0.0], robot.effort_limit, "c.yaml",
+        mimic=robot.mimic_joints))
+    assert len(fixed) == 1 and fixed[0].get("type") == "fixed"
+    assert fixed[0].find("child").get("link") == "base"
+    assert [el.get("name") for el in out.findall("link")].count("world") == 1
+    # the same robot for the package: the added link is the root, the joints unchanged
+    again = mbs.load_urdf(ET.tostring(out, encoding="unicode"))
+    assert again.joint_names == robot.joint_names
+    np.testing.assert_allclose(again.mass_matrix([0.3, 0.01]), robot.mass_matrix([0.3, 0.01]),
+                               rtol=1e-14, atol=1e-14)
+
+
+def test_a_robot_already_on_world_gets_no_second_world_and_names_do_not_clash():
+    urdf, robot = _arm7()          # arm7's root is "world"
+    out, fixed = _root_and_world_joint(gazebo_description(
+        urdf, robot.joint_names, [0.0] * robot.n, robot.effort_limit, "c.yaml"))
+    assert [el.get("name") for el in out.findall("link")].count("world") == 1
+    assert len(fixed) == 1 and fixed[0].get("name") == "arm7_world_joint"
+    clash = _MIMIC.replace('<joint name="j"', '<joint name="world_fixed"')
+    robot = mbs.load_urdf(clash)
+    out, fixed = _root_and_world_joint(gazebo_description(
+        clash, robot.joint_names, [0.0, 0.0], robot.effort_limit, "c.yaml",
+        mimic=robot.mimic_joints))
+    names = [j.get("name") for j in out.findall("joint")]
+    assert len(names) == len(set(names)) and len(fixed) == 1
