@@ -250,3 +250,75 @@ def test_generated_header_names_the_layout():
     h = codegen.generate(robot, functions=("gravity_torques",))["robot.h"]
     assert "#define robot_NQ 13" in h and "#define robot_NV 11" in h
     assert "Joints: r, b, s, f." in h and "spherical joint: q (qx, qy, qz, qw)" in h
+
+
+MIMIC = [("r", "continuous", "base", "A"), ("m", "continuous", "A", "Mm"),
+         ("s", "spherical", "A", "S"), ("e", "continuous", "S", "E")]
+
+
+@needs_cc
+def test_mimic_joint_beside_a_spherical_joint():
+    """A mimic joint elsewhere in the tree (m = 1.5 r + 0.2) with a spherical joint (the chart
+    Robot: Python does not load the pair as one robot): Pinocchio's full model projected by
+    G (v_full = G v), τ = Gᵀ τ_full, M = Gᵀ M_full G, J = J_full G, and the jets along
+    q(t) = q₀ ⊕ G z(t) against differences of Gᵀ τ_full."""
+    pin = pytest.importorskip("pinocchio")
+    g = _geometry(MIMIC, 17)
+    xml = _urdf(MIMIC, g).replace(
+        '<axis xyz="' + fmt(g["e_m"]) + '"/>',
+        '<axis xyz="' + fmt(g["e_m"]) + '"/><mimic joint="r" multiplier="1.5" offset="0.2"/>')
+    assert "<mimic" in xml
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mbs.URDFWarning)
+        robot = Robot(build(xml))
+    assert robot.model.mimic and robot.model.lie_joints
+    frames = ["tool", "Mm", "S"]
+    c = codegen.compile(robot, frames=frames)
+    pm = _pin(MIMIC, g, False)
+    pd = pm.createData()
+    assert (c.nq, c.nv) == (pm.nq - 1, pm.nv - 1) == (6, 5)
+    G = np.zeros((pm.nv, c.nv))  # full v (r, m, s (3), e) ← public (r, s (3), e)
+    G[0, 0], G[1, 0] = 1.0, 1.5
+    G[2:, 1:] = np.eye(4)
+
+    def full_q(q):
+        return np.r_[q[0], 1.5 * q[0] + 0.2, q[1:]]
+
+    rng = np.random.default_rng(8)
+    for _ in range(3):
+        qf = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+        q = np.delete(qf, 1)
+        qf = full_q(q)
+        v, a = rng.normal(size=(2, c.nv))
+        tau = G.T @ pin.rnea(pm, pd, qf, G @ v, G @ a)
+        assert rel(c.inverse_dynamics(q, v, a), tau) <= TOL
+        M = pin.crba(pm, pd, qf)
+        M = G.T @ (np.triu(M) + np.triu(M, 1).T) @ G
+        assert rel(c.mass_matrix(q), M) <= TOL
+        assert rel(c.gravity_torques(q), G.T @ pin.computeGeneralizedGravity(pm, pd, qf)) <= TOL
+        assert rel(c.forward_dynamics(q, v, tau), a) <= max(TOL, 1e-15 * np.linalg.cond(M))
+        pin.computeJointJacobians(pm, pd, qf)
+        pin.updateFramePlacements(pm, pd)
+        for f in frames:
+            J = pin.getFrameJacobian(pm, pd, pm.getFrameId(f), pin.ReferenceFrame.LOCAL) @ G
+            assert np.abs(c.frame_jacobian(q, f) - J).max() <= TOL * max(1.0, np.abs(J).max()), f
+    # jets: each public joint moves along f_j(t) ξ_j (a one-parameter subgroup for s)
+    xi = rng.normal(size=c.nv)
+    amp, ph, cq = rng.uniform(0.5, 1.5, (3, 3))
+    per = np.array([0, 1, 1, 1, 2])  # public coordinate → joint (r, s, s, s, e)
+    w = 1.3
+
+    def z(t, k):
+        d = amp * w ** k * np.sin(w * t + ph + k * np.pi / 2)
+        d = d + (cq * t * t if k == 0 else 2 * cq * t if k == 1 else 2 * cq if k == 2 else 0)
+        return d[per] * xi
+
+    q0 = full_q(np.delete(pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq)), 1))
+
+    def tau_t(t):
+        return G.T @ pin.rnea(pm, pd, pin.integrate(pm, q0, G @ z(t, 0)), G @ z(t, 1),
+                              G @ z(t, 2))
+
+    for t in (0.0, 0.5):
+        q = np.delete(pin.integrate(pm, q0, G @ z(t, 0)), 1)
+        check_jet(c.torque_derivatives((q, np.array([z(t, k) for k in range(1, 5)]))), tau_t, t)
