@@ -19,22 +19,12 @@ from mbs_dynamics.model.model import build
 from mbs_dynamics.robot import Robot
 from joint_oracle import (check_jet, fmt, joint_xml, links_xml, pin_inertia, pin_placement,
                           random_links)
+from test_codegen import cache  # noqa: F401  (autouse: a private compile cache per module)
 from test_spherical_joint import subgroup_motion
 
 TOL = 1e-12
 CC = shutil.which(os.environ.get("CC", "cc"))
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def cache(tmp_path_factory):
-    old = os.environ.get("MBS_DYNAMICS_CACHE")
-    os.environ["MBS_DYNAMICS_CACHE"] = str(tmp_path_factory.mktemp("cg_lie_cache"))
-    yield
-    if old is None:
-        del os.environ["MBS_DYNAMICS_CACHE"]
-    else:
-        os.environ["MBS_DYNAMICS_CACHE"] = old
 
 
 def rel(a, b):
