@@ -299,7 +299,8 @@ def compile_robot(robot, cflags=None, functions=FUNCTIONS, frames=(), prefix="ro
     """Generate, build (or find in the cache) and load ``robot``'s C code.
 
     Args:
-        robot: a Robot or MimicRobot.
+        robot: a Robot, MimicRobot or LieJointRobot (or a chart Robot, as
+            :func:`~mbs_dynamics.codegen.generate`).
         cflags: compiler flags (a string or a list); default ``-O3 -march=native``. Flags that
             change floating-point semantics or redefine names (``-ffast-math``, ``-Ofast``,
             ``-D…``) are a ValueError.

@@ -240,6 +240,7 @@ def test_generated_header_names_the_layout():
     h = codegen.generate(robot, functions=("gravity_torques",))["robot.h"]
     assert "#define robot_NQ 13" in h and "#define robot_NV 11" in h
     assert "Joints: r, b, s, f." in h and "spherical joint: q (qx, qy, qz, qw)" in h
+    assert "q = joints, v = joint velocities" in h
 
 
 MIMIC = [("r", "continuous", "base", "A"), ("m", "continuous", "A", "Mm"),
