@@ -231,7 +231,10 @@ def _wrapper_source(files, tr, prefix, modname, frames):
     for f in frames:
         nm = f"frame_jacobian_{c_name(f)}"
         add(nm, f'call1("{nm}", {P}_{nm}, 6, NV, args, nargs, kwnames)', nm)
-    rep = {"@P@": P, "@NJ@": str(tr.nind), "@FB@": str(tr.fb), "@MOD@": modname,
+    quats = tr.quats or [-1]
+    rep = {"@P@": P, "@NJ@": str(tr.nind), "@FB@": str(int(bool(tr.quats))),
+           "@QUATS@": ", ".join(map(str, quats)), "@NQUAT@": str(len(tr.quats)),
+           "@MOD@": modname,
            "@WRAPPERS@": "\n".join(wrappers), "@TABLE@": "\n".join(table)}
     for k, v in rep.items():
         tpl = tpl.replace(k, v)
@@ -296,7 +299,8 @@ def compile_robot(robot, cflags=None, functions=FUNCTIONS, frames=(), prefix="ro
     """Generate, build (or find in the cache) and load ``robot``'s C code.
 
     Args:
-        robot: a Robot or MimicRobot.
+        robot: a Robot, MimicRobot or LieJointRobot (or a chart Robot, as
+            :func:`~mbs_dynamics.codegen.generate`).
         cflags: compiler flags (a string or a list); default ``-O3 -march=native``. Flags that
             change floating-point semantics or redefine names (``-ffast-math``, ``-Ofast``,
             ``-D…``) are a ValueError.
@@ -490,6 +494,15 @@ class CompiledRobot:
         self.frames = tuple(frames)
         self._kind, self._lib, self._P = kind, lib, prefix
         self._nq, self._nv, self._nj, self._fb = tr.nq, tr.nv, tr.nind, bool(tr.fb)
+        self._quats = tuple(zip(tr.quats, tr.quat_names))
+        #: spherical / floating joints in a robot whose own methods take other coordinates (a
+        #: chart Robot): nothing may be handed to it
+        self._foreign = None
+        if tr.model.lie_joints and getattr(robot, "nq", None) != tr.nq:
+            name, (jkind, _) = next(iter(tr.model.lie_joints.items()))
+            self._foreign = (f"joint '{name}' ({jkind}): this robot's own methods take chart "
+                             "coordinates, not the generated code's; only the compiled "
+                             "functions are available")
         self._functions = tuple(functions)
         self._jac = {}
         self._lock = threading.Lock()
@@ -519,7 +532,16 @@ class CompiledRobot:
     def __getattr__(self, name):
         if name.startswith("_") or name == "robot":
             raise AttributeError(name)
+        self._peer(name)
         return getattr(self.robot, name)
+
+    def _peer(self, what):
+        """The wrapped robot, to answer ``what``; NotImplementedError when its methods take
+        other coordinates than the generated code (a chart Robot of a model with spherical or
+        floating joints that Python does not load as one robot)."""
+        if self._foreign is not None:
+            raise NotImplementedError(f"{what}: {self._foreign}")
+        return self.robot
 
     def __repr__(self):
         return f"CompiledRobot({self.robot!r}, library='{self.library}')"
@@ -544,8 +566,9 @@ class CompiledRobot:
         f = self._jac.get(frame) if isinstance(frame, str) else None
         if f is not None and isinstance(representation, str) and representation == "body":
             return f(q, out=out)
+        peer = self._peer(f"frame_jacobian of '{frame}' ({representation})")
         with self._lock:
-            return self.robot.frame_jacobian(q, frame, representation, out=out)
+            return peer.frame_jacobian(q, frame, representation, out=out)
 
     # ---------------------------------------------------------------- the slow path
     def _py(self, name):
@@ -599,7 +622,8 @@ class CompiledRobot:
         if name in ("inverse_dynamics", "forward_dynamics"):
             q, x, y, f_ext, out = a
             if f_ext is not None:
-                return getattr(self.robot, name)(q, x, y, f_ext=f_ext, out=out)
+                return getattr(self._peer(f"{name} with f_ext"), name)(q, x, y, f_ext=f_ext,
+                                                                        out=out)
             nd = 2 if np.ndim(q) == 2 else 1
             q = _check_array(q, "q", nd, (nq,) if nd == 1 else (-1, nq))
             lead = () if nd == 1 else (q.shape[0],)
@@ -616,8 +640,9 @@ class CompiledRobot:
             except (TypeError, ValueError, IndexError):
                 rows = None
             if (method != "recursive" or f_ext is not None
-                    or rows != (4 if pair else 5) or (self._fb and not pair)):
-                return self.robot.torque_derivatives(qs, method, out, f_ext=f_ext)
+                    or rows != (4 if pair else 5) or (self._nq != self._nv and not pair)):
+                return self._peer("torque_derivatives of this order / method / f_ext") \
+                    .torque_derivatives(qs, method, out, f_ext=f_ext)
             if pair:
                 q, vs = qs
                 nd = 2 if np.ndim(q) == 2 else 1
@@ -637,8 +662,8 @@ class CompiledRobot:
             lead = () if nd == 1 else (q.shape[0],)
             ins = [q]
             shape = lead + ({"mass_matrix": (nv, nv), "gravity_torques": (nv,)}.get(name, (6, nv)))
-        if self._fb:
-            _check_quat(ins[0], nq)
+        if self._quats:
+            _check_quat(ins[0], nq, *zip(*self._quats))
         if out is not None:
             _check_array(out, "out", len(shape), shape, out=True)
         res = self._raw(name, ins, shape)
@@ -648,14 +673,19 @@ class CompiledRobot:
         return out
 
 
-def _check_quat(q, nq):
-    x = q.reshape(-1, nq)[:, 3:7]
-    r = np.einsum("ij,ij->i", x, x)
-    bad = np.flatnonzero(~(np.abs(r - 1.0) <= 1e-6))
-    if bad.size:
-        c = x[bad[0]]
-        raise ValueError(f"q: the base quaternion (qx, qy, qz, qw) = ({c[0]:g}, {c[1]:g}, "
-                         f"{c[2]:g}, {c[3]:g}) is not a unit quaternion")
+def _check_quat(q, nq, at=(3,), names=("base",)):
+    """ValueError naming the first quaternion (at q indices ``at``: the base's, then the
+    spherical / floating joints' ``names``) that is not of unit norm (within 1e-6), or NaN."""
+    for i, name in zip(at, names):
+        x = q.reshape(-1, nq)[:, i:i + 4]
+        r = np.einsum("ij,ij->i", x, x)
+        bad = np.flatnonzero(~(np.abs(r - 1.0) <= 1e-6))
+        if bad.size:
+            c = x[bad[0]]
+            what = "the base quaternion" if name == "base" and i == 3 else \
+                f"the quaternion of joint '{name}' (q[{i}:{i + 4}])"
+            raise ValueError(f"q: {what} (qx, qy, qz, qw) = ({c[0]:g}, {c[1]:g}, "
+                             f"{c[2]:g}, {c[3]:g}) is not a unit quaternion")
 
 
 def _sig_id(q, qd, qdd, f_ext=None, out=None):

@@ -24,30 +24,26 @@ def _unit(g, k):
     return u
 
 
-#: a floating base's public velocity (linear, angular) → the internal twist index (ω, v)
-BASE_IX = (3, 4, 5, 0, 1, 2)
+BASE_IX = t.BASE_IX
 
 
-def full_mass_matrix(g, tr, qf):
-    """M of the full coordinates (6·fb + n square, Expr lists) at joint positions qf."""
+def full_mass_matrix(g, tr, qf, qrow):
+    """M of the full coordinates (6·fb + n square, Expr lists) at joint positions qf (public
+    positions qrow: the quaternions of spherical / floating joints)."""
     nb, fb = tr.nb, tr.fb
     N = 6 * fb + tr.n
     M = [[g.zero] * N for _ in range(N)]
     J = [None] * nb
     for b in range(nb):
         if tr.kind[b] != "free":
-            J[b] = t.Joint(g, tr.kind[b], qf[tr.joint[b]])
+            J[b] = t.joint_of(g, tr, b, qrow, qf)
     Ic = [t.Inertia.const(g, tr.mass[b], tr.h[b], tr.Th[b]) for b in range(nb)]
     for b in range(nb - 1, -1, -1):
         par = tr.parent[b]
         if par >= 0:
             Ic[par] = Ic[par] + _through_joint(g, tr, b, J[b], Ic[b])
 
-    def col_of(b):
-        """Public columns of body b: [(column index, internal unit twist index)]."""
-        if tr.kind[b] == "free":
-            return [(k, BASE_IX[k]) for k in range(6)]
-        return [(6 * fb + tr.joint[b], t.joint_index(tr.kind[b]))]
+    col_of = tr.columns  # full columns of body b: [(column index, internal unit twist index)]
 
     for b in range(nb):
         for ci, ix in col_of(b):
@@ -68,11 +64,11 @@ def full_mass_matrix(g, tr, qf):
 
 def project_matrix(g, tr, M):
     """Gᵀ M G (mimic joints folded into their masters)."""
-    fb, n = tr.fb, tr.nind
-    cols = [(k, 1.0) for k in range(6 * fb)] + [(6 * fb + c, m) for c, m, _ in tr.map]
-    if all(m == 1.0 for _, m in cols) and len(cols) == 6 * fb + n:
+    fb = tr.fb
+    cols = [(k, 1.0) for k in range(6 * fb)] + [(vi, m) for _, vi, m, _ in tr.map]
+    if all(m == 1.0 and a == k for k, (a, m) in enumerate(cols)) and len(cols) == tr.nv:
         return M
-    N = 6 * fb + n
+    N = tr.nv
     out = [[g.zero] * N for _ in range(N)]
     for i, (a, ka) in enumerate(cols):
         for j, (b, kb) in enumerate(cols):
@@ -84,5 +80,6 @@ def project_matrix(g, tr, M):
 
 def mass_matrix(g, tr):
     """M(q) in public coordinates (nv × nv Expr lists)."""
-    qf = joint_jets(g, tr, public_rows(g, tr, ["q"]))[0]
-    return project_matrix(g, tr, full_mass_matrix(g, tr, qf))
+    rows = public_rows(g, tr, ["q"])
+    qf = joint_jets(g, tr, rows)[0]
+    return project_matrix(g, tr, full_mass_matrix(g, tr, qf, rows[0]))

@@ -50,35 +50,57 @@ def _phi(g, kind, c, us, k, transpose):
 def base_pose_R(g, q):
     """Rotation of the floating base from (qx, qy, qz, qw) = q[3:7], normalised as the kernels
     do."""
-    qx, qy, qz, qw = (g.input("q", k) for k in (3, 4, 5, 6))
-    s = g.div(1.0, g.fn("sqrt", g.add(g.add(g.mul(qx, qx), g.mul(qy, qy)),
-                                     g.add(g.mul(qz, qz), g.mul(qw, qw)))))
-    qx, qy, qz, qw = (g.mul(x, s) for x in (qx, qy, qz, qw))
-    two = 2.0
-    xx, yy, zz = g.mul(qx, qx), g.mul(qy, qy), g.mul(qz, qz)
-    xy, xz, yz = g.mul(qx, qy), g.mul(qx, qz), g.mul(qy, qz)
-    xw, yw, zw = g.mul(qx, qw), g.mul(qy, qw), g.mul(qz, qw)
-    return [[g.sub(1.0, g.mul(two, g.add(yy, zz))), g.mul(two, g.sub(xy, zw)),
-             g.mul(two, g.add(xz, yw))],
-            [g.mul(two, g.add(xy, zw)), g.sub(1.0, g.mul(two, g.add(xx, zz))),
-             g.mul(two, g.sub(yz, xw))],
-            [g.mul(two, g.sub(xz, yw)), g.mul(two, g.add(yz, xw)),
-             g.sub(1.0, g.mul(two, g.add(xx, yy)))]]
+    return t.quat_R(g, [g.input("q", k) for k in (3, 4, 5, 6)])
 
 
 def joint_jets(g, tr, rows):
     """Full-coordinate joint jets qf[k][i] (k = 0..len(rows)−1) from the public rows
     (rows[0] = positions "q" (Expr per public index), rows[k] velocity-level); mimic joints
-    q_m^(k) = mult·q_master^(k) (+ offset for k = 0). Base rows are skipped (offset 7 / 6)."""
+    q_m^(k) = mult·q_master^(k) (+ offset for k = 0). The chart joints of a spherical /
+    floating joint have no position (0) and its velocity components at k ≥ 1."""
     out = []
     for k, row in enumerate(rows):
-        off = (7 if k == 0 else 6) * tr.fb
         vals = []
-        for col, mult, o in tr.map:
-            x = g.mul(mult, row[off + col])
-            vals.append(g.add(x, o) if k == 0 else x)
+        for qi, vi, mult, o in tr.map:
+            if k == 0:
+                vals.append(g.zero if qi is None else g.add(g.mul(mult, row[qi]), o))
+            else:
+                vals.append(g.mul(mult, row[vi]))
         out.append(vals)
     return out
+
+
+def _sum_binom(g, j, eta, xs, op):
+    """Σ_{m=0..j} binom(j,m) op(η^(m), xs[j−m])."""
+    acc = [g.zero] * 6
+    for m in range(j + 1):
+        acc = t.axpy(g, float(comb(j, m)), op(g, eta[m], xs[j - m]), acc)
+    return acc
+
+
+def _group_forward(g, tr, b, rows, V, K1):
+    """Twist jets V_b^(k), k = 0..K1, of a spherical / floating joint's body (S constant in
+    the child frame): with A = Ad_{C⁻¹} (C = B·T(quat, p)), Ȧ = −ad_η A (η = S ν),
+    ``y_l = A V_λ^(l)`` has ``(y_l)′ = y_{l+1} − ad_η y_l``, so its k-th derivative
+    ``D(l, k+1) = D(l+1, k) − Σ_m binom(k,m) ad_{η^(m)} D(l, k−m)`` and
+    ``V_b^(k) = D(0, k) + η^(k)``. Returns (jets, (joint stage, η jets))."""
+    J = t.GroupJoint(g, tr.kind[b], rows[0], tr.qix[b])
+    vi, d = tr.vix[b], t.LIE[tr.kind[b]][0]
+    eta = [J.twist(rows[k + 1][vi:vi + d]) for k in range(K1 + 1)]
+    par = tr.parent[b]
+    grav = [g.const(-x) for x in tr.gravity]
+    D = []
+    for l in range(K1 + 1):
+        if par >= 0:
+            y = V[par][l]
+        else:
+            y = [g.zero] * 3 + grav if l == 1 else [g.zero] * 6
+        D.append([J.to_child(t.const_to_child(g, tr.BR[b], tr.Bp[b], y))])
+    for k in range(1, K1 + 1):
+        for l in range(K1 + 1 - k):
+            x = _sum_binom(g, k - 1, eta, D[l], t.ad_V)
+            D[l].append(t.axpy(g, -1.0, x, D[l + 1][k - 1]))
+    return [t.add(g, D[0][k], eta[k]) for k in range(K1 + 1)], (J, eta)
 
 
 def jets(g, tr, rows, K):
@@ -105,6 +127,9 @@ def jets(g, tr, rows, K):
                 gam.append(acc)
             V[b] = [nu[k] if k == 0 else t.axpy(g, float(k), gam[k - 1], nu[k])
                     for k in range(K1 + 1)]
+            continue
+        if kind in t.LIE:
+            V[b], ctx[b] = _group_forward(g, tr, b, rows, V, K1)
             continue
         i = tr.joint[b]
         qs = [qf[k][i] for k in range(K1 + 2)]
@@ -142,6 +167,20 @@ def jets(g, tr, rows, K):
             for k in range(K1):
                 out[k][:6] = Wb[k][3:] + Wb[k][:3]
             continue
+        if tr.kind[b] in t.LIE:
+            J, eta = ctx[b]
+            for k in range(K1):
+                for f, ix in tr.columns(b):
+                    out[k][f] = Wb[k][ix]
+            par = tr.parent[b]
+            if par >= 0:
+                lev = Wb
+                for k in range(K1):  # (Aᵀ W)^(k) = Aᵀ (D^k W)^(0), D W = W′ − ad_ηᵀ W
+                    S = t.const_to_parent(g, tr.BR[b], tr.Bp[b], J.to_parent(lev[0]))
+                    W[par][k] = t.add(g, W[par][k], S)
+                    lev = [t.add(g, lev[j + 1], _sum_binom(g, j, eta, lev, t.neg_adT))
+                           for j in range(len(lev) - 1)]
+            continue
         J, c, ix = ctx[b]
         for k in range(K1):
             out[k][6 * fb + tr.joint[b]] = Wb[k][ix]
@@ -159,8 +198,8 @@ def project(g, tr, full):
     """Gᵀ x for a full-coordinate vector x (Expr list): mimic joints add mult·x to their master."""
     fb = tr.fb
     out = list(full[:6 * fb]) + [g.zero] * tr.nind
-    for i, (col, mult, _) in enumerate(tr.map):
-        out[6 * fb + col] = g.add(out[6 * fb + col], g.mul(mult, full[6 * fb + i]))
+    for i, (_, vi, mult, _) in enumerate(tr.map):
+        out[vi] = g.add(out[vi], g.mul(mult, full[6 * fb + i]))
     return out
 
 

@@ -41,6 +41,6 @@ def forward_dynamics(g, tr):
     rows = public_rows(g, tr, ["q", "v", None])
     h = project(g, tr, jets(g, tr, rows, 0)[0])
     qf = joint_jets(g, tr, rows[:1])[0]
-    M = project_matrix(g, tr, full_mass_matrix(g, tr, qf))
+    M = project_matrix(g, tr, full_mass_matrix(g, tr, qf, rows[0]))
     rhs = [g.sub(g.input("tau", k), h[k]) for k in range(tr.nv)]
     return ltdl_solve(g, M, rhs)

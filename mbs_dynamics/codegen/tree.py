@@ -20,7 +20,11 @@ import hashlib
 import numpy as np
 
 #: the generator's version: part of the model hash, so a changed generator never reuses a library
-VERSION = "1"
+VERSION = "2"
+
+#: a floating base's or inner floating joint's public velocity (linear, angular) → the internal
+#: twist index (ω, v)
+BASE_IX = (3, 4, 5, 0, 1, 2)
 
 _SNAP = 4e-16  # |x| below this (rounding noise of cos(π/2) …) is an exact 0; |x| − 1 likewise
 
@@ -56,8 +60,14 @@ def _frame_for(e):
     return np.column_stack([x, np.cross(e, x), e])
 
 
+#: joints whose configuration is on a group: URDF ``floating`` inside the tree and the
+#: ``spherical`` extension (:mod:`mbs_dynamics.model.lie_joints`) → (velocity dim, q dim)
+LIE = {"spherical": (3, 4), "floating": (6, 7)}
+
+
 def model_of(robot):
-    """(Model, mimic map) of a Robot or MimicRobot; CodegenError naming what is missing."""
+    """(Model, mimic map) of a Robot, MimicRobot or LieJointRobot; CodegenError naming what is
+    missing."""
     if any(getattr(robot, k, None) for k in ("loop_closures", "closures", "loops", "constraints")):
         raise CodegenError("closed kinematic loops are not supported by the code generator "
                            "(it generates tree dynamics)")
@@ -65,18 +75,48 @@ def model_of(robot):
     if model is None or not hasattr(model, "parent"):
         raise CodegenError(f"cannot generate code for {type(robot).__name__}: it has no Model "
                            "(load it with mbs_dynamics.load_urdf)")
-    lie = getattr(model, "lie_joints", None)
-    if lie:
-        name, (kind, _) = next(iter(lie.items()))
-        raise CodegenError(f"joint '{name}' ({kind}): the code generator does not take "
-                           "spherical or floating joints inside the tree")
-    for t in model.joint_types:
-        if t not in ("revolute", "continuous", "prismatic"):
-            raise CodegenError(f"joint type '{t}' is not supported by the code generator")
+    lie = getattr(model, "lie_joints", None) or {}
+    chart = {i0 + k for _, (kind, i0) in lie.items() for k in range(LIE[kind][0])}
+    for i, t in enumerate(model.joint_types):
+        if t not in ("revolute", "continuous", "prismatic") and i not in chart:
+            raise CodegenError(f"joint '{model.joint_names[i]}' of type '{t}' is not supported "
+                               "by the code generator")
+    if lie:  # a LieJointRobot, or the chart Robot of a model Python does not load as one
+        return model, dict(model.mimic)
     if getattr(robot, "full_robot", None) is None and model.mimic:
         raise CodegenError("the model has mimic joints but the robot is not a MimicRobot: "
                            "pass the object load_urdf returned")
     return model, dict(model.mimic) if getattr(robot, "full_robot", None) is not None else {}
+
+
+def _groups(model, mimic):
+    """{first chart joint index: (name, kind)} of the spherical / floating joints, checked to be
+    what :func:`~mbs_dynamics.model.model.composite_parts` builds: a chain of d chart joints,
+    the later ones at the identity origin, the links between them massless, nothing else
+    attached to those links, no mimic joint among them."""
+    lie = getattr(model, "lie_joints", None) or {}
+    out = {}
+    for name, (kind, i0) in lie.items():
+        d = LIE[kind][0]
+        chain = list(range(i0, i0 + d))
+        for k, i in enumerate(chain):
+            nm = model.joint_names[i]
+            if nm in mimic or any(v[0] == nm for v in mimic.values()):
+                raise CodegenError(f"joint '{name}' ({kind}): its chart joint '{nm}' is or has "
+                                   "a mimic joint; the code generator does not take that")
+            if k and (int(model.parent[i]) != i - 1 or not np.allclose(model.B[i], np.eye(4),
+                                                                        rtol=0, atol=1e-15)):
+                raise CodegenError(f"joint '{name}' ({kind}): its chart is not the chain the "
+                                   "URDF loader builds; the code generator does not take it")
+            if i != chain[-1] and np.any(np.asarray(model.inertias[i]) != 0.0):
+                raise CodegenError(f"joint '{name}' ({kind}): a chart link carries mass")
+        for j in range(model.n):
+            if int(model.parent[j]) in chain[:-1] and j not in chain:
+                raise CodegenError(f"joint '{model.joint_names[j]}' hangs from a chart link of "
+                                   f"the {kind} joint '{name}'; the code generator does not "
+                                   "take that")
+        out[i0] = (name, kind)
+    return out
 
 
 def model_hash(model, mimic):
@@ -89,21 +129,74 @@ def model_hash(model, mimic):
     h.update(repr((getattr(model, "name", None), model.joint_names, model.joint_types, bool(model.floating_base),
                    sorted((m, v[0], float(v[1]), float(v[2])) for m, v in mimic.items()),
                    sorted((ln, b, np.asarray(S).tobytes().hex())
-                          for ln, (b, S) in model.link_frames.items()))).encode())
+                          for ln, (b, S) in model.link_frames.items()),
+                   sorted((nm, k, int(i)) for nm, (k, i) in
+                          (getattr(model, "lie_joints", None) or {}).items()))).encode())
     return h.hexdigest()
 
 
 class Tree:
-    """Bodies b = 0..nb−1 (b = 0 the base when it floats), numbers in the rotated frames."""
+    """Bodies b = 0..nb−1 (b = 0 the base when it floats), numbers in the rotated frames.
+
+    A spherical or inner floating joint is one body (kind ``"spherical"`` / ``"floating"``) in
+    its child frame (no rotation Q), its relative pose ``B·(R(quat), p)`` and its constant
+    motion subspace S (``[0; I3]``, ``I6`` in (ω, v)); its d chart joints of the model keep their
+    d slots in the full coordinates (6·fb + n), which are its velocity (v, ω) in order.
+
+    Attributes (per body): kind, parent, BR, Bp (constant origin), joint (first model joint),
+    qix / vix (public index of its first position / velocity coordinate; 1-DOF joints: None
+    for q, see ``map``), mass, h, Th. Per model joint, ``map``: (public q index or None,
+    public v index, multiplier, offset). ``quats``: public q indices of every quaternion.
+    """
 
     def __init__(self, robot):
         model, mimic = model_of(robot)
         self.model, self.mimic = model, mimic
+        groups = _groups(model, mimic)
+        chart_of = {}  # model joint → (group body's first joint, chart index c)
+        for i0, (_, kind) in groups.items():
+            for c in range(LIE[kind][0]):
+                chart_of[i0 + c] = (i0, c)
         fb = int(bool(model.floating_base))
         n = model.n
-        self.fb, self.n, self.nb = fb, n, n + fb
+        self.fb, self.n = fb, n
         self.kind, self.parent, self.BR, self.Bp, self.joint = [], [], [], [], []
-        self.mass, self.h, self.Th = [], [], []
+        self.mass, self.h, self.Th, self.qix, self.vix = [], [], [], [], []
+        self.body_of = {}  # model body → (tree body, chart index c or None)
+        self.quats = [3] if fb else []
+        self.quat_names = ["base"] if fb else []
+        # public coordinates: the model's joints in order, a group's as one joint, mimic joints
+        # folded into their masters
+        names = list(model.joint_names)
+        qpos, vpos = 7 * fb, 6 * fb
+        col, self.map = {}, [None] * n
+        self.public_names = []
+        for i, nm in enumerate(names):
+            if i in groups:
+                kind = groups[i][1]
+                d, nqg = LIE[kind]
+                for c in range(d):
+                    self.map[i + c] = (None, vpos + c, 1.0, 0.0)
+                self.quats.append(qpos + nqg - 4)
+                self.quat_names.append(groups[i][0])
+                col[i] = (qpos, vpos)
+                self.public_names.append(groups[i][0])
+                qpos, vpos = qpos + nqg, vpos + d
+            elif i in chart_of or nm in mimic:
+                continue
+            else:
+                col[i] = (qpos, vpos)
+                self.public_names.append(nm)
+                self.map[i] = (qpos, vpos, 1.0, 0.0)
+                qpos, vpos = qpos + 1, vpos + 1
+        index = {nm: i for i, nm in enumerate(names)}
+        for nm, (master, k, o) in mimic.items():
+            qm, vm, _, _ = self.map[index[master]]
+            self.map[index[nm]] = (qm, vm, float(k), float(o))
+        self.nq, self.nv = qpos, vpos
+        self.nind = vpos - 6 * fb
+        bodies = [i for i in range(n) if i not in chart_of or chart_of[i][1] == 0]
+        self.nb = len(bodies) + fb
         Q = [np.eye(3)] * self.nb
         if fb:
             self.kind.append("free")
@@ -111,62 +204,90 @@ class Tree:
             self.BR.append(np.eye(3))
             self.Bp.append(np.zeros(3))
             self.joint.append(-1)
-        for i in range(n):
-            b = i + fb
-            e = model.X[i][:3] if model.joint_types[i] != "prismatic" else model.X[i][3:]
-            Q[b] = _frame_for(e)
-        inertias = ([model.base_inertia] if fb else []) + list(model.inertias)
-        for i in range(n):
-            b = i + fb
-            par = int(model.parent[i]) + fb if model.parent[i] >= 0 else (0 if fb else -1)
+            self.qix.append(0)
+            self.vix.append(0)
+            self._inertia(model.base_inertia, np.eye(3))
+        for b, i in enumerate(bodies, start=fb):
+            if i in groups:
+                d = LIE[groups[i][1]][0]
+                for c in range(d):
+                    self.body_of[i + c] = (b, c if c < d - 1 else None)
+            else:
+                self.body_of[i] = (b, None)
+                e = model.X[i][:3] if model.joint_types[i] != "prismatic" else model.X[i][3:]
+                Q[b] = _frame_for(e)
+        inertias = list(model.inertias)
+        for b, i in enumerate(bodies, start=fb):
+            pi = int(model.parent[i])
+            par = self.body_of[pi][0] if pi >= 0 else (0 if fb else -1)
             Ql = Q[par] if par >= 0 else np.eye(3)
             B = model.B[i]
-            self.kind.append("prismatic" if model.joint_types[i] == "prismatic" else "revolute")
+            if i in groups:
+                kind = groups[i][1]
+                self.kind.append(kind)
+                self.qix.append(col[i][0])
+                self.vix.append(col[i][1])
+                I6 = inertias[i + LIE[kind][0] - 1]
+            else:
+                self.kind.append("prismatic" if model.joint_types[i] == "prismatic"
+                                 else "revolute")
+                self.qix.append(None)
+                self.vix.append(None)
+                I6 = inertias[i]
             self.parent.append(par)
             self.BR.append(_snap(Ql.T @ B[:3, :3] @ Q[b]))
             self.Bp.append(_snap(Ql.T @ B[:3, 3]))
             self.joint.append(i)
-        for b in range(self.nb):
-            I6 = np.asarray(inertias[b])
-            hx = I6[:3, 3:]
-            h = np.array([hx[2, 1], hx[0, 2], hx[1, 0]])
-            self.mass.append(float(I6[3, 3]))
-            self.h.append(_snap(Q[b].T @ h))
-            Th = Q[b].T @ I6[:3, :3] @ Q[b]
-            self.Th.append(_snap(0.5 * (Th + Th.T)))
+            self._inertia(I6, Q[b])
         self.Q = Q
         self.children = [[] for _ in range(self.nb)]
         for b in range(self.nb):
             if self.parent[b] >= 0:
                 self.children[self.parent[b]].append(b)
         self.gravity = np.asarray(model.gravity, dtype=float)
-        # public coordinates: independent joints (mimic joints folded in)
-        names = list(model.joint_names)
-        ind = [nm for nm in names if nm not in mimic]
-        col = {nm: c for c, nm in enumerate(ind)}
-        self.map = []  # per model joint: (public joint column, multiplier, offset)
-        for nm in names:
-            if nm in mimic:
-                master, k, o = mimic[nm]
-                self.map.append((col[master], float(k), float(o)))
-            else:
-                self.map.append((col[nm], 1.0, 0.0))
-        self.nind = len(ind)
-        self.nq = self.nind + 7 * fb
-        self.nv = self.nind + 6 * fb
         self.hash = model_hash(model, mimic)
+
+    def _inertia(self, I6, Q):
+        I6 = np.asarray(I6)
+        hx = I6[:3, 3:]
+        h = np.array([hx[2, 1], hx[0, 2], hx[1, 0]])
+        self.mass.append(float(I6[3, 3]))
+        self.h.append(_snap(Q.T @ h))
+        Th = Q.T @ I6[:3, :3] @ Q
+        self.Th.append(_snap(0.5 * (Th + Th.T)))
+
+    def columns(self, b):
+        """[(full coordinate index, internal unit twist index in (ω, v))] of body b's joint."""
+        fb = self.fb
+        kind = self.kind[b]
+        if kind == "free":
+            return [(k, BASE_IX[k]) for k in range(6)]
+        i = self.joint[b]
+        if kind == "spherical":
+            return [(6 * fb + i + c, c) for c in range(3)]
+        if kind == "floating":
+            return [(6 * fb + i + c, BASE_IX[c]) for c in range(6)]
+        return [(6 * fb + i, joint_index(kind))]
 
     def link_pose(self, link):
         """(body b or −1 for a fixed base, 4×4 pose of ``link`` in body b's rotated frame)."""
+        b, S, _ = self.link_body(link)
+        return b, S
+
+    def link_body(self, link):
+        """(body b or −1, pose of ``link`` in body b's rotated frame, chart index c or None):
+        c is set for a link between the chart joints of a spherical / floating joint (the
+        chart's own links, at the joint's child frame at φ = 0): its Jacobian has that joint's
+        columns 0..c only, as :class:`~mbs_dynamics.model.lie_joints.LieJointRobot` gives it."""
         if link not in self.model.link_frames:
             raise CodegenError(f"unknown frame '{link}': frames are URDF links "
                                f"({', '.join(list(self.model.link_frames)[:8])}, …)")
         body, S = self.model.link_frames[link]
-        b = body + self.fb if body >= 0 else (0 if self.fb else -1)
+        b, c = self.body_of[body] if body >= 0 else (0 if self.fb else -1, None)
         S = np.array(S, dtype=float)
         if b >= 0:
             S[:3] = self.Q[b].T @ S[:3]
-        return b, _snap(S)
+        return b, _snap(S), c
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,6 +378,70 @@ class Joint:
             return [[self.c, g.neg(self.s), z], [self.s, self.c, z], [z, z, o]], [z, z, z]
         z, o = g.zero, g.one
         return [[o, z, z], [z, o, z], [z, z, o]], [z, z, self.d]
+
+
+def quat_R(g, xs):
+    """Rotation matrix (Expr lists) of the quaternion xs = (qx, qy, qz, qw), normalised as the
+    kernels do (its norm is checked ≈ 1 before the generated code runs)."""
+    qx, qy, qz, qw = xs
+    s = g.div(1.0, g.fn("sqrt", g.add(g.add(g.mul(qx, qx), g.mul(qy, qy)),
+                                     g.add(g.mul(qz, qz), g.mul(qw, qw)))))
+    qx, qy, qz, qw = (g.mul(x, s) for x in (qx, qy, qz, qw))
+    two = 2.0
+    xx, yy, zz = g.mul(qx, qx), g.mul(qy, qy), g.mul(qz, qz)
+    xy, xz, yz = g.mul(qx, qy), g.mul(qx, qz), g.mul(qy, qz)
+    xw, yw, zw = g.mul(qx, qw), g.mul(qy, qw), g.mul(qz, qw)
+    return [[g.sub(1.0, g.mul(two, g.add(yy, zz))), g.mul(two, g.sub(xy, zw)),
+             g.mul(two, g.add(xz, yw))],
+            [g.mul(two, g.add(xy, zw)), g.sub(1.0, g.mul(two, g.add(xx, zz))),
+             g.mul(two, g.sub(yz, xw))],
+            [g.mul(two, g.sub(xz, yw)), g.mul(two, g.add(yz, xw)),
+             g.sub(1.0, g.mul(two, g.add(xx, yy)))]]
+
+
+class GroupJoint:
+    """The joint stage of a spherical / inner floating joint at one configuration: the pose
+    T = (R(quat), p) (p = 0 for a spherical joint) after the constant origin, ``Ad_{T⁻¹}`` on
+    twists and its transpose on wrenches (the same interface as :class:`Joint`)."""
+
+    def __init__(self, g, kind, qrow, qix):
+        self.g, self.kind = g, kind
+        if kind == "spherical":
+            self.R = quat_R(g, qrow[qix:qix + 4])
+            self.p = [g.zero] * 3
+        else:
+            self.R = quat_R(g, qrow[qix + 3:qix + 7])
+            self.p = list(qrow[qix:qix + 3])
+
+    def to_child(self, x):
+        """ω' = Rᵀω, v' = Rᵀ(v + ω × p)."""
+        g, w = self.g, x[:3]
+        return matTvec(g, self.R, w) + matTvec(g, self.R, add(g, x[3:], cross(g, w, self.p)))
+
+    def to_parent(self, x):
+        """f' = R f, m' = R m + p × f'."""
+        g = self.g
+        f = matvec(g, self.R, x[3:])
+        return add(g, matvec(g, self.R, x[:3]), cross(g, self.p, f)) + f
+
+    def pose(self):
+        return self.R, self.p
+
+    def twist(self, nu):
+        """S ν in (ω, v) from the public velocity ν (ω; or (v, ω))."""
+        z = self.g.zero
+        if self.kind == "spherical":
+            return list(nu[:3]) + [z, z, z]
+        return list(nu[3:6]) + list(nu[:3])
+
+
+def joint_of(g, tr, b, qrow, qf):
+    """The joint stage of body b (not the floating base) at positions qrow (public) / qf
+    (the model's 1-DOF joints)."""
+    kind = tr.kind[b]
+    if kind in LIE:
+        return GroupJoint(g, kind, qrow, tr.qix[b])
+    return Joint(g, kind, qf[tr.joint[b]])
 
 
 def ad_X(g, kind, x):

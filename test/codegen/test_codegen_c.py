@@ -39,7 +39,7 @@ def _states(robot, rng, fb):
 
 
 @pytest.mark.skipif(GCC is None, reason="no gcc")
-@pytest.mark.parametrize("case", ["panda", "solo12"])
+@pytest.mark.parametrize("case", ["panda", "solo12", "lie"])
 def test_c_program_links_generated_code(case, tmp_path):
     pin = pytest.importorskip("pinocchio")
     with warnings.catch_warnings():
@@ -48,6 +48,10 @@ def test_c_program_links_generated_code(case, tmp_path):
             src = erd_path(PANDA[0])
             robot = mbs.load_urdf(src, locked_joints=PANDA[1])
             pm, frame, fb = pin_model(src, PANDA[1]), "panda_hand", False
+        elif case == "lie":  # a spherical and an inner floating joint (test_spherical_joint)
+            from test_spherical_joint import _geometry, _pin, _urdf
+            robot = mbs.load_urdf(_urdf(_geometry()))
+            pm, frame, fb = _pin(_geometry()), "tool", False
         else:
             src = erd_path("solo_description/robots/solo12.urdf")
             robot = mbs.load_urdf(src, floating_base=True)
@@ -55,11 +59,12 @@ def test_c_program_links_generated_code(case, tmp_path):
             frame, fb = "FL_FOOT", True
     pd = pm.createData()
     rng = np.random.default_rng(7)
-    Q = _states(robot, rng, fb)
+    Q = _states(robot, rng, fb) if case != "lie" else [
+        pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq)) for _ in range(3)]
     V, A, VS = [], [], []
     TAU, MM, G, TFD, FD, JAC, JET = [], [], [], [], [], [], []
     for q in Q:
-        pq = pin_q(pm, q) if not fb else q  # solo12: revolute joints only
+        pq = pin_q(pm, q) if case == "panda" else q  # solo12, lie: Pinocchio's layout
         v, a, tfd = rng.normal(size=(3, robot.nv))
         vs = rng.normal(size=(4, robot.nv))
         V.append(v), A.append(a), VS.append(vs.ravel()), TFD.append(tfd)
