@@ -5,7 +5,8 @@ Run from the repository root (build in place first: ``python setup.py build_ext 
 
     python3 bench/rnea_second_order.py [--robots panda,chain30,solo12,talos] [--repeats 11]
 
-Pinocchio's Python wheel does not expose ``ComputeRNEASecondOrderDerivatives``, so the peers are
+Pinocchio's Python wheel does not expose ``ComputeRNEASecondOrderDerivatives`` (its C++ call is
+timed by ``bench/pinocchio_so.py``, last rows), so the Python peers are
 one ``pin.computeRNEADerivatives`` call (the issue's unit: the target is ≤ 5× it) and the
 2·nv + 1 calls of the cheapest differences of it (one-sided along q and q̇, what a user without
 the C++ call would do; ``pin.integrate`` not counted). Rows:
@@ -22,7 +23,9 @@ the C++ call would do; ``pin.integrate`` not counted). Rows:
   its four tensors are zeroed in every call, as its documentation requires). This is the ratio
   the reference implementation itself achieves. Skipped with a message when no compiler or headers
   are found, or with ``--no-cpp``. The tensors of both are compared once per robot (the maximum
-  difference relative to the largest entry is printed).
+  difference relative to the largest entry is printed);
+- our single call's median / that C++ second-order call's median (µs of the two rows; two
+  processes one after the other, not interleaved: indicative).
 
 Timing as in ``bench/derivatives.py`` (whose robots, states and interleaved ratio it reuses):
 both calls of a pair back to back in every repeat, the order alternating, CPU time
@@ -88,13 +91,14 @@ def rows(name, a):
     add(f"floor: writing the {4 * nv ** 3} output doubles once / one `pin.computeRNEADerivatives`",
         lambda: buf.fill(0.0), one, num * 10)
     if a.cpp:
-        out += cpp_rows(name, nv, pm, q, v, qdd, f(q, v, qdd), num * 10, a.repeats)
+        out += cpp_rows(name, nv, pm, q, v, qdd, f(q, v, qdd), num * 10, a.repeats, out[0])
     return out
 
 
-def cpp_rows(name, nv, pm, q, v, qdd, ours, number, repeats):
-    """Pinocchio's C++ second-order call / its C++ first-order call (one process), and the
-    largest difference of our tensors from its tensors."""
+def cpp_rows(name, nv, pm, q, v, qdd, ours, number, repeats, first):
+    """Pinocchio's C++ second-order call / its C++ first-order call (one process), the largest
+    difference of our tensors from its tensors, and our call's median (``first``, the single-call
+    row) over its C++ second-order call's median (two processes, one after the other)."""
     import pinocchio_so
     try:
         exe = pinocchio_so.build()
@@ -107,9 +111,13 @@ def cpp_rows(name, nv, pm, q, v, qdd, ours, number, repeats):
     t = pinocchio_so.timings(exe, pm, q, v, qdd, number, repeats)
     r = t[:, 0] / t[:, 1]
     so, fo = np.median(t, axis=0)
+    mine = first[3]
     return [(name, nv, "Pinocchio's C++ `ComputeRNEASecondOrderDerivatives` / its C++ "
              f"`computeRNEADerivatives` (ours vs its tensors: {err:.1e})", so, fo,
-             float(np.median(r)), float(r.min()), float(r.max()))]
+             float(np.median(r)), float(r.min()), float(r.max())),
+            (name, nv, "ours (the first row's median) / Pinocchio's C++ "
+             "`ComputeRNEASecondOrderDerivatives` (medians; two processes, not interleaved)",
+             mine, so, mine / so, mine / so, mine / so)]
 
 
 def main(argv=None):
