@@ -38,16 +38,17 @@ cimport numpy as cnp
 from libc.stdint cimport uint64_t
 
 
-from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, claim,
+from mbs_dynamics.kernels._data cimport (finite_result, FREE, Data, KModel, KWork, claim,
                                          fresh_if_alias, load_fx, take_states, unclaim)
 from mbs_dynamics.kernels._mat6 cimport inertia6
 from mbs_dynamics.kernels._minv cimport minv_solve
-from mbs_dynamics.kernels._spatial cimport (ad_V, base_gravity, body_inertia, cross_force, dot6,
-                                           joint_pose, load_jet, world_screw, wrench_to_world)
+from mbs_dynamics.kernels._spatial cimport ad_V, base_gravity, cross_force, dot6, load_jet
+from mbs_dynamics.kernels._sweep cimport N_apply, body_forces, inertia_apply, sweep_joint
 
 cnp.import_array()
 
-# offsets in a body row of w.dX (96 doubles) and a coordinate row of w.dC (36 doubles)
+# offsets in a body row of w.dX (96 doubles) and a coordinate row of w.dC (36 doubles); the
+# first 61 and 24 are the layouts of kernels/_sweep.pxd (the shared forward sweep)
 cdef enum:
     B_POSE = 0      # R (9, row-major), p (3): world pose
     B_V = 12        # world twist
@@ -71,59 +72,6 @@ cdef inline void cross3(const double* a, const double* b, double* d) noexcept no
     d[2] = a[0] * b[1] - a[1] * b[0]
 
 
-cdef inline void inertia_apply(const double* I, const double* x, double* d) noexcept nogil:
-    """d = I x for I = (m, h, Θ): (Θ ω + h × v, m v − h × ω)."""
-    cdef double m = I[0]
-    cdef const double* h = I + 1
-    cdef const double* Th = I + 4
-    cdef double w0 = x[0], w1 = x[1], w2 = x[2], v0 = x[3], v1 = x[4], v2 = x[5]
-    d[0] = Th[0] * w0 + Th[1] * w1 + Th[2] * w2 + h[1] * v2 - h[2] * v1
-    d[1] = Th[3] * w0 + Th[4] * w1 + Th[5] * w2 + h[2] * v0 - h[0] * v2
-    d[2] = Th[6] * w0 + Th[7] * w1 + Th[8] * w2 + h[0] * v1 - h[1] * v0
-    d[3] = m * v0 - (h[1] * w2 - h[2] * w1)
-    d[4] = m * v1 - (h[2] * w0 - h[0] * w2)
-    d[5] = m * v2 - (h[0] * w1 - h[1] * w0)
-
-
-cdef void body_N(const double* I, const double* v, double* N) noexcept nogil:
-    """N + Nᵀ for N = I ad_v, I = (m, h, Θ), v = (ω, u), stored as (S (9, row-major), k (3)):
-    N = [[Θ ω̃ + h̃ ũ, h̃ ω̃], [−h̃ ω̃ + m ũ, m ω̃]], so N + Nᵀ = [[S, k̃], [−k̃, 0]] with
-    S = P + Pᵀ + u hᵀ + h uᵀ − 2 (h·u) 1 (P = Θ ω̃: row a is Θ_a × ω; h̃ ũ + ũ h̃ = u hᵀ + h uᵀ
-    − 2 (h·u) 1) and k = h × ω − m u (h̃ ω̃ − ω̃ h̃ = (h × ω)~). Linear in I: composites add."""
-    cdef const double* Th = I + 4
-    cdef const double* h = I + 1
-    cdef double m = I[0], w0 = v[0], w1 = v[1], w2 = v[2], u0 = v[3], u1 = v[4], u2 = v[5]
-    cdef double P[9]
-    cdef double hu = h[0] * u0 + h[1] * u1 + h[2] * u2
-    cdef double uu[3]
-    cdef int a, b
-    uu[0], uu[1], uu[2] = u0, u1, u2
-    for a in range(3):
-        P[3 * a] = Th[3 * a + 1] * w2 - Th[3 * a + 2] * w1
-        P[3 * a + 1] = Th[3 * a + 2] * w0 - Th[3 * a] * w2
-        P[3 * a + 2] = Th[3 * a] * w1 - Th[3 * a + 1] * w0
-    for a in range(3):
-        for b in range(3):
-            N[3 * a + b] = P[3 * a + b] + P[3 * b + a] + uu[a] * h[b] + h[a] * uu[b]
-        N[4 * a] -= 2.0 * hu
-    N[9] = h[1] * w2 - h[2] * w1 - m * u0
-    N[10] = h[2] * w0 - h[0] * w2 - m * u1
-    N[11] = h[0] * w1 - h[1] * w0 - m * u2
-
-
-cdef inline void N_apply(const double* N, const double* x, double* d) noexcept nogil:
-    """d = (N + Nᵀ) x for N + Nᵀ = [[S, k̃], [−k̃, 0]] as stored by :func:`body_N`:
-    (S ω + k × v, −k × ω) for x = (ω, v)."""
-    cdef double w0 = x[0], w1 = x[1], w2 = x[2], v0 = x[3], v1 = x[4], v2 = x[5]
-    cdef double k0 = N[9], k1 = N[10], k2 = N[11]
-    d[0] = N[0] * w0 + N[1] * w1 + N[2] * w2 + k1 * v2 - k2 * v1
-    d[1] = N[3] * w0 + N[4] * w1 + N[5] * w2 + k2 * v0 - k0 * v2
-    d[2] = N[6] * w0 + N[7] * w1 + N[8] * w2 + k0 * v1 - k1 * v0
-    d[3] = -(k1 * w2 - k2 * w1)
-    d[4] = -(k2 * w0 - k0 * w2)
-    d[5] = -(k0 * w1 - k1 * w0)
-
-
 cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double* M,
                       bint use_fx=False) noexcept nogil:
     """∂τ/∂q, ∂τ/∂q̇, M (nv, nv) each, from q, v, a loaded in the workspace (w.T[0] holds the
@@ -142,17 +90,10 @@ cdef void deriv_forward(const KModel* m, KWork* w, bint use_fx, bint fill_IA) no
     (every quantity is moved by the same constant Ad, so the τ partials are unchanged; gravity
     enters as that frame's acceleration (0, −R₀ᵀ g)). With ``fill_IA`` each body inertia is also
     written as a 6×6 matrix into w.IA (for :func:`minv_solve`)."""
-    cdef int nb = m.nb, fb = m.fb, i, a, b, c, r, par
+    cdef int nb = m.nb, fb = m.fb, i, a, r, par
     cdef double* X
-    cdef double* Xp
     cdef double* C
-    cdef double* T
-    cdef double qd, qdd
-    cdef double u[6]
-    cdef double t1[6]
     cdef double ag[6]
-    cdef double vl[6]
-    cdef double al[6]
     if fb:
         base_gravity(m, w.T, ag)
     else:
@@ -176,52 +117,11 @@ cdef void deriv_forward(const KModel* m, KWork* w, bint use_fx, bint fill_IA) no
                 ad_V(X + B_V, C + C_S, C + C_D)      # D = v_0 × S
                 ad_V(ag, C + C_S, C + C_PDD)         # Ψ̈ = a_0 × S
         else:
-            T = w.T + 12 * i
-            joint_pose(m, i, w.qj[i], T)
-            if par >= 0:
-                Xp = w.dX + 96 * par
-                for a in range(3):
-                    for b in range(3):
-                        X[3 * a + b] = (Xp[3 * a] * T[b] + Xp[3 * a + 1] * T[3 + b]
-                                        + Xp[3 * a + 2] * T[6 + b])
-                    X[9 + a] = (Xp[3 * a] * T[9] + Xp[3 * a + 1] * T[10] + Xp[3 * a + 2] * T[11]
-                                + Xp[9 + a])
-                for a in range(6):
-                    vl[a] = Xp[B_V + a]
-                    al[a] = Xp[B_A + a]
-            else:
-                for a in range(12):
-                    X[a] = T[a]
-                for a in range(6):
-                    vl[a] = 0.0
-                    al[a] = ag[a]
-            C = w.dC + 36 * (i + 5 * fb)
-            for a in range(6):
-                u[a] = 0.0
-            c = 0 if m.jtype[i] == REVOLUTE else 3
-            u[c], u[c + 1], u[c + 2] = m.axis[3 * i], m.axis[3 * i + 1], m.axis[3 * i + 2]
-            world_screw(X, u, C + C_S)
-            ad_V(vl, C + C_S, C + C_PD)              # Ψ̇ = v_λ × S
-            ad_V(al, C + C_S, C + C_PDD)
-            ad_V(vl, C + C_PD, t1)
-            qd = w.qj[nb + i]
-            qdd = w.qj[2 * nb + i]
-            for a in range(6):
-                C[C_PDD + a] += t1[a]                # Ψ̈ = a_λ × S + v_λ × Ψ̇
-                C[C_D + a] = 2.0 * C[C_PD + a]
-                X[B_V + a] = vl[a] + C[C_S + a] * qd
-                X[B_A + a] = al[a] + C[C_S + a] * qdd + C[C_PD + a] * qd
-        body_inertia(m, i, X, X + B_M)
+            sweep_joint(m, w, i, X, w.dX + 96 * par if par >= 0 else NULL,
+                        w.dC + 36 * (i + 5 * fb), ag)
+        body_forces(m, w, i, X, use_fx)
         if fill_IA:
             inertia6(X[B_M], X + B_M + 1, X + B_M + 4, w.IA + 36 * i)
-        inertia_apply(X + B_M, X + B_V, X + B_H)
-        inertia_apply(X + B_M, X + B_A, X + B_F)
-        cross_force(X + B_V, X + B_H, X + B_F, 1.0)
-        if use_fx:
-            wrench_to_world(X, w.fx + 6 * i, t1)
-            for a in range(6):
-                X[B_F + a] -= t1[a]
-        body_N(X + B_M, X + B_V, X + B_N)   # only N + Nᵀ enters 𝔅
 
 
 cdef void deriv_composites(const KModel* m, KWork* w) noexcept nogil:

@@ -37,14 +37,15 @@ import numpy as np
 cimport numpy as cnp
 from libc.string cimport memset
 
-from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, claim,
+from mbs_dynamics.kernels._data cimport (finite_result, FREE, Data, KModel, KWork, claim,
                                          fresh_if_alias, load_fx, take_states, unclaim)
-from mbs_dynamics.kernels._spatial cimport (ad_V, body_inertia, cross_force, dot6, joint_pose,
-                                           load_rows, world_screw, wrench_to_world)
+from mbs_dynamics.kernels._spatial cimport ad_V, cross_force, dot6, load_rows, world_screw
+from mbs_dynamics.kernels._sweep cimport body_forces, sweep_joint
 
 cnp.import_array()
 
-# offsets in a body row (BS doubles)
+# offsets in a body row (BS doubles) and a coordinate row (CS doubles); the first 61 and 24 are
+# the layouts of kernels/_sweep.pxd (the forward sweep shared with the first-order kernel)
 cdef enum:
     B_P = 0         # pose R (9, row-major), p (3)
     B_V = 12        # world twist (ω, v)
@@ -52,11 +53,10 @@ cdef enum:
     B_I = 24        # inertia (m, h, Θ) about the world origin (13)
     B_H = 37        # momentum I v
     B_F = 43        # force I a + v ×* I v − W_ext
-    B_N = 49        # N = I ad_v (36, row-major); in the composites N + Nᵀ
-    B_C = 85        # the composites of B_I … B_N (61 doubles)
-    B_W = 146       # the applied wrench in the world
-    BS = 152
-    NCOMP = 61
+    B_N = 49        # N + Nᵀ, N = I ad_v (12: S, k of _sweep.body_N)
+    B_C = 61        # the composites of B_I … B_N (37 doubles)
+    BS = 98
+    NCOMP = 37
     C_S = 0         # per coordinate (CS doubles): S, Ψ̇, D, Ψ̈
     C_PD = 6
     C_D = 12
@@ -65,65 +65,6 @@ cdef enum:
     M_I = 0         # per body (MS doubles): I^C, 𝔅^C as 6×6 row-major matrices
     M_B = 36
     MS = 72
-
-
-cdef inline void inertia_apply(const double* I, const double* x, double* d,
-                               double c) noexcept nogil:
-    """d += c · I x for I = (m, h, Θ): I x = (Θ ω + h × v, m v − h × ω)."""
-    cdef double m = I[0]
-    cdef const double* h = I + 1
-    cdef const double* Th = I + 4
-    cdef double w0 = x[0], w1 = x[1], w2 = x[2], v0 = x[3], v1 = x[4], v2 = x[5]
-    d[0] += c * (Th[0] * w0 + Th[1] * w1 + Th[2] * w2 + h[1] * v2 - h[2] * v1)
-    d[1] += c * (Th[3] * w0 + Th[4] * w1 + Th[5] * w2 + h[2] * v0 - h[0] * v2)
-    d[2] += c * (Th[6] * w0 + Th[7] * w1 + Th[8] * w2 + h[0] * v1 - h[1] * v0)
-    d[3] += c * (m * v0 - (h[1] * w2 - h[2] * w1))
-    d[4] += c * (m * v1 - (h[2] * w0 - h[0] * w2))
-    d[5] += c * (m * v2 - (h[0] * w1 - h[1] * w0))
-
-
-cdef void body_N(const double* I, const double* v, double* N, bint add) noexcept nogil:
-    """N (+)= I ad_v (6×6 row-major) = [[Θ ω̃ + h̃ ṽ, h̃ ω̃], [−h̃ ω̃ + m ṽ, m ω̃]] (bilinear in
-    I and v)."""
-    cdef double W[9]
-    cdef double L[9]
-    cdef double H[9]
-    cdef const double* Th = I + 4
-    cdef double m = I[0]
-    cdef int a, b
-    cdef double hw, tw, hl
-    if not add:
-        memset(N, 0, 36 * sizeof(double))
-    W[0], W[1], W[2] = 0.0, -v[2], v[1]
-    W[3], W[4], W[5] = v[2], 0.0, -v[0]
-    W[6], W[7], W[8] = -v[1], v[0], 0.0
-    L[0], L[1], L[2] = 0.0, -v[5], v[4]
-    L[3], L[4], L[5] = v[5], 0.0, -v[3]
-    L[6], L[7], L[8] = -v[4], v[3], 0.0
-    H[0], H[1], H[2] = 0.0, -I[3], I[2]
-    H[3], H[4], H[5] = I[3], 0.0, -I[1]
-    H[6], H[7], H[8] = -I[2], I[1], 0.0
-    for a in range(3):
-        for b in range(3):
-            tw = Th[3 * a] * W[b] + Th[3 * a + 1] * W[3 + b] + Th[3 * a + 2] * W[6 + b]
-            hl = H[3 * a] * L[b] + H[3 * a + 1] * L[3 + b] + H[3 * a + 2] * L[6 + b]
-            hw = H[3 * a] * W[b] + H[3 * a + 1] * W[3 + b] + H[3 * a + 2] * W[6 + b]
-            N[6 * a + b] += tw + hl
-            N[6 * a + 3 + b] += hw
-            N[6 * (3 + a) + b] += -hw + m * L[3 * a + b]
-            N[6 * (3 + a) + 3 + b] += m * W[3 * a + b]
-
-
-cdef inline void symmetrise(double* N) noexcept nogil:
-    """N ← N + Nᵀ (6×6 row-major, in place)."""
-    cdef int a, b
-    cdef double t
-    for a in range(6):
-        N[7 * a] *= 2.0
-        for b in range(a + 1, 6):
-            t = N[6 * a + b] + N[6 * b + a]
-            N[6 * a + b] = t
-            N[6 * b + a] = t
 
 
 cdef inline void add_skew(double* R, double a0, double a1, double a2) noexcept nogil:
@@ -188,20 +129,22 @@ cdef inline void mtv(const double* A, const double* x, double* d) noexcept nogil
 
 cdef void composite_matrices(const double* Y, double* Mi) noexcept nogil:
     """I^C = [[Θ, h̃], [−h̃, m 1]] and 𝔅^C = (x ↦ x ×* h^C) − (N + Nᵀ)^C from the composite
-    block Y (at B_C of a body row)."""
+    block Y (at B_C of a body row; N + Nᵀ = [[S, k̃], [−k̃, 0]] as _sweep.body_N stores it)."""
     cdef double* I = Mi + M_I
     cdef double* B = Mi + M_B
     cdef const double* NS = Y + (B_N - B_I)
     cdef int a, b
     memset(I, 0, 36 * sizeof(double))
+    memset(B, 0, 36 * sizeof(double))
     for a in range(3):
         for b in range(3):
             I[6 * a + b] = Y[4 + 3 * a + b]
+            B[6 * a + b] = -NS[3 * a + b]
         I[6 * (3 + a) + 3 + a] = Y[0]
     I[4], I[5], I[9], I[11], I[15], I[16] = -Y[3], Y[2], Y[3], -Y[1], -Y[2], Y[1]
     I[19], I[20], I[24], I[26], I[30], I[31] = Y[3], -Y[2], -Y[3], Y[1], Y[2], -Y[1]
-    for a in range(36):
-        B[a] = -NS[a]
+    add_skew(B + 3, -NS[9], -NS[10], -NS[11])      # −k̃
+    add_skew(B + 18, NS[9], NS[10], NS[11])        # +k̃
     cmf(Y + (B_H - B_I), B, 1.0)
 
 
@@ -224,17 +167,12 @@ cdef void base_pass(const KModel* m, KWork* w, double* X, double* C, double* Mx,
     twist, acceleration, inertia, momentum, force and N, with their subtree composites; per
     coordinate C (nv, CS) S, Ψ̇, D, Ψ̈; per body Mx (nb, MS) the composites I^C and 𝔅^C as 6×6
     matrices."""
-    cdef int nb = m.nb, nv = m.nv, fb = m.fb, i, a, b, r, par, ci, bi, c
+    cdef int nb = m.nb, fb = m.fb, i, a, r, par
     cdef double* Xi
     cdef double* Xp
     cdef double* Ci
-    cdef double* T
-    cdef double qd, qdd
     cdef double u[6]
-    cdef double t1[6]
     cdef double ag[6]
-    cdef double vl[6]
-    cdef double al[6]
     ag[0], ag[1], ag[2] = 0.0, 0.0, 0.0
     ag[3], ag[4], ag[5] = -m.g[0], -m.g[1], -m.g[2]
     for i in range(nb):
@@ -258,55 +196,9 @@ cdef void base_pass(const KModel* m, KWork* w, double* X, double* C, double* Mx,
                 ad_V(Xi + B_V, Ci + C_S, Ci + C_D)   # D = v_0 × S
                 ad_V(ag, Ci + C_S, Ci + C_PDD)       # Ψ̈ = a_0 × S
         else:
-            T = w.T + 12 * i
-            joint_pose(m, i, w.qj[i], T)
-            if par >= 0:
-                Xp = X + BS * par
-                for a in range(3):
-                    for b in range(3):
-                        Xi[3 * a + b] = (Xp[3 * a] * T[b] + Xp[3 * a + 1] * T[3 + b]
-                                         + Xp[3 * a + 2] * T[6 + b])
-                    Xi[9 + a] = (Xp[3 * a] * T[9] + Xp[3 * a + 1] * T[10] + Xp[3 * a + 2] * T[11]
-                                 + Xp[9 + a])
-                for a in range(6):
-                    vl[a] = Xp[B_V + a]
-                    al[a] = Xp[B_A + a]
-            else:
-                for a in range(12):
-                    Xi[a] = T[a]
-                for a in range(6):
-                    vl[a] = 0.0
-                    al[a] = ag[a]
-            Ci = C + CS * (i + 5 * fb)
-            for a in range(6):
-                u[a] = 0.0
-            c = 0 if m.jtype[i] == REVOLUTE else 3
-            u[c], u[c + 1], u[c + 2] = m.axis[3 * i], m.axis[3 * i + 1], m.axis[3 * i + 2]
-            world_screw(Xi, u, Ci + C_S)
-            ad_V(vl, Ci + C_S, Ci + C_PD)            # Ψ̇ = v_λ × S
-            ad_V(al, Ci + C_S, Ci + C_PDD)
-            ad_V(vl, Ci + C_PD, t1)
-            qd = w.qj[nb + i]
-            qdd = w.qj[2 * nb + i]
-            for a in range(6):
-                Ci[C_PDD + a] += t1[a]               # Ψ̈ = a_λ × S + v_λ × Ψ̇
-                Ci[C_D + a] = 2.0 * Ci[C_PD + a]
-                Xi[B_V + a] = vl[a] + Ci[C_S + a] * qd
-                Xi[B_A + a] = al[a] + Ci[C_S + a] * qdd + Ci[C_PD + a] * qd
-        body_inertia(m, i, Xi, Xi + B_I)
-        for a in range(12):
-            Xi[B_H + a] = 0.0
-        inertia_apply(Xi + B_I, Xi + B_V, Xi + B_H, 1.0)
-        inertia_apply(Xi + B_I, Xi + B_A, Xi + B_F, 1.0)
-        cross_force(Xi + B_V, Xi + B_H, Xi + B_F, 1.0)
-        if use_fx:
-            wrench_to_world(Xi, w.fx + 6 * i, Xi + B_W)
-            for a in range(6):
-                Xi[B_F + a] -= Xi[B_W + a]
-        else:
-            for a in range(6):
-                Xi[B_W + a] = 0.0
-        body_N(Xi + B_I, Xi + B_V, Xi + B_N, False)
+            sweep_joint(m, w, i, Xi, X + BS * par if par >= 0 else NULL, C + CS * (i + 5 * fb),
+                        ag)
+        body_forces(m, w, i, Xi, use_fx)
         for a in range(NCOMP):
             Xi[B_C + a] = Xi[B_I + a]
     for i in range(nb - 1, 0, -1):
@@ -317,9 +209,9 @@ cdef void base_pass(const KModel* m, KWork* w, double* X, double* C, double* Mx,
             for a in range(NCOMP):
                 Xp[B_C + a] += Xi[B_C + a]
     for i in range(nb):
-        symmetrise(X + BS * i + B_C + (B_N - B_I))
-    for i in range(nb):
         composite_matrices(X + BS * i + B_C, Mx + MS * i)
+
+
 cdef double second_order(const KModel* m, KWork* w, double* work, bint use_fx, double* dqq,
                          double* dvv, double* dqv, double* daq) noexcept nogil:
     """The four (nv, nv, nv) tensors, [i, j, k] = ∂/∂x_k (∂τ_i/∂y_j), at the state loaded in w
