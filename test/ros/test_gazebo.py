@@ -6,7 +6,9 @@ tracking error is at least 10× smaller with feedforward, the controller manager
 simulated time, and the proxy reports the real-time factor.
 
 Needs Gazebo Harmonic with ``ros_gz_sim``, ``ros_gz_bridge`` and ``gz_ros2_control`` built and
-sourced beside this package; skips, naming what is missing, elsewhere (CI has no Gazebo).
+sourced beside this package (marker ``gazebo``: deselected where ``gz_ros2_control`` and
+``ros_gz_sim`` are not on ``AMENT_PREFIX_PATH``, as in CI; ``MBS_REQUIRE_GAZEBO=1`` makes that an
+error); skips, naming what is missing, where something else is.
 """
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ def _require_gazebo():
 
 
 @pytest.mark.ros
+@pytest.mark.gazebo
 @pytest.mark.parametrize("robot", ["arm7", "panda"])
 def test_gazebo_feedforward_vs_feedback_alone(robot):
     _require_gazebo()
