@@ -34,7 +34,7 @@ from mbs_dynamics.kernels._mat6 cimport chol6
 from mbs_dynamics.kernels._data cimport (finite_result, REVOLUTE, Data, KModel, KWork, alias3,
                                          as_input, as_out, check_finite, check_quat, claim,
                                          out_mat, unclaim, vec)
-from mbs_dynamics.kernels._spatial cimport compose, joint_pose, load_jet
+from mbs_dynamics.kernels._spatial cimport body_inertia, compose, joint_pose, load_jet
 
 cnp.import_array()
 
@@ -156,41 +156,24 @@ cdef inline void to_frame(const double* P, const double* u, double* d, bint wren
 
 cdef inline void frame_inertia(const KModel* m, int i, const double* P, double* I) noexcept nogil:
     """I (6×6 row-major) = body i's inertia in the reference frame at pose P = (R, p):
-    [[Θ', h̃'], [−h̃', m 1]] with h_p = R h, h' = h_p + m p, Θ' = R Θ Rᵀ − m p̃p̃ − (p̃h̃_p + h̃_p p̃)
-    (the parallel-axis theorem; seed 004 eq. 24 for the body-frame form)."""
-    cdef double ms = m.mass[i], p0 = P[9], p1 = P[10], p2 = P[11], acc, pp, ph
-    cdef const double* h = m.h + 3 * i
-    cdef const double* Th = m.Th + 9 * i
-    cdef double RT[9]
-    cdef double hp[3]
-    cdef double pv[3]
+    [[Θ', h̃'], [−h̃', m 1]] with (m, h', Θ') from :func:`body_inertia` (the parallel-axis
+    theorem; seed 004 eq. 24 for the body-frame form), packed as a 6 × 6."""
+    cdef double B[13]
+    cdef double ms = m.mass[i], h0, h1, h2
     cdef int a, b
+    body_inertia(m, i, P, B)
     for a in range(3):
-        hp[a] = P[3 * a] * h[0] + P[3 * a + 1] * h[1] + P[3 * a + 2] * h[2]
         for b in range(3):
-            RT[3 * a + b] = P[3 * a] * Th[b] + P[3 * a + 1] * Th[3 + b] + P[3 * a + 2] * Th[6 + b]
-    pv[0], pv[1], pv[2] = p0, p1, p2
-    pp = p0 * p0 + p1 * p1 + p2 * p2
-    ph = p0 * hp[0] + p1 * hp[1] + p2 * hp[2]
-    for a in range(3):
-        for b in range(a, 3):
-            acc = (RT[3 * a] * P[3 * b] + RT[3 * a + 1] * P[3 * b + 1] + RT[3 * a + 2] * P[3 * b + 2]
-                   - ms * pv[a] * pv[b] - pv[a] * hp[b] - hp[a] * pv[b])
-            if a == b:
-                acc += ms * pp + 2.0 * ph
-            I[6 * a + b] = acc
-            I[6 * b + a] = acc
+            I[6 * a + b] = B[4 + 3 * a + b]
             I[6 * (3 + a) + 3 + b] = ms if a == b else 0.0
-            I[6 * (3 + b) + 3 + a] = ms if a == b else 0.0
-    for a in range(3):
-        hp[a] += ms * pv[a]
+    h0, h1, h2 = B[1], B[2], B[3]
     # h̃ (top right), −h̃ (bottom left)
-    I[3], I[4], I[5] = 0.0, -hp[2], hp[1]
-    I[9], I[10], I[11] = hp[2], 0.0, -hp[0]
-    I[15], I[16], I[17] = -hp[1], hp[0], 0.0
-    I[18], I[19], I[20] = 0.0, hp[2], -hp[1]
-    I[24], I[25], I[26] = -hp[2], 0.0, hp[0]
-    I[30], I[31], I[32] = hp[1], -hp[0], 0.0
+    I[3], I[4], I[5] = 0.0, -h2, h1
+    I[9], I[10], I[11] = h2, 0.0, -h0
+    I[15], I[16], I[17] = -h1, h0, 0.0
+    I[18], I[19], I[20] = 0.0, h2, -h1
+    I[24], I[25], I[26] = -h2, 0.0, h0
+    I[30], I[31], I[32] = h1, -h0, 0.0
 
 
 cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T) noexcept nogil:
