@@ -42,47 +42,123 @@ cdef extern from *:
     """
     #include <stdint.h>
     #include <string.h>
-    /* Row loops of the 6 x nv sets (row stride nv), over the columns j0 <= j < j1; restrict lets
-       the compiler vectorise them across columns. */
-    static inline void minv_dot(long nv, long j0, long j1, const double* s, double c,
-                                const double* __restrict__ X, double* __restrict__ y) {
-        /* y[j] = c * sum_r s[r] X[r, j] */
-        const double s0 = c * s[0], s1 = c * s[1], s2 = c * s[2], s3 = c * s[3],
-                     s4 = c * s[4], s5 = c * s[5];
-        for (long j = j0; j < j1; j++)
-            y[j] = s0 * X[j] + s1 * X[nv + j] + s2 * X[2 * nv + j] + s3 * X[3 * nv + j]
-                   + s4 * X[4 * nv + j] + s5 * X[5 * nv + j];
-    }
-    static inline void minv_dot_sub(long nv, long j0, long j1, const double* u,
-                                    const double* __restrict__ X, double* __restrict__ y) {
-        /* y[j] -= sum_r u[r] X[r, j] */
-        const double u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3], u4 = u[4], u5 = u[5];
-        for (long j = j0; j < j1; j++)
-            y[j] -= u0 * X[j] + u1 * X[nv + j] + u2 * X[2 * nv + j] + u3 * X[3 * nv + j]
-                    + u4 * X[4 * nv + j] + u5 * X[5 * nv + j];
-    }
-    static inline void minv_outer(long nv, long j0, long j1, const double* s,
-                                  const double* __restrict__ y, const double* __restrict__ B,
-                                  double* __restrict__ X) {
-        /* X[r, j] = B[r, j] + s[r] y[j] (B may be NULL: 0), r = 0..5 */
-        for (int r = 0; r < 6; r++) {
-            const double c = s[r];
-            double* __restrict__ x = X + r * nv;
-            if (B) {
-                const double* __restrict__ b = B + r * nv;
-                for (long j = j0; j < j1; j++) x[j] = b[j] + c * y[j];
+    /* The two sweeps over the 6 x nv sets (row stride nv), each column j touched once per body:
+       the set rows are loaded once, the row of M^-1 and the set update computed from them in the
+       same loop (restrict: vectorised across columns). Compiled for AVX2 and the baseline
+       (GCC's target_clones, picked at load time; other compilers: the baseline); with
+       -ffp-contract=off both do the same operations in the same order (the same numbers). */
+    #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+    #define MINV_CLONES __attribute__((target_clones("avx2", "default")))
+    #else
+    #define MINV_CLONES
+    #endif
+    MINV_CLONES static void minv_backward(long nv, int nb, int fb, const int* parent,
+                                          const double* last, const double* Sw, long sst,
+                                          const double* Uw, const double* D,
+                                          double* __restrict__ F, double* __restrict__ Mi) {
+        /* leaves to root: M~_ij = (delta_ij - S_i . F[:, j]) / D_i for j in the subtree
+           c..L of body i, then F[:, j] += U_i M~_ij (no parent: F is not needed any more) */
+        for (int i = nb - 1; i >= fb; i--) {
+            const long c = i + 5L * fb, L = (long) last[i] + 5L * fb;
+            const double* S = Sw + sst * c;
+            const double* U = Uw + 6 * c;
+            const double Dinv = 1.0 / D[i];
+            double* __restrict__ row = Mi + c * nv;
+            double* __restrict__ F0 = F;
+            double* __restrict__ F1 = F + nv;
+            double* __restrict__ F2 = F + 2 * nv;
+            double* __restrict__ F3 = F + 3 * nv;
+            double* __restrict__ F4 = F + 4 * nv;
+            double* __restrict__ F5 = F + 5 * nv;
+            const double s0 = -Dinv * S[0], s1 = -Dinv * S[1], s2 = -Dinv * S[2],
+                         s3 = -Dinv * S[3], s4 = -Dinv * S[4], s5 = -Dinv * S[5];
+            row[c] = Dinv;
+            if (parent[i] >= 0) {
+                const double u0 = U[0], u1 = U[1], u2 = U[2], u3 = U[3], u4 = U[4], u5 = U[5];
+                F0[c] += u0 * Dinv; F1[c] += u1 * Dinv; F2[c] += u2 * Dinv;
+                F3[c] += u3 * Dinv; F4[c] += u4 * Dinv; F5[c] += u5 * Dinv;
+                for (long j = c + 1; j <= L; j++) {
+                    const double r = s0 * F0[j] + s1 * F1[j] + s2 * F2[j] + s3 * F3[j]
+                                     + s4 * F4[j] + s5 * F5[j];
+                    row[j] = r;
+                    F0[j] += u0 * r; F1[j] += u1 * r; F2[j] += u2 * r;
+                    F3[j] += u3 * r; F4[j] += u4 * r; F5[j] += u5 * r;
+                }
             } else {
-                for (long j = j0; j < j1; j++) x[j] = c * y[j];
+                for (long j = c + 1; j <= L; j++)
+                    row[j] = s0 * F0[j] + s1 * F1[j] + s2 * F2[j] + s3 * F3[j] + s4 * F4[j]
+                             + s5 * F5[j];
             }
         }
     }
-    static inline void minv_outer_add(long nv, long j0, long j1, const double* s,
-                                      const double* __restrict__ y, double* __restrict__ X) {
-        /* X[r, j] += s[r] y[j], r = 0..5 */
-        for (int r = 0; r < 6; r++) {
-            const double c = s[r];
-            double* __restrict__ x = X + r * nv;
-            for (long j = j0; j < j1; j++) x[j] += c * y[j];
+    MINV_CLONES static void minv_forward(long nv, int nb, int fb, const int* parent,
+                                         const double* last, const double* Sw, long sst,
+                                         const double* Uw, const double* D,
+                                         double* __restrict__ A, long sz,
+                                         double* __restrict__ Mi) {
+        /* root to leaves: M^-1_ij = M~_ij - U_i . A_lambda[:, j] / D_i (M~_ij = 0 beyond the
+           subtree end L), and the motion set A_i[:, j] = A_lambda[:, j] + S_i M^-1_ij (bodies
+           with children only), j >= c */
+        for (int i = fb; i < nb; i++) {
+            const long c = i + 5L * fb, L = (long) last[i] + 5L * fb;
+            const int par = parent[i];
+            const double* S = Sw + sst * c;
+            double* __restrict__ row = Mi + c * nv;
+            double* __restrict__ X0 = A + i * sz;
+            double* __restrict__ X1 = X0 + nv;
+            double* __restrict__ X2 = X0 + 2 * nv;
+            double* __restrict__ X3 = X0 + 3 * nv;
+            double* __restrict__ X4 = X0 + 4 * nv;
+            double* __restrict__ X5 = X0 + 5 * nv;
+            const double S0 = S[0], S1 = S[1], S2 = S[2], S3 = S[3], S4 = S[4], S5 = S[5];
+            long j;
+            if (par >= 0) {
+                const double* __restrict__ P0 = A + par * sz;
+                const double* __restrict__ P1 = P0 + nv;
+                const double* __restrict__ P2 = P0 + 2 * nv;
+                const double* __restrict__ P3 = P0 + 3 * nv;
+                const double* __restrict__ P4 = P0 + 4 * nv;
+                const double* __restrict__ P5 = P0 + 5 * nv;
+                const double Dinv = 1.0 / D[i];
+                const double* U = Uw + 6 * c;
+                const double u0 = U[0] * Dinv, u1 = U[1] * Dinv, u2 = U[2] * Dinv,
+                             u3 = U[3] * Dinv, u4 = U[4] * Dinv, u5 = U[5] * Dinv;
+                if (L > c) {
+                    for (j = c; j <= L; j++) {
+                        const double a0 = P0[j], a1 = P1[j], a2 = P2[j], a3 = P3[j],
+                                     a4 = P4[j], a5 = P5[j];
+                        const double r = row[j] - (u0 * a0 + u1 * a1 + u2 * a2 + u3 * a3
+                                                   + u4 * a4 + u5 * a5);
+                        row[j] = r;
+                        X0[j] = a0 + S0 * r; X1[j] = a1 + S1 * r; X2[j] = a2 + S2 * r;
+                        X3[j] = a3 + S3 * r; X4[j] = a4 + S4 * r; X5[j] = a5 + S5 * r;
+                    }
+                    for (; j < nv; j++) {
+                        const double a0 = P0[j], a1 = P1[j], a2 = P2[j], a3 = P3[j],
+                                     a4 = P4[j], a5 = P5[j];
+                        const double r = -(u0 * a0 + u1 * a1 + u2 * a2 + u3 * a3 + u4 * a4
+                                           + u5 * a5);
+                        row[j] = r;
+                        X0[j] = a0 + S0 * r; X1[j] = a1 + S1 * r; X2[j] = a2 + S2 * r;
+                        X3[j] = a3 + S3 * r; X4[j] = a4 + S4 * r; X5[j] = a5 + S5 * r;
+                    }
+                } else {  /* a leaf: no motion set */
+                    row[c] -= u0 * P0[c] + u1 * P1[c] + u2 * P2[c] + u3 * P3[c] + u4 * P4[c]
+                              + u5 * P5[c];
+                    for (j = c + 1; j < nv; j++)
+                        row[j] = -(u0 * P0[j] + u1 * P1[j] + u2 * P2[j] + u3 * P3[j]
+                                   + u4 * P4[j] + u5 * P5[j]);
+                }
+            } else {
+                for (j = L + 1; j < nv; j++)
+                    row[j] = 0.0;
+                if (L > c)
+                    for (j = c; j < nv; j++) {
+                        const double r = row[j];
+                        X0[j] = S0 * r; X1[j] = S1 * r; X2[j] = S2 * r;
+                        X3[j] = S3 * r; X4[j] = S4 * r; X5[j] = S5 * r;
+                    }
+            }
         }
     }
     static inline void minv_axpy(long n, double c, const double* __restrict__ x,
@@ -92,22 +168,42 @@ cdef extern from *:
     static inline void minv_scale(long n, double c, double* y) {
         for (long j = 0; j < n; j++) y[j] *= c;
     }
-    static inline int minv_mirror(long n, double* M) {
+    MINV_CLONES static int minv_mirror(long n, double* __restrict__ M) {
         /* M's strictly lower triangle = the transpose of its upper one, in 4 x 4 tiles (rows
-           i0..i0+3 read contiguously, written as columns of four consecutive rows); 1 if every
-           entry of the upper triangle (diagonal included) is finite, by the exponent bits */
-        uint64_t acc = 0, u;
+           i0..i0+3 read contiguously, written as four consecutive entries of rows j0..j0+3);
+           1 if every entry of the upper triangle (diagonal included) is finite, by the exponent
+           bits (a contiguous scan of each row's upper part first) */
+        uint64_t acc = 0;
         long i0, j0, r, t, ie, je;
         double x;
+        for (r = 0; r < n; r++) {
+            const uint64_t* __restrict__ p = (const uint64_t*) (M + r * n);
+            for (t = r; t < n; t++)
+                acc |= (p[t] & 0x7FF0000000000000ULL) + 0x0010000000000000ULL;
+        }
         for (i0 = 0; i0 < n; i0 += 4) {
             ie = i0 + 4 < n ? i0 + 4 : n;
-            for (j0 = i0; j0 < n; j0 += 4) {   /* the diagonal tile first: t from r on */
+            for (r = i0; r < ie; r++)          /* the diagonal tile */
+                for (t = r + 1; t < ie; t++)
+                    M[t * n + r] = M[r * n + t];
+            if (ie - i0 == 4) {
+                for (j0 = ie; j0 + 4 <= n; j0 += 4) {
+                    double b[16];
+                    for (r = 0; r < 4; r++)
+                        for (t = 0; t < 4; t++)
+                            b[4 * t + r] = M[(i0 + r) * n + j0 + t];
+                    for (t = 0; t < 4; t++)
+                        for (r = 0; r < 4; r++)
+                            M[(j0 + t) * n + i0 + r] = b[4 * t + r];
+                }
+            } else {
+                j0 = ie;
+            }
+            for (; j0 < n; j0 += 4) {
                 je = j0 + 4 < n ? j0 + 4 : n;
                 for (r = i0; r < ie; r++)
-                    for (t = (j0 == i0 ? r : j0); t < je; t++) {
+                    for (t = j0; t < je; t++) {
                         x = M[r * n + t];
-                        memcpy(&u, &x, 8);
-                        acc |= (u & 0x7FF0000000000000ULL) + 0x0010000000000000ULL;
                         M[t * n + r] = x;
                     }
             }
@@ -118,14 +214,12 @@ cdef extern from *:
     int minv_mirror(long n, double* M) noexcept nogil
     void minv_axpy(long n, double c, const double* x, double* y) noexcept nogil
     void minv_scale(long n, double c, double* y) noexcept nogil
-    void minv_dot(long nv, long j0, long j1, const double* s, double c, const double* X,
-                  double* y) noexcept nogil
-    void minv_dot_sub(long nv, long j0, long j1, const double* u, const double* X,
-                      double* y) noexcept nogil
-    void minv_outer(long nv, long j0, long j1, const double* s, const double* y, const double* B,
-                    double* X) noexcept nogil
-    void minv_outer_add(long nv, long j0, long j1, const double* s, const double* y,
-                        double* X) noexcept nogil
+    void minv_backward(long nv, int nb, int fb, const int* parent, const double* last,
+                       const double* Sw, long sst, const double* Uw, const double* D, double* F,
+                       double* Mi) noexcept nogil
+    void minv_forward(long nv, int nb, int fb, const int* parent, const double* last,
+                      const double* Sw, long sst, const double* Uw, const double* D, double* A,
+                      long sz, double* Mi) noexcept nogil
 
 
 cdef inline int pub(int a) noexcept nogil:
@@ -224,12 +318,10 @@ cdef int minv_solve(const KModel* m, KWork* w, double* F, double* Mi, const doub
     (non-base columns; the base's are the unit screws). M⁻¹ into Mi (both triangles); F: the
     ``Fs`` scratch. 1 if a movable subtree has no mass, 2 if an entry of M⁻¹ is not finite
     (overflow), else 0. Overwrites w.IA, w.D, w.Sdw."""
-    cdef int nb = m.nb, fb = m.fb, nv = m.nv, sz = 6 * m.nv, i, j, a, b, c, L, par
+    cdef int nb = m.nb, fb = m.fb, nv = m.nv, sz = 6 * m.nv, i, j, a, b, c, par
     cdef double* A = F                 # (nb, 6, nv) motion sets
     cdef double* Fc = F + nb * sz      # (6, nv) the force sets
     cdef double* last = Fc + sz        # (nb,) subtree ends
-    cdef double* Ai
-    cdef double* Ap
     cdef const double* S
     cdef double* Uw
     cdef double* row
@@ -237,7 +329,6 @@ cdef int minv_solve(const KModel* m, KWork* w, double* F, double* Mi, const doub
     cdef double Dinv, acc, D, x
     cdef double* Ia
     cdef double* Ip
-    cdef double u[6]
     # subtree ends (depth-first numbering: the subtree of body i is i … last[i])
     for i in range(nb):
         last[i] = i
@@ -274,17 +365,7 @@ cdef int minv_solve(const KModel* m, KWork* w, double* F, double* Mi, const doub
     for i in range(sz):
         Fc[i] = 0.0
     # ---- backward: M̃ rows and the force sets
-    for i in range(nb - 1, fb - 1, -1):
-        c = i + 5 * fb
-        L = <int> last[i] + 5 * fb
-        S = Sw + sst * c
-        Uw = w.Sdw + 6 * c
-        Dinv = 1.0 / w.D[i]
-        row = Mi + c * nv
-        row[c] = Dinv
-        minv_dot(nv, c + 1, L + 1, S, -Dinv, Fc, row)
-        if m.parent[i] >= 0:
-            minv_outer_add(nv, c, L + 1, Uw, row, Fc)
+    minv_backward(nv, nb, fb, m.parent, last, Sw, sst, w.Sdw, w.D, Fc, Mi)
     # ---- the floating base: its rows of M⁻¹ are (I^A_0)⁻¹ [1 | −F_0[:, 6:]] (M̃_00 = (I^A_0)⁻¹,
     # M̃_0j = −(I^A_0)⁻¹ F_0[:, j]), = its motion set A_0: the 6 × nv right-hand side formed in
     # A_0 and solved by the Cholesky factor with row operations (vectorised over the columns)
@@ -312,29 +393,7 @@ cdef int minv_solve(const KModel* m, KWork* w, double* F, double* Mi, const doub
             for j in range(nv):
                 row[j] = A[a * nv + j]
     # ---- forward: the corrections from the parents' motion sets, and the motion sets
-    for i in range(fb, nb):
-        c = i + 5 * fb
-        L = <int> last[i] + 5 * fb
-        row = Mi + c * nv
-        par = m.parent[i]
-        Ai = A + i * sz
-        S = Sw + sst * c
-        if par >= 0:
-            Ap = A + par * sz
-            Dinv = 1.0 / w.D[i]
-            Uw = w.Sdw + 6 * c
-            for a in range(6):
-                u[a] = Uw[a] * Dinv
-            # M̃_ij is zero outside the subtree (j > L): there the entry is the correction alone
-            minv_dot_sub(nv, c, L + 1, u, Ap, row)
-            minv_dot(nv, L + 1, nv, u, -1.0, Ap, row)
-            if L > c:
-                minv_outer(nv, c, nv, S, row, Ap, Ai)
-        else:
-            for j in range(L + 1, nv):
-                row[j] = 0.0
-            if L > c:
-                minv_outer(nv, c, nv, S, row, NULL, Ai)
+    minv_forward(nv, nb, fb, m.parent, last, Sw, sst, w.Sdw, w.D, A, sz, Mi)
     return 0 if minv_mirror(nv, Mi) else 2
 
 
