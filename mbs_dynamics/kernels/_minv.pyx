@@ -52,43 +52,104 @@ cdef extern from *:
     #else
     #define MINV_CLONES
     #endif
+    /* six rows of a set at row stride nv; r . x[:, j] for six coefficients r0..r5 */
+    #define MINV_ROWS(X, P) double* __restrict__ X##0 = (P); \
+        double* __restrict__ X##1 = X##0 + nv; double* __restrict__ X##2 = X##0 + 2 * nv; \
+        double* __restrict__ X##3 = X##0 + 3 * nv; double* __restrict__ X##4 = X##0 + 4 * nv; \
+        double* __restrict__ X##5 = X##0 + 5 * nv
+    #define MINV_COEF(c, v, f) const double c##0 = f(v, 0), c##1 = f(v, 1), c##2 = f(v, 2), \
+        c##3 = f(v, 3), c##4 = f(v, 4), c##5 = f(v, 5)
+    #define MINV_DOT(c, x) (c##0 * x##0 + c##1 * x##1 + c##2 * x##2 + c##3 * x##3 \
+        + c##4 * x##4 + c##5 * x##5)
+    #define MINV_AT(v, r) ((v)[r])
+    #define MINV_NEGD(v, r) (-Dinv * (v)[r])
+    #define MINV_NEGDP(v, r) (-Dp * (v)[r])
+    #define MINV_TIMESD(v, r) ((v)[r] * Dinv)
+    #define MINV_TIMESDK(v, r) ((v)[r] * Dk)
+    #define MINV_LOAD(x, X, j) double x##0 = X##0[j], x##1 = X##1[j], x##2 = X##2[j], \
+        x##3 = X##3[j], x##4 = X##4[j], x##5 = X##5[j]
+    #define MINV_AXPY(y, x, c, r) y##0 = x##0 + c##0 * (r); y##1 = x##1 + c##1 * (r); \
+        y##2 = x##2 + c##2 * (r); y##3 = x##3 + c##3 * (r); y##4 = x##4 + c##4 * (r); \
+        y##5 = x##5 + c##5 * (r)
+    #define MINV_STORE(X, j, x) X##0[j] = x##0; X##1[j] = x##1; X##2[j] = x##2; \
+        X##3[j] = x##3; X##4[j] = x##4; X##5[j] = x##5
     MINV_CLONES static void minv_backward(long nv, int nb, int fb, const int* parent,
                                           const double* last, const double* Sw, long sst,
                                           const double* Uw, const double* D,
                                           double* __restrict__ F, double* __restrict__ Mi) {
         /* leaves to root: M~_ij = (delta_ij - S_i . F[:, j]) / D_i for j in the subtree
-           c..L of body i, then F[:, j] += U_i M~_ij (no parent: F is not needed any more) */
-        for (int i = nb - 1; i >= fb; i--) {
+           c..L of body i, then F[:, j] += U_i M~_ij (no parent: F is not needed any more).
+           A body i whose parent i - 1 has no other child is done together with it: F[:, j]
+           after i's update stays in registers for the parent's row and update (the same
+           operations in the same order) */
+        MINV_ROWS(F, F);
+        int i = nb - 1;
+        while (i >= fb) {
             const long c = i + 5L * fb, L = (long) last[i] + 5L * fb;
             const double* S = Sw + sst * c;
             const double* U = Uw + 6 * c;
             const double Dinv = 1.0 / D[i];
             double* __restrict__ row = Mi + c * nv;
-            double* __restrict__ F0 = F;
-            double* __restrict__ F1 = F + nv;
-            double* __restrict__ F2 = F + 2 * nv;
-            double* __restrict__ F3 = F + 3 * nv;
-            double* __restrict__ F4 = F + 4 * nv;
-            double* __restrict__ F5 = F + 5 * nv;
-            const double s0 = -Dinv * S[0], s1 = -Dinv * S[1], s2 = -Dinv * S[2],
-                         s3 = -Dinv * S[3], s4 = -Dinv * S[4], s5 = -Dinv * S[5];
+            MINV_COEF(s, S, MINV_NEGD);
+            MINV_COEF(u, U, MINV_AT);
+            long j;
             row[c] = Dinv;
+            if (i - 1 >= fb && parent[i] == i - 1 && last[i] == last[i - 1]) {
+                const long cp = c - 1;
+                const double Dp = 1.0 / D[i - 1];
+                double* __restrict__ rowp = Mi + cp * nv;
+                MINV_COEF(t, Sw + sst * cp, MINV_NEGDP);
+                MINV_COEF(w, Uw + 6 * cp, MINV_AT);
+                double r, q;
+                rowp[cp] = Dp;
+                MINV_LOAD(f, F, c);
+                MINV_AXPY(f, f, u, Dinv);
+                q = MINV_DOT(t, f);
+                rowp[c] = q;
+                if (parent[i - 1] >= 0) {
+                    MINV_AXPY(f, f, w, q);
+                    MINV_STORE(F, c, f);
+                    F0[cp] += w0 * Dp; F1[cp] += w1 * Dp; F2[cp] += w2 * Dp;
+                    F3[cp] += w3 * Dp; F4[cp] += w4 * Dp; F5[cp] += w5 * Dp;
+                    for (j = c + 1; j <= L; j++) {
+                        MINV_LOAD(g, F, j);
+                        r = MINV_DOT(s, g);
+                        row[j] = r;
+                        MINV_AXPY(g, g, u, r);
+                        q = MINV_DOT(t, g);
+                        rowp[j] = q;
+                        MINV_AXPY(g, g, w, q);
+                        MINV_STORE(F, j, g);
+                    }
+                } else {
+                    for (j = c + 1; j <= L; j++) {
+                        MINV_LOAD(g, F, j);
+                        r = MINV_DOT(s, g);
+                        row[j] = r;
+                        MINV_AXPY(g, g, u, r);
+                        rowp[j] = MINV_DOT(t, g);
+                    }
+                }
+                i -= 2;
+                continue;
+            }
             if (parent[i] >= 0) {
-                const double u0 = U[0], u1 = U[1], u2 = U[2], u3 = U[3], u4 = U[4], u5 = U[5];
                 F0[c] += u0 * Dinv; F1[c] += u1 * Dinv; F2[c] += u2 * Dinv;
                 F3[c] += u3 * Dinv; F4[c] += u4 * Dinv; F5[c] += u5 * Dinv;
-                for (long j = c + 1; j <= L; j++) {
-                    const double r = s0 * F0[j] + s1 * F1[j] + s2 * F2[j] + s3 * F3[j]
-                                     + s4 * F4[j] + s5 * F5[j];
+                for (j = c + 1; j <= L; j++) {
+                    MINV_LOAD(g, F, j);
+                    const double r = MINV_DOT(s, g);
                     row[j] = r;
-                    F0[j] += u0 * r; F1[j] += u1 * r; F2[j] += u2 * r;
-                    F3[j] += u3 * r; F4[j] += u4 * r; F5[j] += u5 * r;
+                    MINV_AXPY(g, g, u, r);
+                    MINV_STORE(F, j, g);
                 }
             } else {
-                for (long j = c + 1; j <= L; j++)
-                    row[j] = s0 * F0[j] + s1 * F1[j] + s2 * F2[j] + s3 * F3[j] + s4 * F4[j]
-                             + s5 * F5[j];
+                for (j = c + 1; j <= L; j++) {
+                    MINV_LOAD(g, F, j);
+                    row[j] = MINV_DOT(s, g);
+                }
             }
+            i -= 1;
         }
     }
     MINV_CLONES static void minv_forward(long nv, int nb, int fb, const int* parent,
@@ -98,67 +159,104 @@ cdef extern from *:
                                          double* __restrict__ Mi) {
         /* root to leaves: M^-1_ij = M~_ij - U_i . A_lambda[:, j] / D_i (M~_ij = 0 beyond the
            subtree end L), and the motion set A_i[:, j] = A_lambda[:, j] + S_i M^-1_ij (bodies
-           with children only), j >= c */
-        for (int i = fb; i < nb; i++) {
+           with children only), j >= c. A body whose only child is i + 1 is done together with
+           it: its motion set stays in registers (never stored) */
+        int i = fb;
+        while (i < nb) {
             const long c = i + 5L * fb, L = (long) last[i] + 5L * fb;
             const int par = parent[i];
-            const double* S = Sw + sst * c;
             double* __restrict__ row = Mi + c * nv;
-            double* __restrict__ X0 = A + i * sz;
-            double* __restrict__ X1 = X0 + nv;
-            double* __restrict__ X2 = X0 + 2 * nv;
-            double* __restrict__ X3 = X0 + 3 * nv;
-            double* __restrict__ X4 = X0 + 4 * nv;
-            double* __restrict__ X5 = X0 + 5 * nv;
-            const double S0 = S[0], S1 = S[1], S2 = S[2], S3 = S[3], S4 = S[4], S5 = S[5];
+            MINV_ROWS(X, A + i * sz);
+            MINV_COEF(S, Sw + sst * c, MINV_AT);
             long j;
+            double r, q;
             if (par >= 0) {
-                const double* __restrict__ P0 = A + par * sz;
-                const double* __restrict__ P1 = P0 + nv;
-                const double* __restrict__ P2 = P0 + 2 * nv;
-                const double* __restrict__ P3 = P0 + 3 * nv;
-                const double* __restrict__ P4 = P0 + 4 * nv;
-                const double* __restrict__ P5 = P0 + 5 * nv;
+                MINV_ROWS(P, A + par * sz);
                 const double Dinv = 1.0 / D[i];
-                const double* U = Uw + 6 * c;
-                const double u0 = U[0] * Dinv, u1 = U[1] * Dinv, u2 = U[2] * Dinv,
-                             u3 = U[3] * Dinv, u4 = U[4] * Dinv, u5 = U[5] * Dinv;
+                MINV_COEF(u, Uw + 6 * c, MINV_TIMESD);
+                if (i + 1 < nb && parent[i + 1] == i && last[i + 1] == last[i]) {
+                    const long ck = c + 1;
+                    const double Dk = 1.0 / D[i + 1];
+                    double* __restrict__ rowk = Mi + ck * nv;
+                    MINV_ROWS(Y, A + (i + 1) * sz);
+                    MINV_COEF(T, Sw + sst * ck, MINV_AT);
+                    MINV_COEF(v, Uw + 6 * ck, MINV_TIMESDK);
+                    MINV_LOAD(a, P, c);
+                    row[c] -= MINV_DOT(u, a);
+                    if (L > ck) {   /* body i + 1 has children: its motion set is stored */
+                        for (j = ck; j <= L; j++) {
+                            MINV_LOAD(a, P, j);
+                            r = row[j] - MINV_DOT(u, a);
+                            row[j] = r;
+                            MINV_AXPY(a, a, S, r);
+                            q = rowk[j] - MINV_DOT(v, a);
+                            rowk[j] = q;
+                            MINV_AXPY(a, a, T, q);
+                            MINV_STORE(Y, j, a);
+                        }
+                        for (; j < nv; j++) {
+                            MINV_LOAD(a, P, j);
+                            r = -MINV_DOT(u, a);
+                            row[j] = r;
+                            MINV_AXPY(a, a, S, r);
+                            q = -MINV_DOT(v, a);
+                            rowk[j] = q;
+                            MINV_AXPY(a, a, T, q);
+                            MINV_STORE(Y, j, a);
+                        }
+                    } else {
+                        for (j = ck; j <= L; j++) {
+                            MINV_LOAD(a, P, j);
+                            r = row[j] - MINV_DOT(u, a);
+                            row[j] = r;
+                            MINV_AXPY(a, a, S, r);
+                            rowk[j] -= MINV_DOT(v, a);
+                        }
+                        for (; j < nv; j++) {
+                            MINV_LOAD(a, P, j);
+                            r = -MINV_DOT(u, a);
+                            row[j] = r;
+                            MINV_AXPY(a, a, S, r);
+                            rowk[j] = -MINV_DOT(v, a);
+                        }
+                    }
+                    i += 2;
+                    continue;
+                }
                 if (L > c) {
                     for (j = c; j <= L; j++) {
-                        const double a0 = P0[j], a1 = P1[j], a2 = P2[j], a3 = P3[j],
-                                     a4 = P4[j], a5 = P5[j];
-                        const double r = row[j] - (u0 * a0 + u1 * a1 + u2 * a2 + u3 * a3
-                                                   + u4 * a4 + u5 * a5);
+                        MINV_LOAD(a, P, j);
+                        r = row[j] - MINV_DOT(u, a);
                         row[j] = r;
-                        X0[j] = a0 + S0 * r; X1[j] = a1 + S1 * r; X2[j] = a2 + S2 * r;
-                        X3[j] = a3 + S3 * r; X4[j] = a4 + S4 * r; X5[j] = a5 + S5 * r;
+                        MINV_AXPY(a, a, S, r);
+                        MINV_STORE(X, j, a);
                     }
                     for (; j < nv; j++) {
-                        const double a0 = P0[j], a1 = P1[j], a2 = P2[j], a3 = P3[j],
-                                     a4 = P4[j], a5 = P5[j];
-                        const double r = -(u0 * a0 + u1 * a1 + u2 * a2 + u3 * a3 + u4 * a4
-                                           + u5 * a5);
+                        MINV_LOAD(a, P, j);
+                        r = -MINV_DOT(u, a);
                         row[j] = r;
-                        X0[j] = a0 + S0 * r; X1[j] = a1 + S1 * r; X2[j] = a2 + S2 * r;
-                        X3[j] = a3 + S3 * r; X4[j] = a4 + S4 * r; X5[j] = a5 + S5 * r;
+                        MINV_AXPY(a, a, S, r);
+                        MINV_STORE(X, j, a);
                     }
                 } else {  /* a leaf: no motion set */
-                    row[c] -= u0 * P0[c] + u1 * P1[c] + u2 * P2[c] + u3 * P3[c] + u4 * P4[c]
-                              + u5 * P5[c];
-                    for (j = c + 1; j < nv; j++)
-                        row[j] = -(u0 * P0[j] + u1 * P1[j] + u2 * P2[j] + u3 * P3[j]
-                                   + u4 * P4[j] + u5 * P5[j]);
+                    MINV_LOAD(a, P, c);
+                    row[c] -= MINV_DOT(u, a);
+                    for (j = c + 1; j < nv; j++) {
+                        MINV_LOAD(b, P, j);
+                        row[j] = -MINV_DOT(u, b);
+                    }
                 }
             } else {
                 for (j = L + 1; j < nv; j++)
                     row[j] = 0.0;
                 if (L > c)
                     for (j = c; j < nv; j++) {
-                        const double r = row[j];
+                        r = row[j];
                         X0[j] = S0 * r; X1[j] = S1 * r; X2[j] = S2 * r;
                         X3[j] = S3 * r; X4[j] = S4 * r; X5[j] = S5 * r;
                     }
             }
+            i += 1;
         }
     }
     static inline void minv_axpy(long n, double c, const double* __restrict__ x,
