@@ -259,6 +259,34 @@ cdef extern from *:
             i += 1;
         }
     }
+    static inline double minv_art(const double* __restrict__ S, const double* __restrict__ Y,
+                                  double* __restrict__ U) {
+        /* U = I S for the symmetric 6 x 6 Y = I (its lower triangle read); returns D = S . U */
+        U[0] = Y[0] * S[0] + Y[6] * S[1] + Y[12] * S[2] + Y[18] * S[3] + Y[24] * S[4] + Y[30] * S[5];
+        U[1] = Y[6] * S[0] + Y[7] * S[1] + Y[13] * S[2] + Y[19] * S[3] + Y[25] * S[4] + Y[31] * S[5];
+        U[2] = Y[12] * S[0] + Y[13] * S[1] + Y[14] * S[2] + Y[20] * S[3] + Y[26] * S[4] + Y[32] * S[5];
+        U[3] = Y[18] * S[0] + Y[19] * S[1] + Y[20] * S[2] + Y[21] * S[3] + Y[27] * S[4] + Y[33] * S[5];
+        U[4] = Y[24] * S[0] + Y[25] * S[1] + Y[26] * S[2] + Y[27] * S[3] + Y[28] * S[4] + Y[34] * S[5];
+        U[5] = Y[30] * S[0] + Y[31] * S[1] + Y[32] * S[2] + Y[33] * S[3] + Y[34] * S[4] + Y[35] * S[5];
+        return S[0] * U[0] + S[1] * U[1] + S[2] * U[2] + S[3] * U[3] + S[4] * U[4] + S[5] * U[5];
+    }
+    static inline void minv_art_parent(const double* __restrict__ Y, const double* __restrict__ U,
+                                       double Dinv, double* __restrict__ P) {
+        /* P += Y - U U^T / D (Y = I^A_i) on the lower triangle */
+        double x;
+        x = U[0] * Dinv;
+        P[0] += Y[0] - x * U[0];
+        x = U[1] * Dinv;
+        P[6] += Y[6] - x * U[0]; P[7] += Y[7] - x * U[1];
+        x = U[2] * Dinv;
+        P[12] += Y[12] - x * U[0]; P[13] += Y[13] - x * U[1]; P[14] += Y[14] - x * U[2];
+        x = U[3] * Dinv;
+        P[18] += Y[18] - x * U[0]; P[19] += Y[19] - x * U[1]; P[20] += Y[20] - x * U[2]; P[21] += Y[21] - x * U[3];
+        x = U[4] * Dinv;
+        P[24] += Y[24] - x * U[0]; P[25] += Y[25] - x * U[1]; P[26] += Y[26] - x * U[2]; P[27] += Y[27] - x * U[3]; P[28] += Y[28] - x * U[4];
+        x = U[5] * Dinv;
+        P[30] += Y[30] - x * U[0]; P[31] += Y[31] - x * U[1]; P[32] += Y[32] - x * U[2]; P[33] += Y[33] - x * U[3]; P[34] += Y[34] - x * U[4]; P[35] += Y[35] - x * U[5];
+    }
     static inline void minv_axpy(long n, double c, const double* __restrict__ x,
                                  double* __restrict__ y) {
         for (long j = 0; j < n; j++) y[j] += c * x[j];
@@ -311,6 +339,8 @@ cdef extern from *:
     """
     int minv_mirror(long n, double* M) noexcept nogil
     void minv_axpy(long n, double c, const double* x, double* y) noexcept nogil
+    double minv_art(const double* S, const double* I, double* U) noexcept nogil
+    void minv_art_parent(const double* I, const double* U, double Dinv, double* P) noexcept nogil
     void minv_scale(long n, double c, double* y) noexcept nogil
     void minv_backward(long nv, int nb, int fb, const int* parent, const double* last,
                        const double* Sw, long sst, const double* Uw, const double* D, double* F,
@@ -325,47 +355,41 @@ cdef inline int pub(int a) noexcept nogil:
     return a + 3 if a < 3 else a - 3
 
 
-cdef inline void to_frame(const double* P, const double* u, double* d, bint wrench) noexcept nogil:
-    """d = Ad_C u (a twist) or Ad_C⁻ᵀ u (a wrench) for the pose C = P (R, p): the body quantity
-    u in the reference frame, (R a, R b + p × R a) resp. (R a + p × R b, R b) for u = (a, b)."""
-    cdef double a0 = P[0] * u[0] + P[1] * u[1] + P[2] * u[2]
-    cdef double a1 = P[3] * u[0] + P[4] * u[1] + P[5] * u[2]
-    cdef double a2 = P[6] * u[0] + P[7] * u[1] + P[8] * u[2]
-    cdef double b0 = P[0] * u[3] + P[1] * u[4] + P[2] * u[5]
-    cdef double b1 = P[3] * u[3] + P[4] * u[4] + P[5] * u[5]
-    cdef double b2 = P[6] * u[3] + P[7] * u[4] + P[8] * u[5]
-    if wrench:
-        d[0] = a0 + P[10] * b2 - P[11] * b1
-        d[1] = a1 + P[11] * b0 - P[9] * b2
-        d[2] = a2 + P[9] * b1 - P[10] * b0
-        d[3], d[4], d[5] = b0, b1, b2
-    else:
-        d[0], d[1], d[2] = a0, a1, a2
-        d[3] = b0 + P[10] * a2 - P[11] * a1
-        d[4] = b1 + P[11] * a0 - P[9] * a2
-        d[5] = b2 + P[9] * a1 - P[10] * a0
-
-
 cdef inline void frame_inertia(const KModel* m, int i, const double* P, double* I) noexcept nogil:
-    """I (6×6 row-major) = body i's inertia in the reference frame at pose P = (R, p):
+    """The lower triangle of I (6×6 row-major; what the articulated-inertia pass and ``chol6``
+    read) = body i's inertia in the reference frame at pose P = (R, p):
     [[Θ', h̃'], [−h̃', m 1]] with (m, h', Θ') from :func:`body_inertia` (the parallel-axis
-    theorem; seed 004 eq. 24 for the body-frame form), packed as a 6 × 6."""
+    theorem; seed 004 eq. 24 for the body-frame form)."""
     cdef double B[13]
     cdef double ms = m.mass[i], h0, h1, h2
     cdef int a, b
     body_inertia(m, i, P, B)
     for a in range(3):
-        for b in range(3):
+        for b in range(a + 1):
             I[6 * a + b] = B[4 + 3 * a + b]
             I[6 * (3 + a) + 3 + b] = ms if a == b else 0.0
     h0, h1, h2 = B[1], B[2], B[3]
-    # h̃ (top right), −h̃ (bottom left)
-    I[3], I[4], I[5] = 0.0, -h2, h1
-    I[9], I[10], I[11] = h2, 0.0, -h0
-    I[15], I[16], I[17] = -h1, h0, 0.0
+    # −h̃ (bottom left)
     I[18], I[19], I[20] = 0.0, h2, -h1
     I[24], I[25], I[26] = -h2, 0.0, h0
     I[30], I[31], I[32] = h1, -h0, 0.0
+
+
+cdef inline void screw_to_frame(const double* P, const double* e, bint revolute,
+                                double* d) noexcept nogil:
+    """d = Ad_C X for the joint screw X = (e, 0) (revolute) or (0, e) (prismatic) at the pose
+    C = P (R, p): (R e, p × R e) resp. (0, R e) (the zero half of the screw skipped)."""
+    cdef double a0 = P[0] * e[0] + P[1] * e[1] + P[2] * e[2]
+    cdef double a1 = P[3] * e[0] + P[4] * e[1] + P[5] * e[2]
+    cdef double a2 = P[6] * e[0] + P[7] * e[1] + P[8] * e[2]
+    if revolute:
+        d[0], d[1], d[2] = a0, a1, a2
+        d[3] = P[10] * a2 - P[11] * a1
+        d[4] = P[11] * a0 - P[9] * a2
+        d[5] = P[9] * a1 - P[10] * a0
+    else:
+        d[0], d[1], d[2] = 0.0, 0.0, 0.0
+        d[3], d[4], d[5] = a0, a1, a2
 
 
 cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T) noexcept nogil:
@@ -381,9 +405,8 @@ cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T
     bodies' wrenches), X_i and U_i are moved to that frame once per body (w.Sw, w.Sdw), and
     the motion set of body i is A_λ + S_i M⁻¹_i·. The articulated inertias are formed there
     too (as Pinocchio's ``computeMinverse``): each body inertia moved once, then plain sums."""
-    cdef int nb = m.nb, fb = m.fb, i, a, b, c, par
+    cdef int nb = m.nb, fb = m.fb, i, a, par
     cdef double* P
-    cdef double u[6]
     # poses, X_i and the body inertias in the reference frame
     for i in range(nb):
         P = w.Cw + 12 * i
@@ -399,12 +422,7 @@ cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T
             else:
                 for a in range(12):
                     P[a] = w.T[12 * i + a]
-            c = i + 5 * fb
-            for a in range(6):
-                u[a] = 0.0
-            b = 0 if m.jtype[i] == REVOLUTE else 3
-            u[b], u[b + 1], u[b + 2] = m.axis[3 * i], m.axis[3 * i + 1], m.axis[3 * i + 2]
-            to_frame(P, u, w.Sw + 6 * c, False)
+            screw_to_frame(P, m.axis + 3 * i, m.jtype[i] == REVOLUTE, w.Sw + 6 * (i + 5 * fb))
         frame_inertia(m, i, P, w.IA + 36 * i)
     return minv_solve(m, w, F, Mi, w.Sw, 6)
 
@@ -420,42 +438,28 @@ cdef int minv_solve(const KModel* m, KWork* w, double* F, double* Mi, const doub
     cdef double* A = F                 # (nb, 6, nv) motion sets
     cdef double* Fc = F + nb * sz      # (6, nv) the force sets
     cdef double* last = Fc + sz        # (nb,) subtree ends
-    cdef const double* S
     cdef double* Uw
     cdef double* row
     cdef double* chol = w.S + 180
-    cdef double Dinv, acc, D, x
+    cdef double D
     cdef double* Ia
-    cdef double* Ip
     # subtree ends (depth-first numbering: the subtree of body i is i … last[i])
     for i in range(nb):
         last[i] = i
     # articulated inertias, leaves to root, in the reference frame (no congruence: moving an
     # inertia to the parent is the identity there): U_i = I^A_i S_i, D_i = S_iᵀ U_i,
-    # I^A_λ += I^A_i − U_i U_iᵀ / D_i — on the lower triangles only (symmetric; the constant
-    # bounds let the compiler resolve the triangle's indices)
+    # I^A_λ += I^A_i − U_i U_iᵀ / D_i — on the lower triangles only (symmetric)
     for i in range(nb - 1, fb - 1, -1):
         c = i + 5 * fb
-        S = Sw + sst * c
         Uw = w.Sdw + 6 * c
         Ia = w.IA + 36 * i
-        for a in range(6):
-            acc = 0.0
-            for b in range(6):
-                acc += (Ia[6 * a + b] if b <= a else Ia[6 * b + a]) * S[b]
-            Uw[a] = acc
-        D = S[0] * Uw[0] + S[1] * Uw[1] + S[2] * Uw[2] + S[3] * Uw[3] + S[4] * Uw[4] + S[5] * Uw[5]
+        D = minv_art(Sw + sst * c, Ia, Uw)
         if not (D > 0.0):
             return 1
         w.D[i] = D
         par = m.parent[i]
         if par >= 0:
-            Dinv = 1.0 / D
-            Ip = w.IA + 36 * par
-            for a in range(6):
-                x = Uw[a] * Dinv
-                for b in range(a + 1):
-                    Ip[6 * a + b] += Ia[6 * a + b] - x * Uw[b]
+            minv_art_parent(Ia, Uw, 1.0 / D, w.IA + 36 * par)
     for i in range(nb - 1, 0, -1):
         par = m.parent[i]
         if par >= 0 and last[i] > last[par]:
