@@ -61,6 +61,12 @@ cdef extern from *:
         c##3 = f(v, 3), c##4 = f(v, 4), c##5 = f(v, 5)
     #define MINV_DOT(c, x) (c##0 * x##0 + c##1 * x##1 + c##2 * x##2 + c##3 * x##3 \
         + c##4 * x##4 + c##5 * x##5)
+    /* the six rows are distinct (row stride nv): no dependence between iterations */
+    #if defined(__GNUC__) && !defined(__clang__)
+    #define MINV_IVDEP _Pragma("GCC ivdep")
+    #else
+    #define MINV_IVDEP
+    #endif
     #define MINV_AT(v, r) ((v)[r])
     #define MINV_NEGD(v, r) (-Dinv * (v)[r])
     #define MINV_NEGDP(v, r) (-Dp * (v)[r])
@@ -111,6 +117,7 @@ cdef extern from *:
                     MINV_STORE(F, c, f);
                     F0[cp] += w0 * Dp; F1[cp] += w1 * Dp; F2[cp] += w2 * Dp;
                     F3[cp] += w3 * Dp; F4[cp] += w4 * Dp; F5[cp] += w5 * Dp;
+                    MINV_IVDEP
                     for (j = c + 1; j <= L; j++) {
                         MINV_LOAD(g, F, j);
                         r = MINV_DOT(s, g);
@@ -122,6 +129,7 @@ cdef extern from *:
                         MINV_STORE(F, j, g);
                     }
                 } else {
+                    MINV_IVDEP
                     for (j = c + 1; j <= L; j++) {
                         MINV_LOAD(g, F, j);
                         r = MINV_DOT(s, g);
@@ -136,6 +144,7 @@ cdef extern from *:
             if (parent[i] >= 0) {
                 F0[c] += u0 * Dinv; F1[c] += u1 * Dinv; F2[c] += u2 * Dinv;
                 F3[c] += u3 * Dinv; F4[c] += u4 * Dinv; F5[c] += u5 * Dinv;
+                MINV_IVDEP
                 for (j = c + 1; j <= L; j++) {
                     MINV_LOAD(g, F, j);
                     const double r = MINV_DOT(s, g);
@@ -144,6 +153,7 @@ cdef extern from *:
                     MINV_STORE(F, j, g);
                 }
             } else {
+                MINV_IVDEP
                 for (j = c + 1; j <= L; j++) {
                     MINV_LOAD(g, F, j);
                     row[j] = MINV_DOT(s, g);
@@ -184,6 +194,7 @@ cdef extern from *:
                     MINV_LOAD(a, P, c);
                     row[c] -= MINV_DOT(u, a);
                     if (L > ck) {   /* body i + 1 has children: its motion set is stored */
+                        MINV_IVDEP
                         for (j = ck; j <= L; j++) {
                             MINV_LOAD(a, P, j);
                             r = row[j] - MINV_DOT(u, a);
@@ -194,6 +205,7 @@ cdef extern from *:
                             MINV_AXPY(a, a, T, q);
                             MINV_STORE(Y, j, a);
                         }
+                        MINV_IVDEP
                         for (; j < nv; j++) {
                             MINV_LOAD(a, P, j);
                             r = -MINV_DOT(u, a);
@@ -205,6 +217,7 @@ cdef extern from *:
                             MINV_STORE(Y, j, a);
                         }
                     } else {
+                        MINV_IVDEP
                         for (j = ck; j <= L; j++) {
                             MINV_LOAD(a, P, j);
                             r = row[j] - MINV_DOT(u, a);
@@ -212,6 +225,7 @@ cdef extern from *:
                             MINV_AXPY(a, a, S, r);
                             rowk[j] -= MINV_DOT(v, a);
                         }
+                        MINV_IVDEP
                         for (; j < nv; j++) {
                             MINV_LOAD(a, P, j);
                             r = -MINV_DOT(u, a);
@@ -224,6 +238,7 @@ cdef extern from *:
                     continue;
                 }
                 if (L > c) {
+                    MINV_IVDEP
                     for (j = c; j <= L; j++) {
                         MINV_LOAD(a, P, j);
                         r = row[j] - MINV_DOT(u, a);
@@ -231,6 +246,7 @@ cdef extern from *:
                         MINV_AXPY(a, a, S, r);
                         MINV_STORE(X, j, a);
                     }
+                    MINV_IVDEP
                     for (; j < nv; j++) {
                         MINV_LOAD(a, P, j);
                         r = -MINV_DOT(u, a);
@@ -241,15 +257,18 @@ cdef extern from *:
                 } else {  /* a leaf: no motion set */
                     MINV_LOAD(a, P, c);
                     row[c] -= MINV_DOT(u, a);
+                    MINV_IVDEP
                     for (j = c + 1; j < nv; j++) {
                         MINV_LOAD(b, P, j);
                         row[j] = -MINV_DOT(u, b);
                     }
                 }
             } else {
+                MINV_IVDEP
                 for (j = L + 1; j < nv; j++)
                     row[j] = 0.0;
                 if (L > c)
+                    MINV_IVDEP
                     for (j = c; j < nv; j++) {
                         r = row[j];
                         X0[j] = S0 * r; X1[j] = S1 * r; X2[j] = S2 * r;
