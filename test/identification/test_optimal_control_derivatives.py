@@ -78,6 +78,39 @@ def test_inverse_mass_matrix_random_trees(seed):
             <= 1e-12
 
 
+@pytest.mark.parametrize("floating", [False, True])
+@pytest.mark.parametrize("n, branch, seed", [(1, 0.0, 1), (2, 0.0, 2), (3, 0.0, 3), (4, 0.0, 4),
+                                             (9, 0.0, 5), (7, 0.5, 6), (12, 0.8, 8),
+                                             (16, 0.3, 9)])
+def test_inverse_mass_matrix_chains_and_branches(n, branch, seed, floating):
+    """The set sweeps do a body and its only child in one pass: chains of odd and even length,
+    several bodies on the fixed base (roots), branching bodies, prismatic joints, a floating
+    base with one or several children — against computeMinverse and inv(crba), 1e-12."""
+    pin = pytest.importorskip("pinocchio")
+    xml, _ = random_urdf(seed, n_movable=n, branch_prob=branch, continuous_prob=0.0,
+                         prismatic_prob=0.3)
+    if floating:  # the base link needs a mass of its own
+        xml = xml.replace('<link name="base"/>', '<link name="base"><inertial><origin xyz="0.1 0 '
+                          '0.05" rpy="0.3 0 0.2"/><mass value="4"/><inertia ixx="0.2" ixy="0" '
+                          'ixz="0" iyy="0.3" iyz="0" izz="0.25"/></inertial></link>')
+    r = mbs.load_urdf(xml, floating_base=floating)
+    pm = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()) if floating else \
+        pin.buildModelFromXML(xml)
+    pd = pm.createData()
+    assert pm.nv == r.nv
+    rng = np.random.default_rng(seed)
+    for _ in range(2):
+        q = rng.uniform(-2, 2, r.n)
+        if floating:
+            quat = rng.normal(size=4)
+            q = np.r_[rng.normal(size=3), quat / np.linalg.norm(quat), q]
+        got = r.inverse_mass_matrix(q)
+        want = sym(pin.computeMinverse(pm, pd, q).copy())
+        assert rel(got, want) <= 1e-12
+        assert rel(got, np.linalg.inv(sym(pin.crba(pm, pd, q)))) <= 1e-12
+        assert np.array_equal(got, got.T)
+
+
 def test_inverse_mass_matrix_bad_input():
     r = Case("ur5").robot
     with pytest.raises(ValueError, match="q"):
