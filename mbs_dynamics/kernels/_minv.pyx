@@ -278,6 +278,49 @@ cdef extern from *:
             i += 1;
         }
     }
+    #define MINV_SOLVE6 \
+        y0 = y0 * d0; \
+        y1 = (y1 + l10 * y0) * d1; \
+        y2 = ((y2 + l20 * y0) + l21 * y1) * d2; \
+        y3 = (((y3 + l30 * y0) + l31 * y1) + l32 * y2) * d3; \
+        y4 = ((((y4 + l40 * y0) + l41 * y1) + l42 * y2) + l43 * y3) * d4; \
+        y5 = (((((y5 + l50 * y0) + l51 * y1) + l52 * y2) + l53 * y3) + l54 * y4) * d5; \
+        y5 = y5 * d5; \
+        y4 = (y4 + l54 * y5) * d4; \
+        y3 = ((y3 + l43 * y4) + l53 * y5) * d3; \
+        y2 = (((y2 + l32 * y3) + l42 * y4) + l52 * y5) * d2; \
+        y1 = ((((y1 + l21 * y2) + l31 * y3) + l41 * y4) + l51 * y5) * d1; \
+        y0 = (((((y0 + l10 * y1) + l20 * y2) + l30 * y3) + l40 * y4) + l50 * y5) * d0;
+    MINV_CLONES static void minv_base(long nv, const double* Lc, const double* __restrict__ F,
+                                      double* __restrict__ A, double* __restrict__ Mi) {
+        /* the floating base's rows of M^-1 = its motion set A_0 = (I^A_0)^-1 [1 | -F[:, 6:]]
+           (columns in Pinocchio's order), by the Cholesky factor Lc of chol6 (1/L_ii on its
+           diagonal): forward then back substitution per column, the six values in registers,
+           vectorised across the columns; written to A_0's rows and M^-1's rows pub(a) */
+        const double l10 = -Lc[6], l20 = -Lc[12], l21 = -Lc[13], l30 = -Lc[18], l31 = -Lc[19], l32 = -Lc[20], l40 = -Lc[24], l41 = -Lc[25], l42 = -Lc[26], l43 = -Lc[27], l50 = -Lc[30], l51 = -Lc[31], l52 = -Lc[32], l53 = -Lc[33], l54 = -Lc[34];
+        const double d0 = Lc[0], d1 = Lc[7], d2 = Lc[14], d3 = Lc[21], d4 = Lc[28], d5 = Lc[35];
+        MINV_ROWS(X, A);
+        MINV_ROWS(G, (double*) F);
+        double* __restrict__ M0 = Mi + 3 * nv;
+        double* __restrict__ M1 = Mi + 4 * nv;
+        double* __restrict__ M2 = Mi + 5 * nv;
+        double* __restrict__ M3 = Mi + 0 * nv;
+        double* __restrict__ M4 = Mi + 1 * nv;
+        double* __restrict__ M5 = Mi + 2 * nv;
+        long j;
+        for (j = 0; j < 6; j++) {
+            const long k = j < 3 ? j + 3 : j - 3;   /* the row with 1 in column j */
+            double y0 = k == 0, y1 = k == 1, y2 = k == 2, y3 = k == 3, y4 = k == 4, y5 = k == 5;
+            MINV_SOLVE6
+            X0[j] = y0; M0[j] = y0; X1[j] = y1; M1[j] = y1; X2[j] = y2; M2[j] = y2; X3[j] = y3; M3[j] = y3; X4[j] = y4; M4[j] = y4; X5[j] = y5; M5[j] = y5;
+        }
+        MINV_IVDEP
+        for (j = 6; j < nv; j++) {
+            double y0 = -G0[j], y1 = -G1[j], y2 = -G2[j], y3 = -G3[j], y4 = -G4[j], y5 = -G5[j];
+            MINV_SOLVE6
+            X0[j] = y0; M0[j] = y0; X1[j] = y1; M1[j] = y1; X2[j] = y2; M2[j] = y2; X3[j] = y3; M3[j] = y3; X4[j] = y4; M4[j] = y4; X5[j] = y5; M5[j] = y5;
+        }
+    }
     static inline double minv_art(const double* __restrict__ S, const double* __restrict__ Y,
                                   double* __restrict__ U) {
         /* U = I S for the symmetric 6 x 6 Y = I (its lower triangle read); returns D = S . U */
@@ -305,13 +348,6 @@ cdef extern from *:
         P[24] += Y[24] - x * U[0]; P[25] += Y[25] - x * U[1]; P[26] += Y[26] - x * U[2]; P[27] += Y[27] - x * U[3]; P[28] += Y[28] - x * U[4];
         x = U[5] * Dinv;
         P[30] += Y[30] - x * U[0]; P[31] += Y[31] - x * U[1]; P[32] += Y[32] - x * U[2]; P[33] += Y[33] - x * U[3]; P[34] += Y[34] - x * U[4]; P[35] += Y[35] - x * U[5];
-    }
-    static inline void minv_axpy(long n, double c, const double* __restrict__ x,
-                                 double* __restrict__ y) {
-        for (long j = 0; j < n; j++) y[j] += c * x[j];
-    }
-    static inline void minv_scale(long n, double c, double* y) {
-        for (long j = 0; j < n; j++) y[j] *= c;
     }
     MINV_CLONES static int minv_mirror(long n, double* __restrict__ M) {
         /* M's strictly lower triangle = the transpose of its upper one, in 4 x 4 tiles (rows
@@ -357,21 +393,15 @@ cdef extern from *:
     }
     """
     int minv_mirror(long n, double* M) noexcept nogil
-    void minv_axpy(long n, double c, const double* x, double* y) noexcept nogil
+    void minv_base(long nv, const double* Lc, const double* F, double* A, double* Mi) noexcept nogil
     double minv_art(const double* S, const double* I, double* U) noexcept nogil
     void minv_art_parent(const double* I, const double* U, double Dinv, double* P) noexcept nogil
-    void minv_scale(long n, double c, double* y) noexcept nogil
     void minv_backward(long nv, int nb, int fb, const int* parent, const double* last,
                        const double* Sw, long sst, const double* Uw, const double* D, double* F,
                        double* Mi) noexcept nogil
     void minv_forward(long nv, int nb, int fb, const int* parent, const double* last,
                       const double* Sw, long sst, const double* Uw, const double* D, double* A,
                       long sz, double* Mi) noexcept nogil
-
-
-cdef inline int pub(int a) noexcept nogil:
-    """Internal base index (ω, v) → Pinocchio's (linear, angular)."""
-    return a + 3 if a < 3 else a - 3
 
 
 cdef inline void frame_inertia(const KModel* m, int i, const double* P, double* I) noexcept nogil:
@@ -488,31 +518,12 @@ cdef int minv_solve(const KModel* m, KWork* w, double* F, double* Mi, const doub
     # ---- backward: M̃ rows and the force sets
     minv_backward(nv, nb, fb, m.parent, last, Sw, sst, w.Sdw, w.D, Fc, Mi)
     # ---- the floating base: its rows of M⁻¹ are (I^A_0)⁻¹ [1 | −F_0[:, 6:]] (M̃_00 = (I^A_0)⁻¹,
-    # M̃_0j = −(I^A_0)⁻¹ F_0[:, j]), = its motion set A_0: the 6 × nv right-hand side formed in
-    # A_0 and solved by the Cholesky factor with row operations (vectorised over the columns)
+    # M̃_0j = −(I^A_0)⁻¹ F_0[:, j]), = its motion set A_0: solved by the Cholesky factor column
+    # by column (vectorised across the columns), written to A_0 and M⁻¹'s base rows
     if fb:
         if chol6(w.IA, chol):
             return 1
-        for a in range(6):
-            row = A + a * nv
-            for b in range(6):
-                row[pub(b)] = 1.0 if a == b else 0.0
-            for j in range(6, nv):
-                row[j] = -Fc[a * nv + j]
-        for a in range(6):            # L y = b
-            row = A + a * nv
-            for b in range(a):
-                minv_axpy(nv, -chol[6 * a + b], A + b * nv, row)
-            minv_scale(nv, chol[6 * a + a], row)
-        for a in range(5, -1, -1):    # Lᵀ x = y
-            row = A + a * nv
-            for b in range(a + 1, 6):
-                minv_axpy(nv, -chol[6 * b + a], A + b * nv, row)
-            minv_scale(nv, chol[6 * a + a], row)
-        for a in range(6):
-            row = Mi + pub(a) * nv
-            for j in range(nv):
-                row[j] = A[a * nv + j]
+        minv_base(nv, chol, Fc, A, Mi)
     # ---- forward: the corrections from the parents' motion sets, and the motion sets
     minv_forward(nv, nb, fb, m.parent, last, Sw, sst, w.Sdw, w.D, A, sz, Mi)
     return 0 if minv_mirror(nv, Mi) else 2
