@@ -41,7 +41,7 @@ from mbs_dynamics.kernels._mat6 cimport chol6
 from mbs_dynamics.kernels._data cimport (finite_result, REVOLUTE, Data, KModel, KWork, alias3,
                                          as_input, as_out, check_finite, check_quat, claim,
                                          out_mat, unclaim, vec)
-from mbs_dynamics.kernels._spatial cimport body_inertia, compose, joint_pose, load_jet
+from mbs_dynamics.kernels._spatial cimport body_inertia, compose, joint_pose, load_jet, screw
 
 cnp.import_array()
 
@@ -431,23 +431,6 @@ cdef inline void frame_inertia(const KModel* m, int i, const double* P, double* 
     I[30], I[31], I[32] = h1, -h0, 0.0
 
 
-cdef inline void screw_to_frame(const double* P, const double* e, bint revolute,
-                                double* d) noexcept nogil:
-    """d = Ad_C X for the joint screw X = (e, 0) (revolute) or (0, e) (prismatic) at the pose
-    C = P (R, p): (R e, p × R e) resp. (0, R e) (the zero half of the screw skipped)."""
-    cdef double a0 = P[0] * e[0] + P[1] * e[1] + P[2] * e[2]
-    cdef double a1 = P[3] * e[0] + P[4] * e[1] + P[5] * e[2]
-    cdef double a2 = P[6] * e[0] + P[7] * e[1] + P[8] * e[2]
-    if revolute:
-        d[0], d[1], d[2] = a0, a1, a2
-        d[3] = P[10] * a2 - P[11] * a1
-        d[4] = P[11] * a0 - P[9] * a2
-        d[5] = P[9] * a1 - P[10] * a0
-    else:
-        d[0], d[1], d[2] = 0.0, 0.0, 0.0
-        d[3], d[4], d[5] = a0, a1, a2
-
-
 cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T) noexcept nogil:
     """M⁻¹ (nv × nv, both triangles) into Mi at the joint positions in ``w.qj`` row 0 (with
     ``have_T`` the joint poses w.T are already there, e.g. from the ABA kernel); F: the ``Fs``
@@ -478,7 +461,7 @@ cdef int minv_core(const KModel* m, KWork* w, double* F, double* Mi, bint have_T
             else:
                 for a in range(12):
                     P[a] = w.T[12 * i + a]
-            screw_to_frame(P, m.axis + 3 * i, m.jtype[i] == REVOLUTE, w.Sw + 6 * (i + 5 * fb))
+            screw(P, m.axis + 3 * i, m.jtype[i] == REVOLUTE, w.Sw + 6 * (i + 5 * fb))
         frame_inertia(m, i, P, w.IA + 36 * i)
     return minv_solve(m, w, F, Mi, w.Sw, 6)
 
