@@ -354,6 +354,24 @@ cdef inline void world_screw(const double* P, const double* u, double* d) noexce
     d[5] = P[6] * u[3] + P[7] * u[4] + P[8] * u[5] + P[9] * a1 - P[10] * a0
 
 
+cdef inline void screw(const double* C, const double* a, bint rotational, double* J) noexcept nogil:
+    """Ad_C of the unit screw (a, 0) (rotational) or (0, a): (R a, p × R a) or (0, R a) — a
+    joint's screw in the frame of the pose C = (R, p), the zero half not multiplied."""
+    cdef double x0 = C[0] * a[0] + C[1] * a[1] + C[2] * a[2]
+    cdef double x1 = C[3] * a[0] + C[4] * a[1] + C[5] * a[2]
+    cdef double x2 = C[6] * a[0] + C[7] * a[1] + C[8] * a[2]
+    if rotational:
+        J[0], J[1], J[2] = x0, x1, x2
+        J[3] = C[10] * x2 - C[11] * x1
+        J[4] = C[11] * x0 - C[9] * x2
+        J[5] = C[9] * x1 - C[10] * x0
+    else:
+        J[0] = 0.0
+        J[1] = 0.0
+        J[2] = 0.0
+        J[3], J[4], J[5] = x0, x1, x2
+
+
 cdef inline void wrench_to_world(const double* P, const double* u, double* d) noexcept nogil:
     """d = Ad_C⁻ᵀ u for a body wrench u = (m, f): (R m + p × R f, R f)."""
     cdef double f0 = P[0] * u[3] + P[1] * u[4] + P[2] * u[5]

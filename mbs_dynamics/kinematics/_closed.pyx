@@ -16,26 +16,9 @@ from libc.stdlib cimport calloc, free, malloc
 from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KModel, KWork, as_input, claim,
                                          unclaim,
                                          as_out, check_finite, check_quat)
-from mbs_dynamics.kernels._spatial cimport ad_V, compose, joint_pose, quat_pose
+from mbs_dynamics.kernels._spatial cimport ad_V, compose, joint_pose, quat_pose, screw
 
 cnp.import_array()
-
-
-cdef inline void screw(const double* C, const double* a, bint rotational, double* J) noexcept nogil:
-    """Ad_C of the unit screw (a, 0) (rotational) or (0, a): (R a, p × R a) or (0, R a)."""
-    cdef double x0 = C[0] * a[0] + C[1] * a[1] + C[2] * a[2]
-    cdef double x1 = C[3] * a[0] + C[4] * a[1] + C[5] * a[2]
-    cdef double x2 = C[6] * a[0] + C[7] * a[1] + C[8] * a[2]
-    if rotational:
-        J[0], J[1], J[2] = x0, x1, x2
-        J[3] = C[10] * x2 - C[11] * x1
-        J[4] = C[11] * x0 - C[9] * x2
-        J[5] = C[9] * x1 - C[10] * x0
-    else:
-        J[0] = 0.0
-        J[1] = 0.0
-        J[2] = 0.0
-        J[3], J[4], J[5] = x0, x1, x2
 
 
 cdef int world_poses(const KModel* m, KWork* w, const double* q, double* Cw) noexcept nogil:

@@ -78,6 +78,54 @@ def test_inverse_mass_matrix_random_trees(seed):
             <= 1e-12
 
 
+@pytest.mark.parametrize("floating", [False, True])
+@pytest.mark.parametrize("n, branch, seed", [(1, 0.0, 1), (2, 0.0, 2), (3, 0.0, 3), (4, 0.0, 4),
+                                             (9, 0.0, 5), (7, 0.5, 6), (12, 0.8, 8),
+                                             (16, 0.3, 9)])
+def test_inverse_mass_matrix_chains_and_branches(n, branch, seed, floating):
+    """The set sweeps do a body and its only child in one pass: chains of odd and even length,
+    several bodies on the fixed base (roots), branching bodies, prismatic joints, a floating
+    base with one or several children — against computeMinverse and inv(crba), 1e-12."""
+    pin, r, pm, pd = _random_tree(seed, floating, base_mass=floating, n_movable=n,
+                                  branch_prob=branch, prismatic_prob=0.3)
+    rng = np.random.default_rng(seed)
+    for _ in range(2):
+        q, pq = _random_q(rng, r, pm, floating)
+        got = r.inverse_mass_matrix(q)
+        want = sym(pin.computeMinverse(pm, pd, pq).copy())
+        assert rel(got, want) <= 1e-12
+        assert rel(got, np.linalg.inv(sym(pin.crba(pm, pd, pq)))) <= 1e-12
+        assert np.array_equal(got, got.T)
+
+
+def _random_tree(seed, floating, base_mass=False, **kw):
+    """(pinocchio, our robot, Pinocchio's model and data) of ``random_urdf(seed, **kw)``; with
+    ``base_mass`` the base link gets an inertia of its own (a floating base that would move no
+    mass otherwise)."""
+    pin = pytest.importorskip("pinocchio")
+    xml, _ = random_urdf(seed, **kw)
+    if base_mass:
+        xml = xml.replace('<link name="base"/>', '<link name="base"><inertial><origin xyz="0.1 0 '
+                          '0.05" rpy="0.3 0 0.2"/><mass value="4"/><inertia ixx="0.2" ixy="0" '
+                          'ixz="0" iyy="0.3" iyz="0" izz="0.25"/></inertial></link>')
+    r = mbs.load_urdf(xml, floating_base=floating)
+    pm = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()) if floating else \
+        pin.buildModelFromXML(xml)
+    assert pm.nv == r.nv
+    return pin, r, pm, pm.createData()
+
+
+def _random_q(rng, r, pm, floating):
+    """A random configuration (joints in [−2, 2], a random base pose) as ours and Pinocchio's."""
+    qj = rng.uniform(-2, 2, r.n)
+    if not floating:
+        return qj, pin_q(pm, qj)
+    quat = rng.normal(size=4)
+    quat /= np.linalg.norm(quat)
+    q = np.r_[rng.normal(size=3), quat, qj]
+    return q, np.r_[q[:7], _joint_q(pm, qj)]
+
+
 def test_inverse_mass_matrix_bad_input():
     r = Case("ur5").robot
     with pytest.raises(ValueError, match="q"):
@@ -192,23 +240,10 @@ def test_forward_dynamics_derivatives_random_trees(seed, floating):
     """Branched random trees (oblique axes, prismatic and continuous joints, massless links):
     the fused ∂FD pass (q̈ = M⁻¹(τ − b), the product that skips ∂τ's structural zeros of
     unrelated branches) against ``pin.computeABADerivatives``, fixed and floating."""
-    pin = pytest.importorskip("pinocchio")
-    xml, _ = random_urdf(seed, n_movable=14)
-    r = mbs.load_urdf(xml, floating_base=floating)
-    pm = pin.buildModelFromXML(xml, pin.JointModelFreeFlyer()) if floating else \
-        pin.buildModelFromXML(xml)
-    pd = pm.createData()
-    assert pm.nv == r.nv
+    pin, r, pm, pd = _random_tree(seed, floating, n_movable=14)
     rng = np.random.default_rng(seed)
     for _ in range(2):
-        qj = rng.uniform(-2, 2, r.n)
-        if floating:
-            quat = rng.normal(size=4)
-            quat /= np.linalg.norm(quat)
-            q = np.r_[rng.normal(size=3), quat, qj]
-            pq = np.r_[q[:7], _joint_q(pm, qj)]
-        else:
-            q, pq = qj, pin_q(pm, qj)
+        q, pq = _random_q(rng, r, pm, floating)
         v = rng.normal(size=r.nv)
         tau = rng.normal(size=r.nv) * 3
         want = [x.copy() for x in pin.computeABADerivatives(pm, pd, pq, v, tau)]
