@@ -32,6 +32,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..kernels._lie import LieChart
 from .description import RobotDescription
 from .urdf import URDFError
 
@@ -277,7 +278,13 @@ class LieJointRobot(RobotDescription):
         self._n = self._nv = model.n
         self._nq = qi
         self._fb = False
-        self._key, self._qc = None, None
+        # the compiled per-call path (kernels/_lie.pyx): re-centring, rates, force maps
+        (d1s, d2s), (d1f, d2f) = _partials("spherical"), _partials("floating")
+        self._k = LieChart(chart_robot.data, qi,
+                           [(0 if kind == "spherical" else 1, sc.start, sq.start,
+                             sc.stop - sc.start) for kind, _, sc, sq in groups],
+                           [name for _, name, _, _ in groups], self._B0, self._jv, self._jq,
+                           d1s, d2s, d1f, d2f)
 
     # ---- sizes and names (the rest: RobotDescription, on the chart model)
     @property
@@ -401,14 +408,7 @@ class LieJointRobot(RobotDescription):
     def _chart(self, q):
         """(chart robot re-centred at q, q's chart coordinates); the robot stays re-centred
         until a call at another configuration."""
-        q = self._q(q)
-        key = q.tobytes()
-        if self._key != key:
-            qc, poses = self._poses(q)
-            self._key = None
-            self._full.data.set_origins(self._first, poses)
-            self._key, self._qc = key, qc
-        return self._full, self._qc
+        return self._full, self._k.recenter(q)
 
     def chart_robot(self, q):
         """The chart centred at q, as an independent ``Robot``.
@@ -460,9 +460,14 @@ class LieJointRobot(RobotDescription):
         Raises:
             ValueError: wrong shapes, non-finite values, a quaternion that is not unit.
         """
+        fast = f_ext is None and representation == "body"
         if np.ndim(q) == 2:
+            if fast:
+                return self._k.inverse_dynamics_batch(q, qd, qdd, out)
             return self._rows(lambda *x: self.inverse_dynamics(
                 *x, representation=representation), out, (self._nv,), q, qd, qdd, f_ext=f_ext)
+        if fast:
+            return self._k.inverse_dynamics(q, qd, qdd, out)
         with self._full.data:
             robot, qc = self._chart(q)
             vs = np.stack([self._v(qd, "qd"), self._v(qdd, "qdd")])
@@ -499,6 +504,8 @@ class LieJointRobot(RobotDescription):
                               out, (max(vs.shape[1] - 1, 0), self._nv), q, vs, f_ext=f_ext)
         if vs.ndim != 2 or vs.shape[0] < 2:
             raise ValueError(f"vs must have shape (k+2, {self._nv}) with k >= 0, got {vs.shape}")
+        if method == "recursive" and f_ext is None:
+            return self._k.torque_derivatives(q, vs, out)
         vs = self._v(vs, "vs", vs.shape[0])
         K = len(vs) - 2
         with self._full.data:
@@ -547,31 +554,12 @@ class LieJointRobot(RobotDescription):
                               q, qd, qdd)
         with self._full.data:
             robot, qc = self._chart(q)
-            v, a = self._v(qd, "qd"), self._v(qdd, "qdd")
-            rates, _ = self._chart_rates(np.stack([v, a]))
-            pd, pdd = rates[0], rates[1]
-            tc = robot.inverse_dynamics(qc, pd, pdd)
-            dq, dv, M = (np.array(x) for x in robot.inverse_dynamics_derivatives(qc, pd, pdd))
-        DQ, DV = dq.copy(), dv.copy()
-        for kind, _, sc, _ in self._groups:
-            d = sc.stop - sc.start
-            D1, D2 = _partials(kind)
-            V, P2 = v[sc], pdd[sc]
-            S = _jb_rate(kind, V)  # Σᵢ Vᵢ ∂ᵢJb
-            for j in range(d):
-                dphid = -D1[j] @ V
-                dphidd = (-D1[j] @ P2 - np.einsum("i,ijk,k->j", V, D2[:, j], V)
-                          - np.einsum("i,ijk,k->j", dphid, D1, V) - S @ dphid)
-                col = dq[:, sc.start + j] + dv[:, sc] @ dphid + M[:, sc] @ dphidd
-                col[sc] -= D1[j].T @ tc[sc]
-                DQ[:, sc.start + j] = col
-                DV[:, sc.start + j] = dv[:, sc.start + j] + M[:, sc] @ (
-                    -D1[j] @ V - S[:, j])
-        if out is None:
-            return DQ, DV, M
-        for o, r in zip(out, (DQ, DV, M)):
-            _fill(o, r)
-        return tuple(out)
+            rates = self._k.accel(qd, qdd)   # (V, φ̈ = V̇ − J̇b V)
+            v, pdd = rates[0], rates[1]
+            tc = robot.inverse_dynamics(qc, v, pdd)
+            dq, dv, M = robot.inverse_dynamics_derivatives(qc, v, pdd, out=out)
+            self._k.derivatives_map(v, pdd, tc, dq, dv, M)   # in place (the docstring's map)
+        return (dq, dv, M) if out is None else tuple(out)
 
     def forward_dynamics_derivatives(self, q, qd, tau, f_ext=None, out=None):
         """(∂V̇/∂q, ∂V̇/∂q̇, M⁻¹) of :meth:`forward_dynamics`, from differentiating
@@ -626,7 +614,9 @@ class LieJointRobot(RobotDescription):
         Returns:
             M (nv, nv) or (N, nv, nv) [kg m², kg m, kg].
         """
-        return self._one("mass_matrix", q, shape=(self._nv, self._nv), out=out)
+        if np.ndim(q) == 2:
+            return self._k.mass_matrix_batch(q, out)
+        return self._k.mass_matrix(q, out)
 
     def gravity_torques(self, q, out=None):
         """Generalized gravity.
@@ -637,7 +627,9 @@ class LieJointRobot(RobotDescription):
         Returns:
             g(q) (nv,) or (N, nv) [N m, N].
         """
-        return self._one("gravity_torques", q, shape=(self._nv,), out=out)
+        if np.ndim(q) == 2:
+            return self._one("gravity_torques", q, shape=(self._nv,), out=out)
+        return self._k.gravity(q, out)
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="aba"):
         """Forward dynamics: the chart's ABA at φ = 0, then V̇ = φ̈ + J̇b V per group.
@@ -655,6 +647,8 @@ class LieJointRobot(RobotDescription):
         if np.ndim(q) == 2:
             return self._rows(lambda *x: self.forward_dynamics(*x, method=method), out,
                               (self._nv,), q, qd, tau, f_ext=f_ext)
+        if f_ext is None and method == "aba":
+            return self._k.forward_dynamics(q, qd, tau, out)
         with self._full.data:
             robot, qc = self._chart(q)
             v = self._v(qd, "qd")
