@@ -427,8 +427,10 @@ class LieJointRobot(RobotDescription):
     def _chart_rates(self, vs):
         """Group velocity jets (K+1, nv) → chart derivative jets φ^(1..K+1) (K+1, nv), and the
         Jb series of each group (None for K + 1 ≤ 2: φ̇ = V, φ̈ = V̇ − J̇b V in closed form)."""
-        out = np.array(vs, dtype=float)
         K1 = len(vs)
+        if K1 == 2:   # compiled (kernels/_lie.pyx)
+            return self._k.accel(vs[0], vs[1]), [None] * len(self._groups)
+        out = np.array(vs, dtype=float)
         series = []
         for kind, _, sc, _ in self._groups:
             if K1 <= 2:
@@ -673,9 +675,8 @@ class LieJointRobot(RobotDescription):
             return self._rows(self.regressor, out, shape, q, qd, qdd)
         with self._full.data:
             robot, qc = self._chart(q)
-            vs = np.stack([self._v(qd, "qd"), self._v(qdd, "qdd")])
-            rates, _ = self._chart_rates(vs)
-            return _fill(out, robot.regressor(qc, rates[0], rates[1]))
+            rates = self._k.accel(qd, qdd)   # (V, φ̈ = V̇ − J̇b V)
+            return robot.regressor(qc, rates[0], rates[1], out)
 
     def inertial_parameters(self):
         """(nb, 10) of every chart body (the chart's massless links are zero)."""
@@ -770,7 +771,7 @@ class LieJointRobot(RobotDescription):
                 x, y, z, frame, representation), out, (6,), q, qd, qdd)
         with self._full.data:
             robot, qc = self._chart(q)
-            rates, _ = self._chart_rates(np.stack([self._v(qd, "qd"), self._v(qdd, "qdd")]))
+            rates = self._k.accel(qd, qdd)
             return _fill(out, robot.frame_acceleration(qc, rates[0], rates[1], frame,
                                                        representation))
 
