@@ -31,6 +31,7 @@ from mbs_dynamics.kernels._data cimport (Data, KModel, KWork, claim, unclaim, fi
                                          out_vec, out_mat, as_out)
 from mbs_dynamics.kernels._rnea cimport rnea0, rnea_jet
 from mbs_dynamics.kernels._crba cimport crba
+from mbs_dynamics.kernels._aba cimport aba_core
 from mbs_dynamics.kernels import _rnea, _aba
 
 cnp.import_array()
@@ -54,6 +55,13 @@ cdef inline bint _exact(object x, int ndim, Py_ssize_t n0, Py_ssize_t n1):
             and cnp.PyArray_NDIM(a) == ndim and cnp.PyArray_DIM(a, 0) == n0):
         return False
     return ndim == 1 or cnp.PyArray_DIM(a, 1) == n1
+
+
+cdef inline bint _overlaps(object a, object b):
+    """The data of two C-contiguous float64 arrays share memory."""
+    cdef char* p = <char*> cnp.PyArray_DATA(a)
+    cdef char* r = <char*> cnp.PyArray_DATA(b)
+    return r < p + cnp.PyArray_NBYTES(a) and p < r + cnp.PyArray_NBYTES(b)
 
 
 cdef inline bint _finite(const double* x, Py_ssize_t n) noexcept nogil:
@@ -278,21 +286,6 @@ cdef class LieChart:
         self._accel(_p(v), _p(out) + self.nv)
         return out
 
-    def rate_times(self, v, a):
-        """a += J̇b V per group, in place (forward dynamics: V̇ = φ̈ + J̇b V); a: C float64."""
-        cdef double* pa = _p(a)
-        cdef double* pv
-        v = self._v(v, "qd", -1)
-        pv = _p(v)
-        cdef int i
-        cdef double* t = _p(self.tc)
-        for i in range(self.nv):
-            t[i] = 0.0
-        self._accel(pv, t)
-        for i in range(self.nv):
-            pa[i] -= t[i]
-        return a
-
     def inverse_dynamics(self, q, qd, qdd, out):
         """τ (nv,) at the group state: the chart's RNEA at φ = 0 with φ̇ = V, φ̈ = V̇ − J̇b V."""
         claim(self.data)
@@ -411,10 +404,12 @@ cdef class LieChart:
             q = self._q(q)
             qd = self._v(qd, "qd", -1)
             tau = self._v(tau, "tau", -1)
-            self._recenter(_p(q))
-            out = _aba.forward_dynamics(self.data, self.qc, qd, tau, None, out)
-            self.rate_times(qd, out)
-            return out
+            out = out_vec(out, self.nv)
+            res = np.empty(self.nv) if _overlaps(out, qd) or _overlaps(out, tau) else out
+            self._fd(_p(q), _p(qd), _p(tau), _p(res))
+            if res is not out:
+                out[...] = res
+            return finite_result(out, "forward_dynamics")
         finally:
             unclaim(self.data)
 
@@ -542,83 +537,181 @@ cdef class LieChart:
             for r in range(d):
                 rates[k * nv + s0 + r] = phi[(k + 1) * 6 + r] * fact[k + 1]
 
-    def torque_derivatives(self, q, vs, out):
-        """τ, τ′, …, τ^(K) (K+1, nv) of q (nq,) and the group velocity jet vs (K+2, nv)."""
-        cdef int K, K1, g, k, j, r, c, d, s0, nv = self.nv
-        cdef double* pr
+    cdef int _prepare_jet(self, int K1) except -1:
+        """Buffers and the workspace's order for a velocity jet of K1 rows."""
+        if K1 > self.rates.shape[0]:
+            self.rates = np.zeros((K1, self.nv))
+        if K1 > 2:
+            self._grow(K1)
+        if K1 - 2 > self.data.kmax:
+            self.data.grow(K1 - 2)
+        return 0
+
+    cdef int _jet(self, const double* q, const double* vs, int K1, double* po) except -1:
+        """τ^(0..K) (K = K1 − 2) into po (K+1, nv) at q, group velocity jet vs (K1, nv);
+        buffers ready (:meth:`_prepare_jet`)."""
+        cdef int K = K1 - 2, g, k, j, r, c, d, s0, nv = self.nv, l
+        cdef double* pr = _p(self.rates)
         cdef double* tn
         cdef double* inv
         cdef double* Jg
-        cdef double* po
         cdef double* fact
         cdef double acc
-        cdef KWork* w
-        cdef int nb, l
-        cdef double* qc
+        cdef KWork* w = &self.data.w
+        cdef int nb = self.data.m.nb
+        cdef double* qc = _p(self.qc)
+        self._recenter(q)
+        memcpy(pr, vs, K1 * nv * sizeof(double))
+        if K1 <= 2:
+            self._accel(vs, pr + nv)
+        else:
+            for g in range(self.ng):
+                self._jet_group(g, vs, K1, pr)
+        for r in range(nb):
+            w.qj[r] = qc[r]
+        for k in range(K1):
+            for r in range(nb):
+                w.qj[(k + 1) * nb + r] = pr[k * nv + r]
+        if K == 0:
+            rnea_jet(&self.data.m, w, K, False, po)
+            return 0
+        tn = _p(self.ser_all)
+        rnea_jet(&self.data.m, w, K, False, tn)
+        fact = _p(self.fact)
+        memcpy(po, tn, (K + 1) * nv * sizeof(double))
+        for k in range(K + 1):
+            for r in range(nv):
+                tn[k * nv + r] /= fact[k]
+        inv = _p(self.ser_inv)
+        for g in range(self.ng):   # τ_group = Jb⁻ᵀ τ_chart as series
+            d, s0 = self.groups[g, 3], self.groups[g, 1]
+            Jg = _p(self.ser_J) + g * (self.kcap + 1) * 36
+            memset(inv, 0, (K + 1) * 36 * sizeof(double))
+            for r in range(d):
+                inv[d * r + r] = 1.0
+            for k in range(1, K + 1):   # (Jb⁻¹)_k = −Σ_j Jb_j (Jb⁻¹)_{k−j}
+                for j in range(1, k + 1):
+                    for r in range(d):
+                        for c in range(d):
+                            acc = 0.0
+                            for l in range(d):
+                                acc = acc + Jg[j * 36 + d * r + l] * inv[(k - j) * 36 + d * l + c]
+                            inv[k * 36 + d * r + c] -= acc
+            for k in range(K + 1):
+                for c in range(d):
+                    acc = 0.0
+                    for j in range(k + 1):
+                        for r in range(d):
+                            acc = acc + inv[j * 36 + d * r + c] * tn[(k - j) * nv + s0 + r]
+                    po[k * nv + s0 + c] = fact[k] * acc
+        return 0
+
+    def torque_derivatives(self, q, vs, out):
+        """τ, τ′, …, τ^(K) (K+1, nv) of q (nq,) and the group velocity jet vs (K+2, nv)."""
+        cdef int K1
         claim(self.data)
         try:
             q = self._q(q)
-            if not _exact(vs, 2, vs.shape[0], nv):
+            if not _exact(vs, 2, vs.shape[0], self.nv):
                 vs = np.ascontiguousarray(vs, dtype=float)
             K1 = vs.shape[0]
-            K = K1 - 2
             vs = self._v(vs, "vs", K1)
-            out = as_out(out, "out", (K + 1, nv)) if out is not None else np.empty((K + 1, nv))
-            self._recenter(_p(q))
-            if K1 > self.rates.shape[0]:
-                self.rates = np.zeros((K1, nv))
-            pr = _p(self.rates)
-            memcpy(pr, _p(vs), K1 * nv * sizeof(double))
-            if K1 <= 2:
-                self._accel(_p(vs), pr + nv)
-            else:
-                self._grow(K1)
-                for g in range(self.ng):
-                    self._jet_group(g, _p(vs), K1, pr)
-            if K > self.data.kmax:
-                self.data.grow(K)
-            w = &self.data.w
-            nb = self.data.m.nb
-            qc = _p(self.qc)
-            for r in range(nb):
-                w.qj[r] = qc[r]
-            for k in range(K1):
-                for r in range(nb):
-                    w.qj[(k + 1) * nb + r] = pr[k * nv + r]
-            po = _p(out)
-            if K == 0:
-                rnea_jet(&self.data.m, w, K, False, po)
-                return finite_result(out, "torque_derivatives")
-            tn = _p(self.ser_all)
-            rnea_jet(&self.data.m, w, K, False, tn)
-            fact = _p(self.fact)
-            memcpy(po, tn, (K + 1) * nv * sizeof(double))
-            for k in range(K + 1):
-                for r in range(nv):
-                    tn[k * nv + r] /= fact[k]
-            inv = _p(self.ser_inv)
-            for g in range(self.ng):   # τ_group = Jb⁻ᵀ τ_chart as series
-                d, s0 = self.groups[g, 3], self.groups[g, 1]
-                Jg = _p(self.ser_J) + g * (self.kcap + 1) * 36
-                memset(inv, 0, (K + 1) * 36 * sizeof(double))
-                for r in range(d):
-                    inv[d * r + r] = 1.0
-                for k in range(1, K + 1):
-                    for j in range(1, k + 1):
-                        for r in range(d):
-                            for c in range(d):
-                                acc = 0.0
-                                for l in range(d):
-                                    acc = acc + Jg[j * 36 + d * r + l] * inv[(k - j) * 36 + d * l + c]
-                                inv[k * 36 + d * r + c] -= acc
-                for k in range(K + 1):
-                    for c in range(d):
-                        acc = 0.0
-                        for j in range(k + 1):
-                            for r in range(d):
-                                acc = acc + inv[j * 36 + d * r + c] * tn[(k - j) * nv + s0 + r]
-                        po[k * nv + s0 + c] = fact[k] * acc
+            out = as_out(out, "out", (K1 - 1, self.nv)) if out is not None else np.empty(
+                (K1 - 1, self.nv))
+            self._prepare_jet(K1)
+            res = np.empty_like(out) if _overlaps(out, vs) or _overlaps(out, q) else out
+            self._jet(_p(q), _p(vs), K1, _p(res))
+            if res is not out:
+                out[...] = res
             return finite_result(out, "torque_derivatives")
+        finally:
+            unclaim(self.data)
+
+    def torque_derivatives_batch(self, q, vs, out):
+        """(N, K+1, nv) of q (N, nq) and vs (N, K+2, nv), the chart re-centred per row."""
+        cdef Py_ssize_t s, N
+        cdef int K1
+        claim(self.data)
+        try:
+            q = self._qrows(q)
+            N = q.shape[0]
+            vs = np.ascontiguousarray(np.asarray(vs, dtype=float))
+            if vs.ndim != 3 or vs.shape[0] != N or vs.shape[1] < 2 or vs.shape[2] != self.nv:
+                raise ValueError(f"a batch needs vs of shape (N = {N}, k+2, {self.nv}), got "
+                                 f"{vs.shape}")
+            if not _finite(_p(vs), vs.size):
+                raise ValueError(f"vs must be finite numbers of shape (N, k+2, {self.nv})")
+            K1 = vs.shape[1]
+            out = as_out(out, "out", (N, K1 - 1, self.nv))
+            res = np.empty((N, K1 - 1, self.nv))
+            self._prepare_jet(K1)
+            for s in range(N):
+                self._jet(_p(q) + s * self.nq, _p(vs) + s * K1 * self.nv, K1,
+                          _p(res) + s * (K1 - 1) * self.nv)
+            out[...] = res
+            return finite_result(out, "torque_derivatives")
+        finally:
+            unclaim(self.data)
+
+    # ------------------------------------------------------------------ forward dynamics, g
+    cdef int _fd(self, const double* q, const double* v, const double* tau,
+                 double* out) except -1:
+        """V̇ = φ̈ + J̇b V with φ̈ the chart's ABA at φ = 0, φ̇ = V."""
+        cdef KWork* w = &self.data.w
+        cdef int nb = self.data.m.nb, i
+        cdef double* qc = _p(self.qc)
+        cdef double* t = _p(self.tc)
+        self._recenter(q)
+        for i in range(nb):
+            w.qj[i] = qc[i]
+            w.qj[nb + i] = v[i]
+        if aba_core(&self.data.m, w, tau, False, out):
+            _aba._singular()
+        for i in range(self.nv):
+            t[i] = 0.0
+        self._accel(v, t)          # t = −J̇b V
+        for i in range(self.nv):
+            out[i] -= t[i]
+        return 0
+
+    def forward_dynamics_batch(self, q, qd, tau, out):
+        """V̇ (N, nv) of N states."""
+        cdef Py_ssize_t s, N
+        claim(self.data)
+        try:
+            q, qd, tau = self._batch3(q, qd, tau, "qd", "tau")
+            N = q.shape[0]
+            out = as_out(out, "out", (N, self.nv))
+            res = np.empty((N, self.nv))
+            for s in range(N):
+                self._fd(_p(q) + s * self.nq, _p(qd) + s * self.nv, _p(tau) + s * self.nv,
+                         _p(res) + s * self.nv)
+            out[...] = res
+            return finite_result(out, "forward_dynamics")
+        finally:
+            unclaim(self.data)
+
+    def gravity_batch(self, q, out):
+        """g (N, nv) of N configurations (the chart's RNEA at rest: the same sums as its
+        gravity kernel, with exact zeros added)."""
+        cdef Py_ssize_t s, N
+        cdef KWork* w = &self.data.w
+        cdef int nb = self.data.m.nb, i
+        claim(self.data)
+        try:
+            q = self._qrows(q)
+            N = q.shape[0]
+            out = as_out(out, "out", (N, self.nv))
+            res = np.empty((N, self.nv))
+            for s in range(N):
+                self._recenter(_p(q) + s * self.nq)
+                self._load_q()
+                for i in range(nb):
+                    w.qj[nb + i] = 0.0
+                    w.qj[2 * nb + i] = 0.0
+                rnea0(&self.data.m, w, False, _p(res) + s * self.nv)
+            out[...] = res
+            return finite_result(out, "gravity_torques")
         finally:
             unclaim(self.data)
 

@@ -22,8 +22,13 @@ generalized forces follow by virtual power, τ_group = Jb⁻ᵀ τ_chart (so τ,
 the regressor are the chart's at φ = 0, and the time derivatives of τ and J pick up the Taylor
 terms of Jb). Everything is exact (no differences). The chart is built once; a call at a new
 configuration only re-seats the first chart joint's origin of each group in the compiled
-workspace (:meth:`~mbs_dynamics.kernels._data.Data.set_origins`), and the constant partial
-derivatives ∂ᵢJb, ∂ᵢ∂ⱼJb at φ = 0 are computed once per joint kind.
+workspace (as :meth:`~mbs_dynamics.kernels._data.Data.set_origins` does), and the constant
+partial derivatives ∂ᵢJb, ∂ᵢ∂ⱼJb at φ = 0 are computed once per joint kind. The per-call work —
+the checks, the quaternion → origin, the chart rates φ^(k), τ_group = Jb⁻ᵀ τ_chart as series and
+the map of (∂τ/∂φ, ∂τ/∂φ̇) — is compiled (:class:`~mbs_dynamics.kernels._lie.LieChart`, its
+buffers held by the robot); the NumPy functions below define the same numbers and remain for
+the paths the kernel does not take (``f_ext``, other representations, ``closed_form``,
+:meth:`LieJointRobot.chart_step`).
 """
 from __future__ import annotations
 
@@ -221,6 +226,11 @@ def _jb_partials(kind, d):
         for j in range(i):
             D2[i, j] = D2[j, i] = coef(I[i] + I[j])[2] - c2[i] - c2[j]
     return D1, D2
+
+
+def _ndim(x):
+    """np.ndim, without its overhead for an ndarray (the per-call path)."""
+    return x.ndim if type(x) is np.ndarray else np.ndim(x)
 
 
 def _fill(out, x):
@@ -463,7 +473,7 @@ class LieJointRobot(RobotDescription):
             ValueError: wrong shapes, non-finite values, a quaternion that is not unit.
         """
         fast = f_ext is None and representation == "body"
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             if fast:
                 return self._k.inverse_dynamics_batch(q, qd, qdd, out)
             return self._rows(lambda *x: self.inverse_dynamics(
@@ -497,11 +507,16 @@ class LieJointRobot(RobotDescription):
             q, vs = qs
         except (TypeError, ValueError):
             raise ValueError("qs must be a pair (q (nq,), vs (k+2, nv))") from None
+        if (method == "recursive" and f_ext is None and type(vs) is np.ndarray and vs.ndim == 2
+                and len(vs) >= 2 and _ndim(q) == 1):
+            return self._k.torque_derivatives(q, vs, out)
         vs = np.asarray(vs, dtype=float)
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             if vs.ndim != 3:
                 raise ValueError(f"a batch needs vs of shape (N, k+2, {self._nv}), got "
                                  f"{vs.shape}")
+            if method == "recursive" and f_ext is None:
+                return self._k.torque_derivatives_batch(q, vs, out)
             return self._rows(lambda a, b: self.torque_derivatives((a, b), method),
                               out, (max(vs.shape[1] - 1, 0), self._nv), q, vs, f_ext=f_ext)
         if vs.ndim != 2 or vs.shape[0] < 2:
@@ -551,7 +566,7 @@ class LieJointRobot(RobotDescription):
             (N, nv, nv).
         """
         nv = self._nv
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(self.inverse_dynamics_derivatives, out, [(nv, nv)] * 3,
                               q, qd, qdd)
         with self._full.data:
@@ -582,7 +597,7 @@ class LieJointRobot(RobotDescription):
             raise NotImplementedError(f"forward_dynamics_derivatives with f_ext does not take "
                                       f"the spherical/floating joint '{joint}' inside the tree")
         nv = self._nv
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(self.forward_dynamics_derivatives, out, [(nv, nv)] * 3,
                               q, qd, tau)
         with self._full.data:
@@ -600,7 +615,7 @@ class LieJointRobot(RobotDescription):
     def _one(self, method, q, *args, shape, out=None):
         """The chart robot's ``method`` at (qc, *args) (these are the same in the group
         coordinates at φ = 0, Jb = I), single or batch."""
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(lambda x, *a: self._one(method, x, *a, shape=shape), out, shape,
                               q, *args)
         with self._full.data:
@@ -616,7 +631,7 @@ class LieJointRobot(RobotDescription):
         Returns:
             M (nv, nv) or (N, nv, nv) [kg m², kg m, kg].
         """
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._k.mass_matrix_batch(q, out)
         return self._k.mass_matrix(q, out)
 
@@ -629,8 +644,8 @@ class LieJointRobot(RobotDescription):
         Returns:
             g(q) (nv,) or (N, nv) [N m, N].
         """
-        if np.ndim(q) == 2:
-            return self._one("gravity_torques", q, shape=(self._nv,), out=out)
+        if _ndim(q) == 2:
+            return self._k.gravity_batch(q, out)
         return self._k.gravity(q, out)
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="aba"):
@@ -646,7 +661,9 @@ class LieJointRobot(RobotDescription):
         Returns:
             V̇ (nv,) or (N, nv) [rad/s², m/s²].
         """
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
+            if f_ext is None and method == "aba":
+                return self._k.forward_dynamics_batch(q, qd, tau, out)
             return self._rows(lambda *x: self.forward_dynamics(*x, method=method), out,
                               (self._nv,), q, qd, tau, f_ext=f_ext)
         if f_ext is None and method == "aba":
@@ -671,7 +688,7 @@ class LieJointRobot(RobotDescription):
             (every chart body).
         """
         shape = (self._nv, 10 * self._nv)
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(self.regressor, out, shape, q, qd, qdd)
         with self._full.data:
             robot, qc = self._chart(q)
@@ -692,7 +709,7 @@ class LieJointRobot(RobotDescription):
         Returns:
             (4, 4) (or (N, 4, 4)) homogeneous transform [m].
         """
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(lambda x: self.frame_placement(x, frame), out, (4, 4), q)
         with self._full.data:
             robot, qc = self._chart(q)
@@ -708,7 +725,7 @@ class LieJointRobot(RobotDescription):
         Returns:
             (6, nv) (or (N, 6, nv)), rows (linear, angular).
         """
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(lambda x: self.frame_jacobian(x, frame, representation), out,
                               (6, self._nv), q)
         with self._full.data:
@@ -725,7 +742,7 @@ class LieJointRobot(RobotDescription):
         Returns:
             dJ/dt (6, nv) (or (N, 6, nv)).
         """
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(lambda x, y: self.frame_jacobian_derivative(
                 x, y, frame, representation), out, (6, self._nv), q, qd)
         with self._full.data:
@@ -747,7 +764,7 @@ class LieJointRobot(RobotDescription):
         Returns:
             (6,) (or (N, 6)) twist (linear, angular) [m/s, rad/s].
         """
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(lambda x, y: self.frame_velocity(x, y, frame, representation),
                               out, (6,), q, qd)
         with self._full.data:
@@ -766,7 +783,7 @@ class LieJointRobot(RobotDescription):
         Returns:
             (6,) (or (N, 6)) [m/s², rad/s²].
         """
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(lambda x, y, z: self.frame_acceleration(
                 x, y, z, frame, representation), out, (6,), q, qd, qdd)
         with self._full.data:

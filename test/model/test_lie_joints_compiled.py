@@ -139,8 +139,42 @@ def test_compiled_batches_against_pinocchio(pair):
         assert rel_err(tau[i], pin.rnea(pm, pd, Q[i], V[i], A[i])) <= TOL
         m = pin.crba(pm, pd, Q[i])
         assert rel_err(M[i], np.triu(m) + np.triu(m, 1).T) <= TOL
+    G = robot.gravity_torques(Q)
+    ddq = robot.forward_dynamics(Q, V, tau)
+    for i in range(N):
+        assert rel_err(G[i], pin.computeGeneralizedGravity(pm, pd, Q[i])) <= TOL
+        assert rel_err(ddq[i], A[i]) <= 1e-10
+        assert rel_err(ddq[i], pin.aba(pm, pd, Q[i], V[i], tau[i])) <= 1e-10
+    for K in (0, 1, 3):
+        vs = rng.normal(size=(N, K + 2, pm.nv))
+        jets = robot.torque_derivatives((Q, vs))
+        assert jets.shape == (N, K + 1, pm.nv)
+        for i in range(N):
+            assert np.array_equal(jets[i], robot.torque_derivatives((Q[i], vs[i])))
+            assert rel_err(jets[i][0], pin.rnea(pm, pd, Q[i], vs[i][0], vs[i][1])) <= TOL
     assert robot.inverse_dynamics(Q[:0], V[:0], A[:0]).shape == (0, pm.nv)
     assert robot.mass_matrix(Q[:0]).shape == (0, pm.nv, pm.nv)
+    assert robot.gravity_torques(Q[:0]).shape == (0, pm.nv)
+    assert robot.forward_dynamics(Q[:0], V[:0], A[:0]).shape == (0, pm.nv)
+    # batch errors
+    with pytest.raises(ValueError, match="same number of rows N = 6"):
+        robot.forward_dynamics(Q, V[:5], A)
+    with pytest.raises(ValueError, match="tau must be finite"):
+        robot.forward_dynamics(Q, V, np.full_like(A, np.nan))
+    with pytest.raises(ValueError, match="vs of shape"):
+        robot.torque_derivatives((Q, np.zeros((5, 3, pm.nv))))
+    with pytest.raises(ValueError, match="vs must be finite"):
+        robot.torque_derivatives((Q, np.full((N, 3, pm.nv), np.inf)))
+    with pytest.raises(ValueError, match="q must be 13 finite"):
+        robot.gravity_torques(np.full_like(Q, np.nan))
+    with pytest.raises(ValueError, match="q must be 13"):
+        robot.mass_matrix(Q[:, :-1])
+    bad = Q.copy()
+    bad[4, 5] = 2.0
+    with pytest.raises(ValueError, match="joint 's': the quaternion"):
+        robot.gravity_torques(bad)
+    with pytest.raises(ValueError, match="out"):
+        robot.gravity_torques(Q, out=np.empty((N, pm.nv + 1)))
 
 
 def test_odd_inputs(pair):
@@ -212,6 +246,9 @@ def test_odd_inputs(pair):
     o = vs[:2].copy()
     assert robot.torque_derivatives((q, np.stack([v, a, v])), out=o) is o
     assert np.array_equal(o, jet)
+    t = np.array(ref)
+    x = t.copy()
+    assert robot.forward_dynamics(q, v, x, out=x) is x and rel_err(x, a) <= 1e-10
     # overflow says so
     with pytest.raises(ValueError, match="overflowed"):
         robot.inverse_dynamics(q, np.full(pm.nv, 1e200), a)
