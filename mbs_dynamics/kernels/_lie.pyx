@@ -72,6 +72,16 @@ cdef inline bint _finite(const double* x, Py_ssize_t n) noexcept nogil:
     return acc == 0.0
 
 
+def _nonzeros(D, int nd):
+    """(n, nd + 1) rows (indices…, value) of the non-zero entries of D (∂Jb is sparse: 3 of
+    27 entries of a spherical joint's ∂ᵢJb, 9 of 216 of a free joint's)."""
+    D = np.asarray(D, dtype=float)
+    idx = np.argwhere(D != 0.0)
+    if D.ndim != nd:
+        raise ValueError(f"expected a {nd}-index array of partial derivatives, got {D.shape}")
+    return np.ascontiguousarray(np.hstack([idx.astype(float), D[tuple(idx.T)][:, None]]))
+
+
 cdef class LieChart:
     """The chart of a LieJointRobot with its buffers (module docstring).
 
@@ -91,7 +101,7 @@ cdef class LieChart:
     cdef long[::1] jv, jq
     cdef list names
     cdef double[:, :, ::1] B0
-    cdef double[::1] D1s, D2s, D1f, D2f
+    cdef double[:, ::1] nz1s, nz2s, nz1f, nz2f   # the non-zeros (indices…, value) of each
     cdef object qlast, qc, rates, tc, scr
     cdef bint valid
     # series buffers (grown with the order)
@@ -109,10 +119,8 @@ cdef class LieChart:
         self.jv = np.ascontiguousarray(jv, dtype=np.int_)
         self.jq = np.ascontiguousarray(jq, dtype=np.int_)
         self.nj = self.jv.shape[0]
-        self.D1s = np.ascontiguousarray(D1s, dtype=float).ravel().copy()
-        self.D2s = np.ascontiguousarray(D2s, dtype=float).ravel().copy()
-        self.D1f = np.ascontiguousarray(D1f, dtype=float).ravel().copy()
-        self.D2f = np.ascontiguousarray(D2f, dtype=float).ravel().copy()
+        self.nz1s, self.nz2s = _nonzeros(D1s, 3), _nonzeros(D2s, 4)
+        self.nz1f, self.nz2f = _nonzeros(D1f, 3), _nonzeros(D2f, 4)
         self.qlast = np.zeros(nq)
         self.qc = np.zeros(self.nv)
         self.valid = False
@@ -222,22 +230,17 @@ cdef class LieChart:
         self.valid = True
         return 0
 
-    cdef inline const double* _D1(self, int g) noexcept:
-        return &self.D1s[0] if self.groups[g, 0] == SPHERICAL else &self.D1f[0]
-
-    cdef inline const double* _D2(self, int g) noexcept:
-        return &self.D2s[0] if self.groups[g, 0] == SPHERICAL else &self.D2f[0]
+    cdef inline double[:, ::1] _nz1(self, int g) noexcept:
+        return self.nz1s if self.groups[g, 0] == SPHERICAL else self.nz1f
 
     cdef void _rate(self, int g, const double* V, double* S) noexcept:
         """S = J̇b = Σᵢ Vᵢ ∂ᵢJb (d, d) of group g at φ = 0 with φ̇ = V (V: the group's slice)."""
-        cdef int d = self.groups[g, 3], i, r
-        cdef const double* D1 = self._D1(g)
+        cdef int d = self.groups[g, 3], n, r
+        cdef double[:, ::1] nz = self._nz1(g)
         for r in range(d * d):
             S[r] = 0.0
-        for i in range(d):
-            if V[i] != 0.0:
-                for r in range(d * d):
-                    S[r] += V[i] * D1[i * d * d + r]
+        for n in range(nz.shape[0]):   # (i, r, k, ∂ᵢJb[r, k])
+            S[d * <int> nz[n, 1] + <int> nz[n, 2]] += V[<int> nz[n, 0]] * nz[n, 3]
 
     cdef void _accel(self, const double* v, double* a) noexcept:
         """a ← a − J̇b V on every group's slice (φ̈ = V̇ − J̇b V), in place."""
@@ -718,67 +721,65 @@ cdef class LieChart:
     # ------------------------------------------------------------------ ∂τ/∂q, ∂τ/∂q̇
     def derivatives_map(self, v, pdd, tc, dq, dv, M):
         """The chart's (∂τ/∂φ, ∂τ/∂φ̇, M) at φ = 0 → the group's (∂τ/∂q, ∂τ/∂q̇), in place in
-        dq, dv (C float64 (nv, nv)); v: group velocity, pdd: φ̈, tc: τ_chart."""
+        dq, dv (C float64 (nv, nv)); v: group velocity, pdd: φ̈, tc: τ_chart. For a group
+        coordinate j: ∂φ̇/∂φⱼ = −∂ⱼJb V, ∂φ̈/∂φⱼ = −∂ⱼJb φ̈ − Vᵀ∂ᵢ∂ⱼJb V − Σᵢ (∂φ̇/∂φⱼ)ᵢ ∂ᵢJb V
+        − J̇b ∂φ̇/∂φⱼ, column j of ∂τ/∂q = ∂τ_c/∂φⱼ + ∂τ_c/∂φ̇ ∂φ̇/∂φⱼ + M ∂φ̈/∂φⱼ − (∂ⱼJb)ᵀ τ_c,
+        of ∂τ/∂q̇ = ∂τ_c/∂φ̇ⱼ + M (∂φ̇/∂φⱼ − J̇b eⱼ) (the sums over the non-zeros of ∂Jb)."""
         cdef double* V = _p(v)
         cdef double* P2 = _p(pdd)
         cdef double* T = _p(tc)
         cdef double* DQ = _p(dq)
         cdef double* DV = _p(dv)
         cdef double* Mm = _p(M)
-        cdef int nv = self.nv, g, d, s0, i, j, k, r, row, dd
-        cdef const double* D1
-        cdef const double* D2
+        cdef int nv = self.nv, g, d, s0, i, j, k, r, row, n
+        cdef double[:, ::1] nz1
+        cdef double[:, ::1] nz2
         cdef double S[36]
-        cdef double dphid[6]
-        cdef double dphidd[6]
-        cdef double acc, acc2
+        cdef double Dp[36]    # row j: ∂φ̇/∂φⱼ
+        cdef double Dpp[36]   # row j: ∂φ̈/∂φⱼ
+        cdef double acc, val
+        if not (_exact(v, 1, nv, 0) and _exact(pdd, 1, nv, 0) and _exact(tc, 1, nv, 0)
+                and _exact(dq, 2, nv, nv) and _exact(dv, 2, nv, nv) and _exact(M, 2, nv, nv)):
+            raise ValueError(f"derivatives_map takes C float64 arrays of shapes ({nv},) and "
+                             f"({nv}, {nv})")
         for g in range(self.ng):
             d, s0 = self.groups[g, 3], self.groups[g, 1]
-            dd = d * d
-            D1 = self._D1(g)
-            D2 = self._D2(g)
+            nz1 = self._nz1(g)
+            nz2 = self.nz2s if self.groups[g, 0] == SPHERICAL else self.nz2f
             self._rate(g, V + s0, S)
+            for r in range(d * d):
+                Dp[r] = 0.0
+                Dpp[r] = 0.0
+            for n in range(nz1.shape[0]):          # (i, r, k, ∂ᵢJb[r, k])
+                i, r, k, val = <int> nz1[n, 0], <int> nz1[n, 1], <int> nz1[n, 2], nz1[n, 3]
+                Dp[d * i + r] -= val * V[s0 + k]
+                Dpp[d * i + r] -= val * P2[s0 + k]
+            for n in range(nz2.shape[0]):          # (i, j, r, k, ∂ᵢ∂ⱼJb[r, k])
+                i, j, r, k = <int> nz2[n, 0], <int> nz2[n, 1], <int> nz2[n, 2], <int> nz2[n, 3]
+                Dpp[d * j + r] -= V[s0 + i] * nz2[n, 4] * V[s0 + k]
             for j in range(d):
+                for n in range(nz1.shape[0]):
+                    i, r, k, val = <int> nz1[n, 0], <int> nz1[n, 1], <int> nz1[n, 2], nz1[n, 3]
+                    Dpp[d * j + r] -= Dp[d * j + i] * val * V[s0 + k]
                 for r in range(d):
                     acc = 0.0
                     for k in range(d):
-                        acc = acc + D1[j * dd + d * r + k] * V[s0 + k]
-                    dphid[r] = -acc
-                for r in range(d):
-                    acc = 0.0
-                    for k in range(d):
-                        acc = acc - D1[j * dd + d * r + k] * P2[s0 + k]
-                    acc2 = 0.0
-                    for i in range(d):
-                        for k in range(d):
-                            acc2 = acc2 + V[s0 + i] * D2[((i * d + j) * d + r) * d + k] * V[s0 + k]
-                    acc = acc - acc2
-                    acc2 = 0.0
-                    for i in range(d):
-                        for k in range(d):
-                            acc2 = acc2 + dphid[i] * D1[i * dd + d * r + k] * V[s0 + k]
-                    acc = acc - acc2
-                    acc2 = 0.0
-                    for k in range(d):
-                        acc2 = acc2 + S[d * r + k] * dphid[k]
-                    dphidd[r] = acc - acc2
+                        acc = acc + S[d * r + k] * Dp[d * j + k]
+                    Dpp[d * j + r] -= acc
+            for j in range(d):                     # ∂τ/∂q (reads ∂τ_c/∂φ̇ before it changes)
                 for row in range(nv):
                     acc = DQ[row * nv + s0 + j]
                     for k in range(d):
-                        acc = acc + DV[row * nv + s0 + k] * dphid[k] + Mm[row * nv + s0 + k] * dphidd[k]
-                    if s0 <= row < s0 + d:
-                        for k in range(d):
-                            acc = acc - D1[j * dd + d * k + (row - s0)] * T[s0 + k]
+                        acc = acc + (DV[row * nv + s0 + k] * Dp[d * j + k]
+                                     + Mm[row * nv + s0 + k] * Dpp[d * j + k])
                     DQ[row * nv + s0 + j] = acc
-            for j in range(d):
-                for r in range(d):
-                    acc = 0.0
-                    for k in range(d):
-                        acc = acc + D1[j * dd + d * r + k] * V[s0 + k]
-                    dphid[r] = -acc - S[d * r + j]
+            for n in range(nz1.shape[0]):          # − (∂ⱼJb)ᵀ τ_c on the group's rows
+                j, k, r, val = <int> nz1[n, 0], <int> nz1[n, 1], <int> nz1[n, 2], nz1[n, 3]
+                DQ[(s0 + r) * nv + s0 + j] -= val * T[s0 + k]
+            for j in range(d):                     # ∂τ/∂q̇
                 for row in range(nv):
                     acc = DV[row * nv + s0 + j]
                     for k in range(d):
-                        acc = acc + Mm[row * nv + s0 + k] * dphid[k]
+                        acc = acc + Mm[row * nv + s0 + k] * (Dp[d * j + k] - S[d * k + j])
                     DV[row * nv + s0 + j] = acc
         return dq, dv
