@@ -159,6 +159,10 @@ cdef class LieChart:
             raise ValueError(f"{name} must be finite numbers of shape {want}, got {v.shape}")
         return v
 
+    cdef tuple _single3(self, q, x, y, str nx, str ny):
+        """(q, x, y) of one sample, checked (:meth:`_q`, :meth:`_v`)."""
+        return self._q(q), self._v(x, nx, -1), self._v(y, ny, -1)
+
     # ------------------------------------------------------------------ the chart
     cdef int _recenter(self, const double* q) except -1:
         """Re-seat each group's first chart origin at q (nothing when q is the last one)."""
@@ -293,9 +297,7 @@ cdef class LieChart:
         """τ (nv,) at the group state: the chart's RNEA at φ = 0 with φ̇ = V, φ̈ = V̇ − J̇b V."""
         claim(self.data)
         try:
-            q = self._q(q)
-            qd = self._v(qd, "qd", -1)
-            qdd = self._v(qdd, "qdd", -1)
+            q, qd, qdd = self._single3(q, qd, qdd, "qd", "qdd")
             out = out_vec(out, self.nv)
             self._recenter(_p(q))
             self._load(_p(qd), _p(qdd))
@@ -404,9 +406,7 @@ cdef class LieChart:
         """V̇ (nv,): the chart's ABA at φ = 0, then V̇ = φ̈ + J̇b V per group."""
         claim(self.data)
         try:
-            q = self._q(q)
-            qd = self._v(qd, "qd", -1)
-            tau = self._v(tau, "tau", -1)
+            q, qd, tau = self._single3(q, qd, tau, "qd", "tau")
             out = out_vec(out, self.nv)
             res = np.empty(self.nv) if _overlaps(out, qd) or _overlaps(out, tau) else out
             self._fd(_p(q), _p(qd), _p(tau), _p(res))
