@@ -719,6 +719,33 @@ cdef class LieChart:
             unclaim(self.data)
 
     # ------------------------------------------------------------------ ∂τ/∂q, ∂τ/∂q̇
+    def jacobian_rate(self, v, J, Jd):
+        """Jd[:, group] −= J[:, group] J̇b per group, in place (the time derivative of a
+        Jacobian in the group velocities: d/dt (J_c Jb) at φ = 0); v: group velocity (nv,),
+        J, Jd: C float64 (rows, nv)."""
+        cdef double S[36]
+        cdef int g, d, s0, r, c, k, rows, nv = self.nv
+        cdef double acc
+        cdef double* pJ
+        cdef double* pD
+        v = self._v(v, "qd", -1)
+        if not (cnp.PyArray_Check(J) and cnp.PyArray_Check(Jd) and J.ndim == 2
+                and J.shape == Jd.shape and J.shape[1] == nv
+                and _exact(J, 2, J.shape[0], nv) and _exact(Jd, 2, J.shape[0], nv)):
+            raise ValueError(f"jacobian_rate takes two C float64 arrays of shape (rows, {nv})")
+        rows = J.shape[0]
+        pJ, pD = _p(J), _p(Jd)
+        for g in range(self.ng):
+            d, s0 = self.groups[g, 3], self.groups[g, 1]
+            self._rate(g, _p(v) + s0, S)
+            for r in range(rows):
+                for c in range(d):
+                    acc = 0.0
+                    for k in range(d):
+                        acc = acc + pJ[r * nv + s0 + k] * S[d * k + c]
+                    pD[r * nv + s0 + c] -= acc
+        return Jd
+
     def derivatives_map(self, v, pdd, tc, dq, dv, M):
         """The chart's (∂τ/∂φ, ∂τ/∂φ̇, M) at φ = 0 → the group's (∂τ/∂q, ∂τ/∂q̇), in place in
         dq, dv (C float64 (nv, nv)); v: group velocity, pdd: φ̈, tc: τ_chart. For a group

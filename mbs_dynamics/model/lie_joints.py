@@ -443,9 +443,7 @@ class LieJointRobot(RobotDescription):
         out = np.array(vs, dtype=float)
         series = []
         for kind, _, sc, _ in self._groups:
-            if K1 <= 2:
-                if K1 == 2:
-                    out[1, sc] -= _jb_rate(kind, vs[0, sc]) @ vs[0, sc]
+            if K1 < 2:
                 series.append(None)
                 continue
             phi, Jn = _chart_jet(kind, vs[:, sc])
@@ -750,9 +748,7 @@ class LieJointRobot(RobotDescription):
             v = self._v(qd, "qd")
             Jd = robot.frame_jacobian_derivative(qc, v, frame, representation)
             J = robot.frame_jacobian(qc, frame, representation)
-        for kind, _, sc, _ in self._groups:
-            Jd[:, sc] -= J[:, sc] @ _jb_rate(kind, v[sc])
-        return _fill(out, Jd)
+        return _fill(out, self._k.jacobian_rate(v, J, Jd))   # Jd − J J̇b per group
 
     def frame_velocity(self, q, qd, frame, representation="body", out=None):
         """Twist of a frame, ``J V`` (the chart's at φ = 0 with φ̇ = V).
