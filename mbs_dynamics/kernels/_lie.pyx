@@ -102,7 +102,7 @@ cdef class LieChart:
     cdef list names
     cdef double[:, :, ::1] B0
     cdef double[:, ::1] nz1s, nz2s, nz1f, nz2f   # the non-zeros (indices…, value) of each
-    cdef object qlast, qc, rates, tc, scr
+    cdef object qlast, qc, rates, tc, st
     cdef bint valid
     # series buffers (grown with the order)
     cdef int kcap
@@ -126,7 +126,7 @@ cdef class LieChart:
         self.valid = False
         self.rates = np.zeros((4, self.nv))
         self.tc = np.zeros(self.nv)
-        self.scr = np.zeros(2 * 6 * 6 + 4 * 6)
+        self.st = np.zeros((3, self.nv))
         self.kcap = -1
         self.fact = np.ones(1)
 
@@ -304,6 +304,25 @@ cdef class LieChart:
             rnea0(&self.data.m, &self.data.w, False, _p(self.tc))
             memcpy(_p(out), _p(self.tc), self.nv * sizeof(double))
             return finite_result(out, "inverse_dynamics")
+        finally:
+            unclaim(self.data)
+
+    def chart_state(self, q, qd, qdd):
+        """Re-centre at q and return (q_c, S) with S (3, nv) rows φ̇ = V, φ̈ = V̇ − J̇b V and the
+        chart's τ_c there (buffers of this chart, valid until its next call): what
+        ``LieJointRobot.inverse_dynamics_derivatives`` needs besides the chart's derivatives."""
+        cdef int nv = self.nv
+        cdef double* S = _p(self.st)
+        claim(self.data)
+        try:
+            q, qd, qdd = self._single3(q, qd, qdd, "qd", "qdd")
+            self._recenter(_p(q))
+            memcpy(S, _p(qd), nv * sizeof(double))
+            memcpy(S + nv, _p(qdd), nv * sizeof(double))
+            self._accel(S, S + nv)
+            self._load(_p(qd), _p(qdd))
+            rnea0(&self.data.m, &self.data.w, False, S + 2 * nv)
+            return self.qc, self.st
         finally:
             unclaim(self.data)
 

@@ -568,11 +568,8 @@ class LieJointRobot(RobotDescription):
             return self._rows(self.inverse_dynamics_derivatives, out, [(nv, nv)] * 3,
                               q, qd, qdd)
         with self._full.data:
-            robot, qc = self._chart(q)
-            rates = self._k.accel(qd, qdd)   # (V, φ̈ = V̇ − J̇b V)
-            v, pdd = rates[0], rates[1]
-            tc = robot.inverse_dynamics(qc, v, pdd)
-            dq, dv, M = robot.inverse_dynamics_derivatives(qc, v, pdd, out=out)
+            qc, (v, pdd, tc) = self._k.chart_state(q, qd, qdd)   # V, V̇ − J̇b V, τ_c
+            dq, dv, M = self._full.inverse_dynamics_derivatives(qc, v, pdd, out=out)
             self._k.derivatives_map(v, pdd, tc, dq, dv, M)   # in place (the docstring's map)
         return (dq, dv, M) if out is None else tuple(out)
 
