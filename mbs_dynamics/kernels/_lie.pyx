@@ -106,7 +106,7 @@ cdef class LieChart:
     cdef bint valid
     # series buffers (grown with the order)
     cdef int kcap
-    cdef object ser_s, ser_c, ser_J, ser_R, ser_RR, ser_phi, ser_inv, ser_all, fact
+    cdef object ser_s, ser_c, ser_J, ser_R, ser_RR, ser_phi, ser_u, ser_all, fact
 
     def __init__(self, Data data, int nq, groups, list names, B0, jv, jq, D1s, D2s, D1f, D2f):
         self.data = data
@@ -447,7 +447,7 @@ cdef class LieChart:
         self.ser_R = np.zeros((3, K1 + 1, 9))           # Rx(a)ᵀ, Ry(b)ᵀ, Rz(c)ᵀ
         self.ser_RR = np.zeros((K1 + 1, 9))             # (Rz Ry)
         self.ser_phi = np.zeros((K1 + 1, 6))
-        self.ser_inv = np.zeros((K1 + 1, 36))
+        self.ser_u = np.zeros((K1 + 1, 6))            # the series of Jb⁻ᵀ τ of one group
         self.ser_all = np.zeros((K1 + 1, self.nv))      # normalised τ_chart series
         self.fact = np.array([float(np.prod(np.arange(1, k + 1))) for k in range(K1 + 2)])
         self.kcap = K1
@@ -575,7 +575,7 @@ cdef class LieChart:
         cdef int K = K1 - 2, g, k, j, r, c, d, s0, nv = self.nv, l
         cdef double* pr = _p(self.rates)
         cdef double* tn
-        cdef double* inv
+        cdef double* u
         cdef double* Jg
         cdef double* fact
         cdef double acc
@@ -604,28 +604,19 @@ cdef class LieChart:
         for k in range(K + 1):
             for r in range(nv):
                 tn[k * nv + r] /= fact[k]
-        inv = _p(self.ser_inv)
-        for g in range(self.ng):   # τ_group = Jb⁻ᵀ τ_chart as series
+        u = _p(self.ser_u)
+        for g in range(self.ng):   # τ_group = Jb⁻ᵀ τ_chart as series: Σ_j Jb_jᵀ u_{k−j} = τ_k
             d, s0 = self.groups[g, 3], self.groups[g, 1]
             Jg = _p(self.ser_J) + g * (self.kcap + 1) * 36
-            memset(inv, 0, (K + 1) * 36 * sizeof(double))
-            for r in range(d):
-                inv[d * r + r] = 1.0
-            for k in range(1, K + 1):   # (Jb⁻¹)_k = −Σ_j Jb_j (Jb⁻¹)_{k−j}
-                for j in range(1, k + 1):
-                    for r in range(d):
-                        for c in range(d):
-                            acc = 0.0
-                            for l in range(d):
-                                acc = acc + Jg[j * 36 + d * r + l] * inv[(k - j) * 36 + d * l + c]
-                            inv[k * 36 + d * r + c] -= acc
-            for k in range(K + 1):
+            for k in range(K + 1):   # u_k = τ_k − Σ_{j ≥ 1} Jb_jᵀ u_{k−j} (Jb_0 = I)
                 for c in range(d):
-                    acc = 0.0
-                    for j in range(k + 1):
+                    acc = tn[k * nv + s0 + c]
+                    for j in range(1, k + 1):
                         for r in range(d):
-                            acc = acc + inv[j * 36 + d * r + c] * tn[(k - j) * nv + s0 + r]
-                    po[k * nv + s0 + c] = fact[k] * acc
+                            acc = acc - Jg[j * 36 + d * r + c] * u[(k - j) * 6 + r]
+                    u[k * 6 + c] = acc
+                for c in range(d):
+                    po[k * nv + s0 + c] = fact[k] * u[k * 6 + c]
         return 0
 
     def torque_derivatives(self, q, vs, out):
