@@ -41,7 +41,7 @@ def extensions():
                      "kernels._rnea_repr", "kinematics._jets", "kinematics._closed", "loops._hdca",
                      "kinematics._frames", "identification._regressor", "loops._closed",
                      "identification._derivatives", "kernels._minv",
-                     "kernels._rnea_so", "identification._csv")
+                     "kernels._rnea_so", "identification._csv", "kernels._lie")
     ]
     return cythonize(exts, compiler_directives={"language_level": 3}, quiet=True)
 

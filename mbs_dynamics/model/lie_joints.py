@@ -22,8 +22,13 @@ generalized forces follow by virtual power, τ_group = Jb⁻ᵀ τ_chart (so τ,
 the regressor are the chart's at φ = 0, and the time derivatives of τ and J pick up the Taylor
 terms of Jb). Everything is exact (no differences). The chart is built once; a call at a new
 configuration only re-seats the first chart joint's origin of each group in the compiled
-workspace (:meth:`~mbs_dynamics.kernels._data.Data.set_origins`), and the constant partial
-derivatives ∂ᵢJb, ∂ᵢ∂ⱼJb at φ = 0 are computed once per joint kind.
+workspace (as :meth:`~mbs_dynamics.kernels._data.Data.set_origins` does), and the constant
+partial derivatives ∂ᵢJb, ∂ᵢ∂ⱼJb at φ = 0 are computed once per joint kind. The per-call work —
+the checks, the quaternion → origin, the chart rates φ^(k), τ_group = Jb⁻ᵀ τ_chart as series and
+the map of (∂τ/∂φ, ∂τ/∂φ̇) — is compiled (:class:`~mbs_dynamics.kernels._lie.LieChart`, its
+buffers held by the robot); the NumPy functions below define the same numbers and remain for
+the paths the kernel does not take (``f_ext``, other representations, ``closed_form``,
+:meth:`LieJointRobot.chart_step`).
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..kernels._lie import LieChart
 from .description import RobotDescription
 from .urdf import URDFError
 
@@ -222,6 +228,11 @@ def _jb_partials(kind, d):
     return D1, D2
 
 
+def _ndim(x):
+    """np.ndim, without its overhead for an ndarray (the per-call path)."""
+    return x.ndim if type(x) is np.ndarray else np.ndim(x)
+
+
 def _fill(out, x):
     """``x``, or ``out`` filled with it (same shape) when given."""
     if out is None:
@@ -277,7 +288,13 @@ class LieJointRobot(RobotDescription):
         self._n = self._nv = model.n
         self._nq = qi
         self._fb = False
-        self._key, self._qc = None, None
+        # the compiled per-call path (kernels/_lie.pyx): re-centring, rates, force maps
+        (d1s, d2s), (d1f, d2f) = _partials("spherical"), _partials("floating")
+        self._k = LieChart(chart_robot.data, qi,
+                           [(0 if kind == "spherical" else 1, sc.start, sq.start,
+                             sc.stop - sc.start) for kind, _, sc, sq in groups],
+                           [name for _, name, _, _ in groups], self._B0, self._jv, self._jq,
+                           d1s, d2s, d1f, d2f)
 
     # ---- sizes and names (the rest: RobotDescription, on the chart model)
     @property
@@ -401,14 +418,7 @@ class LieJointRobot(RobotDescription):
     def _chart(self, q):
         """(chart robot re-centred at q, q's chart coordinates); the robot stays re-centred
         until a call at another configuration."""
-        q = self._q(q)
-        key = q.tobytes()
-        if self._key != key:
-            qc, poses = self._poses(q)
-            self._key = None
-            self._full.data.set_origins(self._first, poses)
-            self._key, self._qc = key, qc
-        return self._full, self._qc
+        return self._full, self._k.recenter(q)
 
     def chart_robot(self, q):
         """The chart centred at q, as an independent ``Robot``.
@@ -427,13 +437,13 @@ class LieJointRobot(RobotDescription):
     def _chart_rates(self, vs):
         """Group velocity jets (K+1, nv) → chart derivative jets φ^(1..K+1) (K+1, nv), and the
         Jb series of each group (None for K + 1 ≤ 2: φ̇ = V, φ̈ = V̇ − J̇b V in closed form)."""
-        out = np.array(vs, dtype=float)
         K1 = len(vs)
+        if K1 == 2:   # compiled (kernels/_lie.pyx)
+            return self._k.accel(vs[0], vs[1]), [None] * len(self._groups)
+        out = np.array(vs, dtype=float)
         series = []
         for kind, _, sc, _ in self._groups:
-            if K1 <= 2:
-                if K1 == 2:
-                    out[1, sc] -= _jb_rate(kind, vs[0, sc]) @ vs[0, sc]
+            if K1 < 2:
                 series.append(None)
                 continue
             phi, Jn = _chart_jet(kind, vs[:, sc])
@@ -460,9 +470,14 @@ class LieJointRobot(RobotDescription):
         Raises:
             ValueError: wrong shapes, non-finite values, a quaternion that is not unit.
         """
-        if np.ndim(q) == 2:
+        fast = f_ext is None and representation == "body"
+        if _ndim(q) == 2:
+            if fast:
+                return self._k.inverse_dynamics_batch(q, qd, qdd, out)
             return self._rows(lambda *x: self.inverse_dynamics(
                 *x, representation=representation), out, (self._nv,), q, qd, qdd, f_ext=f_ext)
+        if fast:
+            return self._k.inverse_dynamics(q, qd, qdd, out)
         with self._full.data:
             robot, qc = self._chart(q)
             vs = np.stack([self._v(qd, "qd"), self._v(qdd, "qdd")])
@@ -490,15 +505,22 @@ class LieJointRobot(RobotDescription):
             q, vs = qs
         except (TypeError, ValueError):
             raise ValueError("qs must be a pair (q (nq,), vs (k+2, nv))") from None
+        if (method == "recursive" and f_ext is None and type(vs) is np.ndarray and vs.ndim == 2
+                and len(vs) >= 2 and _ndim(q) == 1):
+            return self._k.torque_derivatives(q, vs, out)
         vs = np.asarray(vs, dtype=float)
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             if vs.ndim != 3:
                 raise ValueError(f"a batch needs vs of shape (N, k+2, {self._nv}), got "
                                  f"{vs.shape}")
+            if method == "recursive" and f_ext is None:
+                return self._k.torque_derivatives_batch(q, vs, out)
             return self._rows(lambda a, b: self.torque_derivatives((a, b), method),
                               out, (max(vs.shape[1] - 1, 0), self._nv), q, vs, f_ext=f_ext)
         if vs.ndim != 2 or vs.shape[0] < 2:
             raise ValueError(f"vs must have shape (k+2, {self._nv}) with k >= 0, got {vs.shape}")
+        if method == "recursive" and f_ext is None:
+            return self._k.torque_derivatives(q, vs, out)
         vs = self._v(vs, "vs", vs.shape[0])
         K = len(vs) - 2
         with self._full.data:
@@ -542,36 +564,14 @@ class LieJointRobot(RobotDescription):
             (N, nv, nv).
         """
         nv = self._nv
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(self.inverse_dynamics_derivatives, out, [(nv, nv)] * 3,
                               q, qd, qdd)
         with self._full.data:
-            robot, qc = self._chart(q)
-            v, a = self._v(qd, "qd"), self._v(qdd, "qdd")
-            rates, _ = self._chart_rates(np.stack([v, a]))
-            pd, pdd = rates[0], rates[1]
-            tc = robot.inverse_dynamics(qc, pd, pdd)
-            dq, dv, M = (np.array(x) for x in robot.inverse_dynamics_derivatives(qc, pd, pdd))
-        DQ, DV = dq.copy(), dv.copy()
-        for kind, _, sc, _ in self._groups:
-            d = sc.stop - sc.start
-            D1, D2 = _partials(kind)
-            V, P2 = v[sc], pdd[sc]
-            S = _jb_rate(kind, V)  # Σᵢ Vᵢ ∂ᵢJb
-            for j in range(d):
-                dphid = -D1[j] @ V
-                dphidd = (-D1[j] @ P2 - np.einsum("i,ijk,k->j", V, D2[:, j], V)
-                          - np.einsum("i,ijk,k->j", dphid, D1, V) - S @ dphid)
-                col = dq[:, sc.start + j] + dv[:, sc] @ dphid + M[:, sc] @ dphidd
-                col[sc] -= D1[j].T @ tc[sc]
-                DQ[:, sc.start + j] = col
-                DV[:, sc.start + j] = dv[:, sc.start + j] + M[:, sc] @ (
-                    -D1[j] @ V - S[:, j])
-        if out is None:
-            return DQ, DV, M
-        for o, r in zip(out, (DQ, DV, M)):
-            _fill(o, r)
-        return tuple(out)
+            qc, (v, pdd, tc) = self._k.chart_state(q, qd, qdd)   # V, V̇ − J̇b V, τ_c
+            dq, dv, M = self._full.inverse_dynamics_derivatives(qc, v, pdd, out=out)
+            self._k.derivatives_map(v, pdd, tc, dq, dv, M)   # in place (the docstring's map)
+        return (dq, dv, M) if out is None else tuple(out)
 
     def forward_dynamics_derivatives(self, q, qd, tau, f_ext=None, out=None):
         """(∂V̇/∂q, ∂V̇/∂q̇, M⁻¹) of :meth:`forward_dynamics`, from differentiating
@@ -592,7 +592,7 @@ class LieJointRobot(RobotDescription):
             raise NotImplementedError(f"forward_dynamics_derivatives with f_ext does not take "
                                       f"the spherical/floating joint '{joint}' inside the tree")
         nv = self._nv
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(self.forward_dynamics_derivatives, out, [(nv, nv)] * 3,
                               q, qd, tau)
         with self._full.data:
@@ -610,7 +610,7 @@ class LieJointRobot(RobotDescription):
     def _one(self, method, q, *args, shape, out=None):
         """The chart robot's ``method`` at (qc, *args) (these are the same in the group
         coordinates at φ = 0, Jb = I), single or batch."""
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(lambda x, *a: self._one(method, x, *a, shape=shape), out, shape,
                               q, *args)
         with self._full.data:
@@ -626,7 +626,9 @@ class LieJointRobot(RobotDescription):
         Returns:
             M (nv, nv) or (N, nv, nv) [kg m², kg m, kg].
         """
-        return self._one("mass_matrix", q, shape=(self._nv, self._nv), out=out)
+        if _ndim(q) == 2:
+            return self._k.mass_matrix_batch(q, out)
+        return self._k.mass_matrix(q, out)
 
     def gravity_torques(self, q, out=None):
         """Generalized gravity.
@@ -637,7 +639,9 @@ class LieJointRobot(RobotDescription):
         Returns:
             g(q) (nv,) or (N, nv) [N m, N].
         """
-        return self._one("gravity_torques", q, shape=(self._nv,), out=out)
+        if _ndim(q) == 2:
+            return self._k.gravity_batch(q, out)
+        return self._k.gravity(q, out)
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="aba"):
         """Forward dynamics: the chart's ABA at φ = 0, then V̇ = φ̈ + J̇b V per group.
@@ -652,9 +656,13 @@ class LieJointRobot(RobotDescription):
         Returns:
             V̇ (nv,) or (N, nv) [rad/s², m/s²].
         """
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
+            if f_ext is None and method == "aba":
+                return self._k.forward_dynamics_batch(q, qd, tau, out)
             return self._rows(lambda *x: self.forward_dynamics(*x, method=method), out,
                               (self._nv,), q, qd, tau, f_ext=f_ext)
+        if f_ext is None and method == "aba":
+            return self._k.forward_dynamics(q, qd, tau, out)
         with self._full.data:
             robot, qc = self._chart(q)
             v = self._v(qd, "qd")
@@ -675,13 +683,12 @@ class LieJointRobot(RobotDescription):
             (every chart body).
         """
         shape = (self._nv, 10 * self._nv)
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(self.regressor, out, shape, q, qd, qdd)
         with self._full.data:
             robot, qc = self._chart(q)
-            vs = np.stack([self._v(qd, "qd"), self._v(qdd, "qdd")])
-            rates, _ = self._chart_rates(vs)
-            return _fill(out, robot.regressor(qc, rates[0], rates[1]))
+            rates = self._k.accel(qd, qdd)   # (V, φ̈ = V̇ − J̇b V)
+            return robot.regressor(qc, rates[0], rates[1], out)
 
     def inertial_parameters(self):
         """(nb, 10) of every chart body (the chart's massless links are zero)."""
@@ -697,7 +704,7 @@ class LieJointRobot(RobotDescription):
         Returns:
             (4, 4) (or (N, 4, 4)) homogeneous transform [m].
         """
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(lambda x: self.frame_placement(x, frame), out, (4, 4), q)
         with self._full.data:
             robot, qc = self._chart(q)
@@ -713,7 +720,7 @@ class LieJointRobot(RobotDescription):
         Returns:
             (6, nv) (or (N, 6, nv)), rows (linear, angular).
         """
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(lambda x: self.frame_jacobian(x, frame, representation), out,
                               (6, self._nv), q)
         with self._full.data:
@@ -730,7 +737,7 @@ class LieJointRobot(RobotDescription):
         Returns:
             dJ/dt (6, nv) (or (N, 6, nv)).
         """
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(lambda x, y: self.frame_jacobian_derivative(
                 x, y, frame, representation), out, (6, self._nv), q, qd)
         with self._full.data:
@@ -738,9 +745,7 @@ class LieJointRobot(RobotDescription):
             v = self._v(qd, "qd")
             Jd = robot.frame_jacobian_derivative(qc, v, frame, representation)
             J = robot.frame_jacobian(qc, frame, representation)
-        for kind, _, sc, _ in self._groups:
-            Jd[:, sc] -= J[:, sc] @ _jb_rate(kind, v[sc])
-        return _fill(out, Jd)
+        return _fill(out, self._k.jacobian_rate(v, J, Jd))   # Jd − J J̇b per group
 
     def frame_velocity(self, q, qd, frame, representation="body", out=None):
         """Twist of a frame, ``J V`` (the chart's at φ = 0 with φ̇ = V).
@@ -752,7 +757,7 @@ class LieJointRobot(RobotDescription):
         Returns:
             (6,) (or (N, 6)) twist (linear, angular) [m/s, rad/s].
         """
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(lambda x, y: self.frame_velocity(x, y, frame, representation),
                               out, (6,), q, qd)
         with self._full.data:
@@ -771,12 +776,12 @@ class LieJointRobot(RobotDescription):
         Returns:
             (6,) (or (N, 6)) [m/s², rad/s²].
         """
-        if np.ndim(q) == 2:
+        if _ndim(q) == 2:
             return self._rows(lambda x, y, z: self.frame_acceleration(
                 x, y, z, frame, representation), out, (6,), q, qd, qdd)
         with self._full.data:
             robot, qc = self._chart(q)
-            rates, _ = self._chart_rates(np.stack([self._v(qd, "qd"), self._v(qdd, "qdd")]))
+            rates = self._k.accel(qd, qdd)
             return _fill(out, robot.frame_acceleration(qc, rates[0], rates[1], frame,
                                                        representation))
 
