@@ -65,6 +65,7 @@ from rcl_interfaces.srv import GetParameters
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.exceptions import ParameterException, ParameterUninitializedException
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -377,9 +378,13 @@ class FeedforwardProxy(Node):
         with self._state_lock:
             self._state_waiters.append(waiter)
             if self._state_sub is None:
+                # no QoS event handlers: rclpy's executor (Jazzy) does not survive an event
+                # handler destroyed while another thread builds its wait set
+                # (InvalidHandle out of spin(): the proxy died at start-up once in 80 runs)
                 self._state_sub = self.create_subscription(
                     JointState, "joint_states", self._on_joint_state, qos_joint_states(),
-                    callback_group=self._group)
+                    callback_group=self._group,
+                    event_callbacks=SubscriptionEventCallbacks(use_default_callbacks=False))
         try:
             waiter.wait(lambda: self._states.get(names, 0.0, since=since)[0] is not None,
                         ok=self.context.ok, timeout=timeout)
