@@ -48,8 +48,20 @@ _rooms_on_the_path()
 # missing rclpy or launch_testing plugin is a usage error, a ROS test module whose ROS imports
 # failed is an error, and a ``ros`` test that skips fails: nothing is skipped for want of ROS.
 
+def _flag(name):
+    """An environment switch: set to anything but empty or 0."""
+    return os.environ.get(name, "").strip() not in ("", "0")
+
+
 def _ros_required():
-    return os.environ.get("MBS_REQUIRE_ROS", "").strip() not in ("", "0")
+    return _flag("MBS_REQUIRE_ROS")
+
+
+def _deselect(config, items, chosen):
+    """Report ``chosen`` as deselected and drop them from ``items`` (in place)."""
+    config.hook.pytest_deselected(items=chosen)
+    drop = set(map(id, chosen))
+    items[:] = [it for it in items if id(it) not in drop]
 
 
 def ros_available():
@@ -107,19 +119,15 @@ def pytest_collection_modifyitems(config, items):
     # where it is not sourced, and MBS_REQUIRE_GAZEBO=1 makes that a usage error.
     gz = [it for it in items if it.get_closest_marker("gazebo") is not None]
     if gz and not gazebo_available():
-        if os.environ.get("MBS_REQUIRE_GAZEBO", "").strip() not in ("", "0"):
+        if _flag("MBS_REQUIRE_GAZEBO"):
             raise pytest.UsageError("MBS_REQUIRE_GAZEBO is set but gz_ros2_control / ros_gz_sim "
                                     "are not on AMENT_PREFIX_PATH (source Gazebo's ROS overlay)")
-        config.hook.pytest_deselected(items=gz)
-        keep = set(map(id, gz))
-        items[:] = [it for it in items if id(it) not in keep]
+        _deselect(config, items, gz)
     ros = [it for it in items if it.get_closest_marker("ros") is not None]
     if not ros:
         return
     if not ros_available():
-        config.hook.pytest_deselected(items=ros)
-        keep = set(map(id, ros))
-        items[:] = [it for it in items if id(it) not in keep]
+        _deselect(config, items, ros)
         return
     if _ros_required():
         broken = sorted({f"{it.nodeid.split('::')[0]}: {mod._MISSING}" for it in ros

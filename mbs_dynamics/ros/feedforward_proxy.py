@@ -380,7 +380,7 @@ class FeedforwardProxy(Node):
             if self._state_sub is None:
                 # no QoS event handlers: rclpy's executor (Jazzy) does not survive an event
                 # handler destroyed while another thread builds its wait set
-                # (InvalidHandle out of spin(): the proxy died at start-up once in 80 runs)
+                # (InvalidHandle out of spin(): the proxy died so at start-up in one ROS-suite run)
                 self._state_sub = self.create_subscription(
                     JointState, "joint_states", self._on_joint_state, qos_joint_states(),
                     callback_group=self._group,

@@ -62,7 +62,10 @@ def gazebo_description(urdf, joints, q0, effort_limits, controllers_file, mimic=
         raise ValueError("gazebo_description: initial positions must be finite")
     followers = []
     for name, (leader, multiplier, offset) in dict(mimic or {}).items():
-        if leader not in joints or name in joints:
+        if name in joints:
+            raise ValueError(f"gazebo_description: mimic joint '{name}' is also a commanded "
+                             "joint")
+        if leader not in joints:
             raise ValueError(f"gazebo_description: mimic joint '{name}' follows '{leader}', "
                              "which is not one of the commanded joints")
         followers.append((name, float(multiplier) * q0[joints.index(leader)] + float(offset)))
@@ -84,15 +87,9 @@ def gazebo_description(urdf, joints, q0, effort_limits, controllers_file, mimic=
         if math.isfinite(eff) and eff > 0:
             ET.SubElement(cmd, "param", {"name": "min"}).text = repr(-eff)
             ET.SubElement(cmd, "param", {"name": "max"}).text = repr(eff)
-        pos = ET.SubElement(j, "state_interface", {"name": "position"})
-        ET.SubElement(pos, "param", {"name": "initial_value"}).text = repr(q)
-        ET.SubElement(j, "state_interface", {"name": "velocity"})
-        ET.SubElement(j, "state_interface", {"name": "effort"})
+        _state_interfaces(j, q, "position", "velocity", "effort")
     for name, q in followers:
-        j = ET.SubElement(rc, "joint", {"name": name})
-        pos = ET.SubElement(j, "state_interface", {"name": "position"})
-        ET.SubElement(pos, "param", {"name": "initial_value"}).text = repr(q)
-        ET.SubElement(j, "state_interface", {"name": "velocity"})
+        _state_interfaces(ET.SubElement(rc, "joint", {"name": name}), q, "position", "velocity")
     plugin = ET.SubElement(ET.SubElement(root, "gazebo"), "plugin",
                            {"filename": SYSTEM_PLUGIN[0], "name": SYSTEM_PLUGIN[1]})
     ET.SubElement(plugin, "parameters").text = str(controllers_file)
@@ -115,3 +112,11 @@ def _fix_to_world(root):
     fixed = ET.SubElement(root, "joint", {"name": joint, "type": "fixed"})
     ET.SubElement(fixed, "parent", {"link": "world"})
     ET.SubElement(fixed, "child", {"link": roots[0]})
+
+
+def _state_interfaces(joint, q0, *names):
+    """``<state_interface>`` elements under ``joint``; the position one starts at ``q0``."""
+    for name in names:
+        el = ET.SubElement(joint, "state_interface", {"name": name})
+        if name == "position":
+            ET.SubElement(el, "param", {"name": "initial_value"}).text = repr(q0)

@@ -12,57 +12,28 @@ error); skips, naming what is missing, where something else is.
 """
 from __future__ import annotations
 
-import json
 import math
-import os
 import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from test_cosim import RATE, _run
-
-
-def _require_gazebo():
-    try:
-        import rclpy  # noqa: F401
-        from ament_index_python.packages import get_package_share_directory
-        from control_msgs.action import FollowJointTrajectory  # noqa: F401
-    except ImportError as exc:
-        pytest.skip(f"ROS 2 / control_msgs missing: {exc}")
-    for pkg in ("mbs_dynamics", "ros_gz_sim", "ros_gz_bridge", "gz_ros2_control",
-                "controller_manager", "joint_trajectory_controller", "joint_state_broadcaster",
-                "robot_state_publisher"):
-        try:
-            get_package_share_directory(pkg)
-        except LookupError:
-            pytest.skip(f"ROS package {pkg} is not installed/sourced (Gazebo co-simulation)")
-    for tool in ("ros2", "gz"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"the {tool} command is not on PATH")
-    pytest.importorskip("mujoco")   # test_cosim lists the joints through the MuJoCo model
+from test_cosim import _assert_measured, _report, _require_ros, _run
 
 
 @pytest.mark.ros
 @pytest.mark.gazebo
 @pytest.mark.parametrize("robot", ["arm7", "panda"])
 def test_gazebo_feedforward_vs_feedback_alone(robot):
-    _require_gazebo()
+    _require_ros(simulator=("ros_gz_sim", "ros_gz_bridge", "gz_ros2_control"),
+                 tools=("ros2", "gz"))
     tmp = Path(tempfile.mkdtemp(prefix="mbs_gazebo_test_"))
     runs = {ff: _run(robot, "rigid", ff, tmp, launch="gazebo.launch.py") for ff in (True, False)}
-    for ff, r in runs.items():
-        print(json.dumps({k: v for k, v in r.items() if k != "log"}))
-        out = os.environ.get("MBS_COSIM_RESULTS")
-        if out:
-            with open(out, "a") as f:
-                f.write(json.dumps(dict(r, physics="gazebo")) + "\n")
+    _report(runs, physics="gazebo")
     assert runs[True]["succeeded"], runs[True]
-    for ff, r in runs.items():
-        assert r["samples"] >= 100 and r["max_gap_s"] <= 1.0, r
-        assert r["finite_state"] and r["nonfinite"] == 0, r["log"]
-        assert abs(r["rate_hz"] - RATE) <= 0.01 * RATE, r
-        assert r["rtf"] is not None and r["rtf"] > 0, r["log"]
+    for r in runs.values():
+        _assert_measured(r)
     ratio = runs[False]["rms"] / runs[True]["rms"]
     print(f"gazebo {robot}: RMS ratio without/with feedforward {ratio:.1f}, "
           f"real-time factor {runs[True]['rtf']:.2f}")

@@ -119,6 +119,9 @@ def test_a_mimic_joint_of_a_joint_not_commanded_is_refused():
     with pytest.raises(ValueError, match="mimic joint 'f2' follows 'f1'"):
         gazebo_description(_MIMIC, ["j"], [0.0], [10.0], "c.yaml",
                            mimic={"f2": ("f1", -2.0, 0.01)})
+    with pytest.raises(ValueError, match="mimic joint 'f2' is also a commanded joint"):
+        gazebo_description(_MIMIC, ["j", "f1", "f2"], [0.0] * 3, [10.0] * 3, "c.yaml",
+                           mimic={"f2": ("f1", -2.0, 0.01)})
 
 
 def _root_and_world_joint(xml):
