@@ -83,6 +83,36 @@ cdef class Data:
     cdef KWork* thread_works(self, int T) except NULL
 
 
+cdef inline void seat_origin(KModel* m, int b, const double* P) noexcept nogil:
+    """Re-seat body b's zero-configuration pose B_b ← (R, p), ``P`` = R (9, row-major), p (3),
+    in the packed model: B_R, B_p and the Rodrigues terms pre-multiplied by B_R (B_R ẽ,
+    B_R ẽ², B_R e, as ``Data.__init__`` packs them) — what ``Data.set_origins`` and the
+    Lie-joint chart (``_lie.pyx``) write."""
+    cdef double e0 = m.axis[3 * b], e1 = m.axis[3 * b + 1], e2 = m.axis[3 * b + 2]
+    cdef double E[9]
+    cdef double r0
+    cdef int i, j, l
+    E[0], E[1], E[2] = 0.0, -e2, e1
+    E[3], E[4], E[5] = e2, 0.0, -e0
+    E[6], E[7], E[8] = -e1, e0, 0.0
+    for i in range(9):
+        m.BR[9 * b + i] = P[i]
+    for i in range(3):
+        m.Bp[3 * b + i] = P[9 + i]
+        for j in range(3):
+            r0 = 0.0
+            for l in range(3):
+                r0 += P[3 * i + l] * E[3 * l + j]
+            m.BE1[9 * b + 3 * i + j] = r0
+        m.BRe[3 * b + i] = P[3 * i] * e0 + P[3 * i + 1] * e1 + P[3 * i + 2] * e2
+    for i in range(3):
+        for j in range(3):
+            r0 = 0.0
+            for l in range(3):
+                r0 += m.BE1[9 * b + 3 * i + l] * E[3 * l + j]
+            m.BE2[9 * b + 3 * i + j] = r0
+
+
 # ---- the owner flag (thread safety): every public entry that writes a Data takes it first
 cdef int busy_error(Data d) except -1
 

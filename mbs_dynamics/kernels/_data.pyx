@@ -271,17 +271,10 @@ cdef class Data:
             ValueError: an index out of range or poses of the wrong shape.
         """
         cdef Py_ssize_t k, b
-        cdef double[:, ::1] BR = self._keep[3]
-        cdef double[:, ::1] Bp = self._keep[4]
-        cdef double[:, ::1] axis = self._keep[2]
-        cdef double[:, ::1] BE1 = self._keep[8]
-        cdef double[:, ::1] BE2 = self._keep[9]
-        cdef double[:, ::1] BRe = self._keep[10]
         cdef double[:, :, ::1] P = np.ascontiguousarray(poses, dtype=float)
         cdef long[::1] idx = np.ascontiguousarray(bodies, dtype=np.int_)
-        cdef double e0, e1, e2, r0
-        cdef double E[9]
-        cdef int i, j, l
+        cdef double RP[12]
+        cdef int i, j
         if P.shape[0] != idx.shape[0] or P.shape[1] != 4 or P.shape[2] != 4:
             raise ValueError(f"poses must have shape ({idx.shape[0]}, 4, 4)")
         for k in range(idx.shape[0]):
@@ -291,27 +284,11 @@ cdef class Data:
         try:
             for k in range(idx.shape[0]):
                 b = idx[k]
-                e0, e1, e2 = axis[b, 0], axis[b, 1], axis[b, 2]
-                E[0], E[1], E[2] = 0.0, -e2, e1
-                E[3], E[4], E[5] = e2, 0.0, -e0
-                E[6], E[7], E[8] = -e1, e0, 0.0
                 for i in range(3):
-                    Bp[b, i] = P[k, i, 3]
+                    RP[9 + i] = P[k, i, 3]
                     for j in range(3):
-                        BR[b, 3 * i + j] = P[k, i, j]
-                for i in range(3):   # B E, (B E) E, B e (as __init__)
-                    for j in range(3):
-                        r0 = 0.0
-                        for l in range(3):
-                            r0 += P[k, i, l] * E[3 * l + j]
-                        BE1[b, 3 * i + j] = r0
-                    BRe[b, i] = P[k, i, 0] * e0 + P[k, i, 1] * e1 + P[k, i, 2] * e2
-                for i in range(3):
-                    for j in range(3):
-                        r0 = 0.0
-                        for l in range(3):
-                            r0 += BE1[b, 3 * i + l] * E[3 * l + j]
-                        BE2[b, 3 * i + j] = r0
+                        RP[3 * i + j] = P[k, i, j]
+                seat_origin(&self.m, <int> b, RP)
         finally:
             unclaim(self)
 

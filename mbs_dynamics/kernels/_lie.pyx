@@ -28,7 +28,7 @@ from libc.math cimport cos, sin, sqrt, fabs
 from libc.string cimport memcmp, memcpy, memset
 
 from mbs_dynamics.kernels._data cimport (Data, KModel, KWork, claim, unclaim, finite_result,
-                                         out_vec, out_mat, as_out)
+                                         out_vec, out_mat, as_out, seat_origin)
 from mbs_dynamics.kernels._rnea cimport rnea0, rnea_jet
 from mbs_dynamics.kernels._crba cimport crba
 from mbs_dynamics.kernels._aba cimport aba_core
@@ -173,8 +173,6 @@ cdef class LieChart:
         cdef double x, y, z, w, nrm, r0
         cdef double R[9]
         cdef double P[12]
-        cdef double E[9]
-        cdef double e0, e1, e2
         if self.valid and memcmp(q, ql, self.nq * sizeof(double)) == 0:
             return 0
         for g in range(self.ng):       # every quaternion first: nothing re-seated on an error
@@ -209,27 +207,7 @@ cdef class LieChart:
                     r0 = (self.B0[g, i, 0] * q[q0 - 3] + self.B0[g, i, 1] * q[q0 - 2]
                           + self.B0[g, i, 2] * q[q0 - 1]) + r0
                 P[9 + i] = r0
-            # the packed model (as Data.set_origins): B_R, B_p, B_R ẽ, B_R ẽ², B_R e
-            e0, e1, e2 = m.axis[3 * b], m.axis[3 * b + 1], m.axis[3 * b + 2]
-            E[0], E[1], E[2] = 0.0, -e2, e1
-            E[3], E[4], E[5] = e2, 0.0, -e0
-            E[6], E[7], E[8] = -e1, e0, 0.0
-            for i in range(9):
-                m.BR[9 * b + i] = P[i]
-            for i in range(3):
-                m.Bp[3 * b + i] = P[9 + i]
-                for j in range(3):
-                    r0 = 0.0
-                    for l in range(3):
-                        r0 += P[3 * i + l] * E[3 * l + j]
-                    m.BE1[9 * b + 3 * i + j] = r0
-                m.BRe[3 * b + i] = P[3 * i] * e0 + P[3 * i + 1] * e1 + P[3 * i + 2] * e2
-            for i in range(3):
-                for j in range(3):
-                    r0 = 0.0
-                    for l in range(3):
-                        r0 += m.BE1[9 * b + 3 * i + l] * E[3 * l + j]
-                    m.BE2[9 * b + 3 * i + j] = r0
+            seat_origin(m, b, P)   # the packed model: B_R, B_p, B_R ẽ, B_R ẽ², B_R e
         memcpy(ql, q, self.nq * sizeof(double))
         self.valid = True
         return 0

@@ -505,9 +505,6 @@ class LieJointRobot(RobotDescription):
             q, vs = qs
         except (TypeError, ValueError):
             raise ValueError("qs must be a pair (q (nq,), vs (k+2, nv))") from None
-        if (method == "recursive" and f_ext is None and type(vs) is np.ndarray and vs.ndim == 2
-                and len(vs) >= 2 and _ndim(q) == 1):
-            return self._k.torque_derivatives(q, vs, out)
         vs = np.asarray(vs, dtype=float)
         if _ndim(q) == 2:
             if vs.ndim != 3:
@@ -606,16 +603,6 @@ class LieJointRobot(RobotDescription):
         for o, r in zip(out, res):
             _fill(o, r)
         return tuple(out)
-
-    def _one(self, method, q, *args, shape, out=None):
-        """The chart robot's ``method`` at (qc, *args) (these are the same in the group
-        coordinates at φ = 0, Jb = I), single or batch."""
-        if _ndim(q) == 2:
-            return self._rows(lambda x, *a: self._one(method, x, *a, shape=shape), out, shape,
-                              q, *args)
-        with self._full.data:
-            robot, qc = self._chart(q)
-            return _fill(out, getattr(robot, method)(qc, *args))
 
     def mass_matrix(self, q, out=None):
         """Joint-space inertia matrix in the group velocities (the chart's at φ = 0, Jb = I).
