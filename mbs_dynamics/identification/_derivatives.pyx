@@ -66,12 +66,6 @@ cdef enum:
     C_BE = 30       # β
 
 
-cdef inline void cross3(const double* a, const double* b, double* d) noexcept nogil:
-    d[0] = a[1] * b[2] - a[2] * b[1]
-    d[1] = a[2] * b[0] - a[0] * b[2]
-    d[2] = a[0] * b[1] - a[1] * b[0]
-
-
 cdef void derivatives(const KModel* m, KWork* w, double* dq, double* dv, double* M,
                       bint use_fx=False) noexcept nogil:
     """∂τ/∂q, ∂τ/∂q̇, M (nv, nv) each, from q, v, a loaded in the workspace (w.T[0] holds the
