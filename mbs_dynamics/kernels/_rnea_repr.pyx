@@ -37,7 +37,7 @@ from mbs_dynamics.kernels._data cimport (finite_result, FREE, REVOLUTE, Data, KM
                                          claim, unclaim,
                                          fresh_if_alias, load_fx, out_vec, take_states)
 from mbs_dynamics.kernels._spatial cimport (ad_V, add_adT, axpy6, compose, copy6, joint_pose,
-                                            load_jet, load_rows, rot, zero6)
+                                            load_jet, load_rows, rot, screw, zero6)
 
 cnp.import_array()
 
@@ -118,24 +118,14 @@ cdef inline void inertia_apply(double ms, const double* I, const double* s,
 
 cdef inline void joint_screw(const KModel* m, int i, const double* C, bint spatial,
                              double* J) noexcept nogil:
-    """J = Ad_{C_i} X_i (spatial, 71b) or Ad_{R_i} X_i (hybrid, 76b)."""
-    cdef double a[3]
-    rot(C, m.axis + 3 * i, a)
-    if m.jtype[i] == REVOLUTE:
-        J[0], J[1], J[2] = a[0], a[1], a[2]
-        if spatial:  # (a, p × a)
-            J[3] = C[10] * a[2] - C[11] * a[1]
-            J[4] = C[11] * a[0] - C[9] * a[2]
-            J[5] = C[9] * a[1] - C[10] * a[0]
-        else:
-            J[3] = 0.0
-            J[4] = 0.0
-            J[5] = 0.0
-    else:
-        J[0] = 0.0
-        J[1] = 0.0
-        J[2] = 0.0
-        J[3], J[4], J[5] = a[0], a[1], a[2]
+    """J = Ad_{C_i} X_i (spatial, 71b) or Ad_{R_i} X_i (hybrid, 76b: the rotation alone, so a
+    revolute joint's moment part p × R a is dropped)."""
+    cdef bint revolute = m.jtype[i] == REVOLUTE
+    screw(C, m.axis + 3 * i, revolute, J)
+    if revolute and not spatial:
+        J[3] = 0.0
+        J[4] = 0.0
+        J[5] = 0.0
 
 
 cdef inline void base_twist(const double* C, const double* nu, bint spatial,
