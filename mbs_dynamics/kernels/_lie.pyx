@@ -102,7 +102,7 @@ cdef class LieChart:
     cdef list names
     cdef double[:, :, ::1] B0
     cdef double[:, ::1] nz1s, nz2s, nz1f, nz2f   # the non-zeros (indices…, value) of each
-    cdef object qlast, qc, rates, tc, st
+    cdef object qlast, qc, rates, tc, st, rk
     cdef bint valid
     # series buffers (grown with the order)
     cdef int kcap
@@ -127,6 +127,7 @@ cdef class LieChart:
         self.rates = np.zeros((4, self.nv))
         self.tc = np.zeros(self.nv)
         self.st = np.zeros((3, self.nv))
+        self.rk = None
         self.kcap = -1
         self.fact = np.ones(1)
 
@@ -798,3 +799,219 @@ cdef class LieChart:
                         acc = acc + Mm[row * nv + s0 + k] * (Dp[d * j + k] - S[d * k + j])
                     DV[row * nv + s0 + j] = acc
         return dq, dv
+
+    # ------------------------------------------------------------------ simulation: chart_step
+    cdef void _jb_at(self, int g, const double* phi, const double* x, double* y,
+                     bint transpose) noexcept:
+        """y = Jb(φ) x (or Jb(φ)ᵀ x) of group g at chart coordinates φ (its slice), closed form:
+        E(φ) = [[c_c c_b, s_c, 0], [−s_c c_b, c_c, 0], [s_b, 0, 1]] on the rotation, and a free
+        joint's Rᵀ(φ) = (Rx(a) Ry(b) Rz(c))ᵀ on its translation (module docstring of the model)."""
+        cdef int r = 3 if self.groups[g, 0] == FLOATING else 0, i, j, l
+        cdef double sa, ca, sb, cb, sc, cc, acc
+        cdef double E[9]
+        cdef double X[9]
+        cdef double Y[9]
+        cdef double Z[9]
+        cdef double RR[9]
+        cdef double RT[9]
+        sb, cb, sc, cc = sin(phi[r + 1]), cos(phi[r + 1]), sin(phi[r + 2]), cos(phi[r + 2])
+        E[0], E[1], E[2] = cc * cb, sc, 0.0
+        E[3], E[4], E[5] = -(sc * cb), cc, 0.0
+        E[6], E[7], E[8] = sb, 0.0, 1.0
+        for i in range(3):
+            acc = 0.0
+            for j in range(3):
+                acc = acc + (E[3 * j + i] if transpose else E[3 * i + j]) * x[r + j]
+            y[r + i] = acc
+        if r == 0:
+            return
+        sa, ca = sin(phi[3]), cos(phi[3])
+        X[0], X[1], X[2], X[3], X[4], X[5], X[6], X[7], X[8] = 1.0, 0.0, 0.0, 0.0, ca, sa, \
+            0.0, -sa, ca
+        Y[0], Y[1], Y[2], Y[3], Y[4], Y[5], Y[6], Y[7], Y[8] = cb, 0.0, -sb, 0.0, 1.0, 0.0, \
+            sb, 0.0, cb
+        Z[0], Z[1], Z[2], Z[3], Z[4], Z[5], Z[6], Z[7], Z[8] = cc, sc, 0.0, -sc, cc, 0.0, \
+            0.0, 0.0, 1.0
+        for i in range(3):             # Rᵀ = (Rz(c)ᵀ Ry(b)ᵀ) Rx(a)ᵀ
+            for j in range(3):
+                acc = 0.0
+                for l in range(3):
+                    acc = acc + Z[3 * i + l] * Y[3 * l + j]
+                RR[3 * i + j] = acc
+        for i in range(3):
+            for j in range(3):
+                acc = 0.0
+                for l in range(3):
+                    acc = acc + RR[3 * i + l] * X[3 * l + j]
+                RT[3 * i + j] = acc
+        for i in range(3):
+            acc = 0.0
+            for j in range(3):
+                acc = acc + (RT[3 * j + i] if transpose else RT[3 * i + j]) * x[j]
+            y[i] = acc
+
+    cdef int _rk_f(self, const double* y, const double* yd, const double* tau, double* kp,
+                   double* kv) except -1:
+        """One RK4 stage in the chart: (φ̇, φ̈) with φ̈ the chart's ABA at (φ, φ̇) under
+        τ_chart = Jb(φ)ᵀ τ on each group's slice (φ: chart coordinates, the groups' from 0)."""
+        cdef KWork* w = &self.data.w
+        cdef int nb = self.data.m.nb, i, g, s0
+        cdef double* tc = _p(self.tc)
+        for i in range(nb):
+            w.qj[i] = y[i]
+            w.qj[nb + i] = yd[i]
+            tc[i] = tau[i]
+            kp[i] = yd[i]
+        for g in range(self.ng):
+            s0 = self.groups[g, 1]
+            self._jb_at(g, y + s0, tau + s0, tc + s0, True)
+        if aba_core(&self.data.m, w, tc, False, kv):
+            _aba._singular()
+        return 0
+
+    def chart_step(self, q, v, tau, h, qout, vout):
+        """One classical RK4 step of length h in the chart centred at q (``LieJointRobot.
+        chart_step``), mapped back to the group: q ⊕ φ (R ← R Rx(a) Ry(b) Rz(c), p ← p + R
+        (x, y, z), the quaternion by Shepperd's method with w ≥ 0) into qout (nq,) and
+        V = Jb(φ) φ̇ into vout (nv,) (fresh arrays when None); returns (qout, vout)."""
+        cdef int nv = self.nv, nq = self.nq, i, j, g, kind, b, q0, t
+        cdef double hh, c2, hs, nrm, x, y, z, ww, tr, s
+        cdef double* Y
+        cdef double* pq
+        cdef double* qo
+        cdef double* qc = _p(self.qc)
+        cdef double R[9]
+        cdef double T[9]
+        cdef double R2[9]
+        cdef double Q4[4]
+        cdef double RX[9]
+        cdef double RY[9]
+        cdef double RZ[9]
+        cdef double XY[9]
+        try:
+            hh = float(h)
+        except (TypeError, ValueError):
+            raise ValueError(f"h must be a finite number (the step, s), got {h!r}") from None
+        if not _finite(&hh, 1):
+            raise ValueError(f"h must be a finite number (the step, s), got {h!r}")
+        claim(self.data)
+        try:
+            q = self._q(q)
+            v = self._v(v, "qd", -1)
+            tau = self._v(tau, "tau", -1)
+            qout = as_out(qout, "out", (nq,)) if qout is not None else np.empty(nq)
+            vout = as_out(vout, "out", (nv,)) if vout is not None else np.empty(nv)
+            self._recenter(_p(q))
+            if self.rk is None:
+                self.rk = np.zeros((12, nv))
+            Y = _p(self.rk)   # rows: y, yd, stage y, stage yd, k1..k4 (p, v) pairs
+            for i in range(nv):
+                Y[i] = qc[i]
+                Y[nv + i] = _p(v)[i]
+            c2 = 0.5 * hh
+            self._rk_f(Y, Y + nv, _p(tau), Y + 4 * nv, Y + 5 * nv)
+            for t in range(1, 4):          # k2, k3 at y + h/2 k, k4 at y + h k
+                hs = c2 if t < 3 else hh
+                for i in range(nv):
+                    Y[2 * nv + i] = Y[i] + hs * Y[(2 + 2 * t) * nv + i]
+                    Y[3 * nv + i] = Y[nv + i] + hs * Y[(3 + 2 * t) * nv + i]
+                self._rk_f(Y + 2 * nv, Y + 3 * nv, _p(tau), Y + (4 + 2 * t) * nv,
+                           Y + (5 + 2 * t) * nv)
+            hs = hh / 6
+            for j in range(2):             # φ, φ̇ at t + h into the stage rows
+                for i in range(nv):
+                    Y[(2 + j) * nv + i] = Y[j * nv + i] + hs * (
+                        ((Y[(4 + j) * nv + i] + 2 * Y[(6 + j) * nv + i])
+                         + 2 * Y[(8 + j) * nv + i]) + Y[(10 + j) * nv + i])
+            if not _finite(Y + 2 * nv, 2 * nv):
+                raise ValueError("the simulation state became non-finite")
+            for i in range(nv):            # Δφ = φ − q_c (the groups' φ from 0)
+                Y[2 * nv + i] = Y[2 * nv + i] - qc[i]
+            pq = _p(q)
+            res_v = np.empty(nv) if _overlaps(vout, q) or _overlaps(vout, v) or _overlaps(
+                vout, tau) else vout
+            memcpy(_p(res_v), Y + 3 * nv, nv * sizeof(double))
+            qnew = np.empty(nq)
+            memcpy(_p(qnew), pq, nq * sizeof(double))
+            qo = _p(qnew)
+            for j in range(self.nj):
+                qo[self.jq[j]] = pq[self.jq[j]] + Y[2 * nv + self.jv[j]]
+            for g in range(self.ng):
+                kind, b = self.groups[g, 0], self.groups[g, 1]
+                q0 = self.groups[g, 2] + (3 if kind == FLOATING else 0)
+                self._jb_at(g, Y + 2 * nv + b, Y + 3 * nv + b, _p(res_v) + b, False)
+                nrm = sqrt(pq[q0] * pq[q0] + pq[q0 + 1] * pq[q0 + 1] + pq[q0 + 2] * pq[q0 + 2]
+                           + pq[q0 + 3] * pq[q0 + 3])
+                x, y, z, ww = pq[q0] / nrm, pq[q0 + 1] / nrm, pq[q0 + 2] / nrm, pq[q0 + 3] / nrm
+                R[0], R[1], R[2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * ww), 2 * (x * z + y * ww)
+                R[3], R[4], R[5] = 2 * (x * y + z * ww), 1 - 2 * (x * x + z * z), 2 * (y * z - x * ww)
+                R[6], R[7], R[8] = 2 * (x * z - y * ww), 2 * (y * z + x * ww), 1 - 2 * (x * x + y * y)
+                i = b + (3 if kind == FLOATING else 0)
+                _rot3(0, Y[2 * nv + i], RX)
+                _rot3(1, Y[2 * nv + i + 1], RY)
+                _rot3(2, Y[2 * nv + i + 2], RZ)
+                _mm3(RX, RY, XY)
+                _mm3(XY, RZ, T)
+                _mm3(R, T, R2)
+                _shepperd(R2, Q4)
+                for i in range(4):
+                    qo[q0 + i] = Q4[i]
+                if kind == FLOATING:
+                    for i in range(3):
+                        qo[q0 - 3 + i] = pq[q0 - 3 + i] + (
+                            (R[3 * i] * Y[2 * nv + b] + R[3 * i + 1] * Y[2 * nv + b + 1])
+                            + R[3 * i + 2] * Y[2 * nv + b + 2])
+            memcpy(_p(qout), qo, nq * sizeof(double))
+            if res_v is not vout:
+                vout[...] = res_v
+            return finite_result((qout, vout), "chart_step")
+        finally:
+            unclaim(self.data)
+
+
+cdef inline void _rot3(int axis, double a, double* R) noexcept:
+    """R (3, 3) of a rotation by a about the x, y or z axis."""
+    cdef double c = cos(a), s = sin(a)
+    cdef int i = 1 if axis == 0 else (2 if axis == 1 else 0)
+    cdef int j = 2 if axis == 0 else (0 if axis == 1 else 1), k
+    for k in range(9):
+        R[k] = 0.0
+    R[0], R[4], R[8] = 1.0, 1.0, 1.0
+    R[3 * i + i], R[3 * i + j], R[3 * j + i], R[3 * j + j] = c, -s, s, c
+
+
+cdef inline void _mm3(const double* A, const double* B, double* C) noexcept:
+    cdef int i, j, l
+    cdef double acc
+    for i in range(3):
+        for j in range(3):
+            acc = 0.0
+            for l in range(3):
+                acc = acc + A[3 * i + l] * B[3 * l + j]
+            C[3 * i + j] = acc
+
+
+cdef void _shepperd(const double* R, double* q) noexcept:
+    """Unit quaternion (x, y, z, w), w ≥ 0, of a rotation matrix (Shepperd's method, as the
+    model's ``matrix_to_quat``)."""
+    cdef double t = R[0] + R[4] + R[8], s, n, sg
+    cdef int i, j, k, a
+    if t > 0:
+        s = 2.0 * sqrt(1.0 + t)
+        q[0], q[1], q[2], q[3] = (R[7] - R[5]) / s, (R[2] - R[6]) / s, (R[3] - R[1]) / s, s / 4
+    else:
+        i = 0
+        if R[4] > R[0]:
+            i = 1
+        if R[8] > R[3 * i + i]:
+            i = 2
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * sqrt(1.0 + R[3 * i + i] - R[3 * j + j] - R[3 * k + k])
+        q[i] = s / 4
+        q[j] = (R[3 * j + i] + R[3 * i + j]) / s
+        q[k] = (R[3 * k + i] + R[3 * i + k]) / s
+        q[3] = (R[3 * k + j] - R[3 * j + k]) / s
+    n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    sg = 1.0 if q[3] >= 0 else -1.0
+    for a in range(4):
+        q[a] = q[a] * sg / n

@@ -831,33 +831,7 @@ class LieJointRobot(RobotDescription):
         Raises:
             ValueError: the state became non-finite.
         """
-        with self._full.data:
-            return self._chart_step(q, v, tau, h)
-
-    def _chart_step(self, q, v, tau, h):
-        robot, qc = self._chart(q)
-        v = self._v(v, "qd")
-        tau = self._v(tau, "tau")
-
-        def f(phi, phid):
-            tc = tau.copy()
-            for kind, _, sc, _ in self._groups:
-                s = np.zeros((1, sc.stop - sc.start))
-                s[0] = phi[sc] - qc[sc]
-                tc[sc] = _jb_series(kind, s)[0].T @ tau[sc]
-            return phid, robot.forward_dynamics(phi, phid, tc)
-
-        y, yd = qc, v
-        k1 = f(y, yd)
-        k2 = f(y + 0.5 * h * k1[0], yd + 0.5 * h * k1[1])
-        k3 = f(y + 0.5 * h * k2[0], yd + 0.5 * h * k2[1])
-        k4 = f(y + h * k3[0], yd + h * k3[1])
-        phi = y + h / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
-        phid = yd + h / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
-        if not (np.all(np.isfinite(phi)) and np.all(np.isfinite(phid))):
-            raise ValueError("the simulation state became non-finite")
-        return self.integrate(q, phi - qc, chart=True), self.chart_velocity(phi - qc, phid)
-
+        return self._k.chart_step(q, v, tau, h, None, None)
 
 def _rot(axis, a):
     c, s = math.cos(a), math.sin(a)
