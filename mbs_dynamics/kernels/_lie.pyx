@@ -102,7 +102,7 @@ cdef class LieChart:
     cdef list names
     cdef double[:, :, ::1] B0
     cdef double[:, ::1] nz1s, nz2s, nz1f, nz2f   # the non-zeros (indices…, value) of each
-    cdef object qlast, qc, rates, tc, st, rk
+    cdef object qlast, qc, rates, tc, st, rk, fx
     cdef bint valid
     # series buffers (grown with the order)
     cdef int kcap
@@ -128,6 +128,7 @@ cdef class LieChart:
         self.tc = np.zeros(self.nv)
         self.st = np.zeros((3, self.nv))
         self.rk = None
+        self.fx = None
         self.kcap = -1
         self.fact = np.ones(1)
 
@@ -799,6 +800,54 @@ cdef class LieChart:
                         acc = acc + Mm[row * nv + s0 + k] * (Dp[d * j + k] - S[d * k + j])
                     DV[row * nv + s0 + j] = acc
         return dq, dv
+
+    # ------------------------------------------------------------------ external wrenches
+    def body_wrenches(self, f_ext, dict link_frames):
+        """The chart's body wrenches (nb, 6) (moment, force) in body frames of ``f_ext``, a dict
+        link name → wrench (f, m) (6,) in that link's frame: m_b = R m + p × R f, f_b = R f with
+        (R, p) the link's pose in its body (``link_frames``: name → (body, (4, 4)); a link of
+        the fixed base is dropped). A buffer of this chart, valid until its next call. The
+        checks and messages are ``Robot``'s."""
+        cdef int nb = self.data.m.nb, b, i, j
+        cdef double* W
+        cdef double* x
+        cdef double f[3]
+        cdef double mm[3]
+        cdef double[:, ::1] S
+        if not hasattr(f_ext, "items"):
+            raise ValueError("f_ext must be a dict link name → wrench (f, m)")
+        if self.fx is None:
+            self.fx = np.zeros((nb, 6))
+        W = _p(self.fx)
+        memset(W, 0, nb * 6 * sizeof(double))
+        for link, w in f_ext.items():
+            entry = link_frames.get(link) if isinstance(link, str) else None
+            if entry is None:
+                raise ValueError(f"f_ext: unknown link '{link}'")
+            if np.iscomplexobj(w):
+                raise TypeError(f"f_ext['{link}'] must be real")
+            try:
+                w = np.ascontiguousarray(w, dtype=float)
+            except (TypeError, ValueError, OverflowError):
+                raise ValueError(f"f_ext['{link}'] must be numbers") from None
+            if w.shape != (6,) and w.shape != (1, 6):
+                raise ValueError(f"f_ext['{link}'] has shape {w.shape}, expected (6,)")
+            x = _p(w)
+            if not _finite(x, 6):
+                raise ValueError(f"f_ext['{link}'] contains NaN or inf")
+            b = entry[0]
+            if b < 0:
+                continue   # a wrench on the fixed base produces no joint torque
+            S = np.ascontiguousarray(entry[1], dtype=float)
+            for i in range(3):
+                f[i] = S[i, 0] * x[0] + S[i, 1] * x[1] + S[i, 2] * x[2]
+                mm[i] = S[i, 0] * x[3] + S[i, 1] * x[4] + S[i, 2] * x[5]
+            W[6 * b] += mm[0] + (S[1, 3] * f[2] - S[2, 3] * f[1])
+            W[6 * b + 1] += mm[1] + (S[2, 3] * f[0] - S[0, 3] * f[2])
+            W[6 * b + 2] += mm[2] + (S[0, 3] * f[1] - S[1, 3] * f[0])
+            for j in range(3):
+                W[6 * b + 3 + j] += f[j]
+        return self.fx
 
     # ------------------------------------------------------------------ simulation: chart_step
     cdef void _jb_at(self, int g, const double* phi, const double* x, double* y,

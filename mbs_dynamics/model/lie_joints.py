@@ -37,6 +37,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..kernels import _rnea, _rnea_repr
 from ..kernels._lie import LieChart
 from .description import RobotDescription
 from .urdf import URDFError
@@ -233,6 +234,21 @@ def _ndim(x):
     return x.ndim if type(x) is np.ndarray else np.ndim(x)
 
 
+#: the recursions of ``inverse_dynamics`` (kernels/_rnea_repr's codes; body: kernels/_rnea) and
+#: the four representations of the frame functions
+_RNEA_REPS = {"body": 0, "spatial": 1, "hybrid": 2}
+_FRAME_REPS = {"body": 0, "spatial": 1, "hybrid": 2, "mixed": 3}
+
+
+def _rep(representation, known, what):
+    """The code of a representation name, or a ValueError listing the known ones."""
+    rep = known.get(representation) if isinstance(representation, str) else None
+    if rep is None:
+        raise ValueError(f"representation must be one of {sorted(known)} for {what}, got "
+                         f"{representation!r}")
+    return rep
+
+
 def _fill(out, x):
     """``x``, or ``out`` filled with it (same shape) when given."""
     if out is None:
@@ -288,6 +304,8 @@ class LieJointRobot(RobotDescription):
         self._n = self._nv = model.n
         self._nq = qi
         self._fb = False
+        self._rates = np.empty((2, model.n))   # chart rates (φ̇, φ̈) of the current call
+        self._J = np.empty((6, model.n))        # the Jacobian beside a J̇
         # the compiled per-call path (kernels/_lie.pyx): re-centring, rates, force maps
         (d1s, d2s), (d1f, d2f) = _partials("spherical"), _partials("floating")
         self._k = LieChart(chart_robot.data, qi,
@@ -393,6 +411,29 @@ class LieJointRobot(RobotDescription):
             _fill(o, r)
         return tuple(out)
 
+    def _each(self, fn, out, shape, q, *others):
+        """``fn(q_i, *others_i, out=row i)`` over the rows of a batch q (N, nq) (the others
+        (N, nv)) into ``out`` (or a new array) of shape (N,) + shape: each row written in place
+        by the single-sample method (its checks), no per-row result array."""
+        q = np.asarray(q, dtype=float)
+        if q.ndim != 2 or q.shape[1] != self._nq:
+            self._q(q)   # raises, naming the layout
+        N = len(q)
+        others = [np.asarray(x, dtype=float) for x in others]
+        for x in others:
+            if x.ndim < 2 or len(x) != N:
+                raise ValueError(f"a batch needs the same number of rows N = {N} in every "
+                                 f"argument, got shape {x.shape}")
+        shape = (N,) + tuple(shape)
+        direct = (type(out) is np.ndarray and out.shape == shape and out.dtype == float
+                  and out.flags.c_contiguous and out.flags.writeable
+                  and not any(np.shares_memory(out, x) for x in (q, *others)))
+        res = out if direct else np.empty(shape)
+        with self._full.data:
+            for i in range(N):
+                fn(q[i], *(x[i] for x in others), out=res[i])
+        return res if direct or out is None else _fill(out, res)
+
     # ---- the chart
     def _poses(self, q):
         """q's chart coordinates (every group coordinate 0) and the re-centred origins
@@ -474,16 +515,22 @@ class LieJointRobot(RobotDescription):
         if _ndim(q) == 2:
             if fast:
                 return self._k.inverse_dynamics_batch(q, qd, qdd, out)
-            return self._rows(lambda *x: self.inverse_dynamics(
-                *x, representation=representation), out, (self._nv,), q, qd, qdd, f_ext=f_ext)
+            if f_ext is not None:
+                raise ValueError("f_ext is not supported with batch inputs")
+            _rep(representation, _RNEA_REPS, "inverse_dynamics")
+            return self._each(lambda x, y, z, out: self.inverse_dynamics(
+                x, y, z, out=out, representation=representation), out, (self._nv,), q, qd, qdd)
         if fast:
             return self._k.inverse_dynamics(q, qd, qdd, out)
+        rep = _rep(representation, _RNEA_REPS, "inverse_dynamics")
+        k = self._k
         with self._full.data:
-            robot, qc = self._chart(q)
-            vs = np.stack([self._v(qd, "qd"), self._v(qdd, "qdd")])
-            rates, _ = self._chart_rates(vs)
-            return _fill(out, robot.inverse_dynamics(qc, rates[0], rates[1], f_ext=f_ext,
-                                                     representation=representation))
+            qc = k.recenter(q)
+            rates = k.accel(qd, qdd, self._rates)   # (V, φ̈ = V̇ − J̇b V)
+            fx = None if f_ext is None else k.body_wrenches(f_ext, self._model.link_frames)
+            if rep == 0:
+                return _rnea.inverse_dynamics(k.data, qc, rates[0], rates[1], fx, out)
+            return _rnea_repr.inverse_dynamics(k.data, rep, qc, rates[0], rates[1], fx, out)
 
     def torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
         """τ and its first k time derivatives along a motion: τ_group(t) = Jb(φ(t))⁻ᵀ τ_chart(t)
@@ -562,8 +609,13 @@ class LieJointRobot(RobotDescription):
         """
         nv = self._nv
         if _ndim(q) == 2:
-            return self._rows(self.inverse_dynamics_derivatives, out, [(nv, nv)] * 3,
-                              q, qd, qdd)
+            rows = self._each(self.inverse_dynamics_derivatives, None, (3, nv, nv),
+                              q, qd, qdd)   # (N, 3, nv, nv), each row in place
+            res = np.ascontiguousarray(np.moveaxis(rows, 1, 0))
+            if out is None:
+                return res[0], res[1], res[2]
+            _fill(out, res)
+            return out[0], out[1], out[2]
         with self._full.data:
             qc, (v, pdd, tc) = self._k.chart_state(q, qd, qdd)   # V, V̇ − J̇b V, τ_c
             dq, dv, M = self._full.inverse_dynamics_derivatives(qc, v, pdd, out=out)
@@ -708,11 +760,11 @@ class LieJointRobot(RobotDescription):
             (6, nv) (or (N, 6, nv)), rows (linear, angular).
         """
         if _ndim(q) == 2:
-            return self._rows(lambda x: self.frame_jacobian(x, frame, representation), out,
-                              (6, self._nv), q)
+            _rep(representation, _FRAME_REPS, "frame_jacobian")
+            return self._each(lambda x, out: self.frame_jacobian(x, frame, representation, out),
+                              out, (6, self._nv), q)
         with self._full.data:
-            robot, qc = self._chart(q)
-            return _fill(out, robot.frame_jacobian(qc, frame, representation))
+            return self._full.frame_jacobian(self._k.recenter(q), frame, representation, out)
 
     def frame_jacobian_derivative(self, q, qd, frame, representation="body", out=None):
         """Time derivative of the frame Jacobian: the chart's J̇ − J J̇b on each group's columns.
@@ -725,14 +777,16 @@ class LieJointRobot(RobotDescription):
             dJ/dt (6, nv) (or (N, 6, nv)).
         """
         if _ndim(q) == 2:
-            return self._rows(lambda x, y: self.frame_jacobian_derivative(
-                x, y, frame, representation), out, (6, self._nv), q, qd)
-        with self._full.data:
-            robot, qc = self._chart(q)
+            _rep(representation, _FRAME_REPS, "frame_jacobian_derivative")
+            return self._each(lambda x, y, out: self.frame_jacobian_derivative(
+                x, y, frame, representation, out), out, (6, self._nv), q, qd)
+        robot, k = self._full, self._k
+        with robot.data:
+            qc = k.recenter(q)
             v = self._v(qd, "qd")
             Jd = robot.frame_jacobian_derivative(qc, v, frame, representation)
-            J = robot.frame_jacobian(qc, frame, representation)
-        return _fill(out, self._k.jacobian_rate(v, J, Jd))   # Jd − J J̇b per group
+            J = robot.frame_jacobian(qc, frame, representation, self._J)
+        return _fill(out, k.jacobian_rate(v, J, Jd))   # Jd − J J̇b per group
 
     def frame_velocity(self, q, qd, frame, representation="body", out=None):
         """Twist of a frame, ``J V`` (the chart's at φ = 0 with φ̇ = V).
@@ -745,12 +799,12 @@ class LieJointRobot(RobotDescription):
             (6,) (or (N, 6)) twist (linear, angular) [m/s, rad/s].
         """
         if _ndim(q) == 2:
-            return self._rows(lambda x, y: self.frame_velocity(x, y, frame, representation),
-                              out, (6,), q, qd)
+            _rep(representation, _FRAME_REPS, "frame_velocity")
+            return self._each(lambda x, y, out: self.frame_velocity(
+                x, y, frame, representation, out), out, (6,), q, qd)
         with self._full.data:
-            robot, qc = self._chart(q)
-            return _fill(out, robot.frame_velocity(qc, self._v(qd, "qd"), frame,
-                                                   representation))
+            return self._full.frame_velocity(self._k.recenter(q), qd, frame, representation,
+                                             out)
 
     def frame_acceleration(self, q, qd, qdd, frame, representation="body", out=None):
         """Time derivative of :meth:`frame_velocity`: the chart's at φ = 0 with φ̇ = V and
@@ -764,13 +818,15 @@ class LieJointRobot(RobotDescription):
             (6,) (or (N, 6)) [m/s², rad/s²].
         """
         if _ndim(q) == 2:
-            return self._rows(lambda x, y, z: self.frame_acceleration(
-                x, y, z, frame, representation), out, (6,), q, qd, qdd)
+            _rep(representation, _FRAME_REPS, "frame_acceleration")
+            return self._each(lambda x, y, z, out: self.frame_acceleration(
+                x, y, z, frame, representation, out), out, (6,), q, qd, qdd)
+        k = self._k
         with self._full.data:
-            robot, qc = self._chart(q)
-            rates = self._k.accel(qd, qdd)
-            return _fill(out, robot.frame_acceleration(qc, rates[0], rates[1], frame,
-                                                       representation))
+            qc = k.recenter(q)
+            rates = k.accel(qd, qdd, self._rates)
+            return self._full.frame_acceleration(qc, rates[0], rates[1], frame,
+                                                 representation, out)
 
     # ---- the group
     def integrate(self, q, v, chart=None):
