@@ -28,7 +28,8 @@ from libc.math cimport cos, sin, sqrt, fabs
 from libc.string cimport memcmp, memcpy, memset
 
 from mbs_dynamics.kernels._data cimport (Data, KModel, KWork, claim, unclaim, finite_result,
-                                         out_vec, out_mat, as_out, seat_origin)
+                                         out_vec, out_mat, as_out, seat_origin,
+                                         load_fx)
 from mbs_dynamics.kernels._rnea cimport rnea0, rnea_jet
 from mbs_dynamics.kernels._crba cimport crba
 from mbs_dynamics.kernels._aba cimport aba_core
@@ -549,7 +550,8 @@ cdef class LieChart:
             self.data.grow(K1 - 2)
         return 0
 
-    cdef int _jet(self, const double* q, const double* vs, int K1, double* po) except -1:
+    cdef int _jet(self, const double* q, const double* vs, int K1, double* po,
+                  bint use_fx=False) except -1:
         """τ^(0..K) (K = K1 − 2) into po (K+1, nv) at q, group velocity jet vs (K1, nv);
         buffers ready (:meth:`_prepare_jet`)."""
         cdef int K = K1 - 2, g, k, j, r, c, d, s0, nv = self.nv, l
@@ -575,10 +577,10 @@ cdef class LieChart:
             for r in range(nb):
                 w.qj[(k + 1) * nb + r] = pr[k * nv + r]
         if K == 0:
-            rnea_jet(&self.data.m, w, K, False, po)
+            rnea_jet(&self.data.m, w, K, use_fx, po)
             return 0
         tn = _p(self.ser_all)
-        rnea_jet(&self.data.m, w, K, False, tn)
+        rnea_jet(&self.data.m, w, K, use_fx, tn)
         fact = _p(self.fact)
         memcpy(po, tn, (K + 1) * nv * sizeof(double))
         for k in range(K + 1):
@@ -599,8 +601,10 @@ cdef class LieChart:
                     po[k * nv + s0 + c] = fact[k] * u[k * 6 + c]
         return 0
 
-    def torque_derivatives(self, q, vs, out):
-        """τ, τ′, …, τ^(K) (K+1, nv) of q (nq,) and the group velocity jet vs (K+2, nv)."""
+    def torque_derivatives(self, q, vs, out, fx=None):
+        """τ, τ′, …, τ^(K) (K+1, nv) of q (nq,) and the group velocity jet vs (K+2, nv); fx:
+        optional body wrench jet (K+1, nb, 6) of :meth:`body_wrenches` (a wrench constant in
+        its link frame: its rows W, W′, … as given)."""
         cdef int K1
         claim(self.data)
         try:
@@ -613,7 +617,14 @@ cdef class LieChart:
                 (K1 - 1, self.nv))
             self._prepare_jet(K1)
             res = np.empty_like(out) if _overlaps(out, vs) or _overlaps(out, q) else out
-            self._jet(_p(q), _p(vs), K1, _p(res))
+            if fx is not None:
+                if not (cnp.PyArray_CheckExact(fx) and fx.dtype == np.float64
+                        and fx.flags.c_contiguous
+                        and fx.shape == (K1 - 1, self.data.m.nb, 6)):
+                    raise ValueError(f"fx must be C float64 of shape ({K1 - 1}, "
+                                     f"{self.data.m.nb}, 6)")
+                load_fx(self.data, fx, K1 - 1)
+            self._jet(_p(q), _p(vs), K1, _p(res), fx is not None)
             if res is not out:
                 out[...] = res
             return finite_result(out, "torque_derivatives")
@@ -802,13 +813,13 @@ cdef class LieChart:
         return dq, dv
 
     # ------------------------------------------------------------------ external wrenches
-    def body_wrenches(self, f_ext, dict link_frames):
-        """The chart's body wrenches (nb, 6) (moment, force) in body frames of ``f_ext``, a dict
-        link name → wrench (f, m) (6,) in that link's frame: m_b = R m + p × R f, f_b = R f with
-        (R, p) the link's pose in its body (``link_frames``: name → (body, (4, 4)); a link of
-        the fixed base is dropped). A buffer of this chart, valid until its next call. The
-        checks and messages are ``Robot``'s."""
-        cdef int nb = self.data.m.nb, b, i, j
+    def body_wrenches(self, f_ext, dict link_frames, int rows=1):
+        """The chart's body wrenches (rows, nb, 6) (moment, force) in body frames of ``f_ext``,
+        a dict link name → wrench (f, m) (6,) in that link's frame, or a jet (r ≤ rows, 6) of
+        rows W, W′, …: m_b = R m + p × R f, f_b = R f with (R, p) the link's pose in its body
+        (``link_frames``: name → (body, (4, 4)); a link of the fixed base is dropped). A buffer
+        of this chart, valid until its next call. The checks and messages are ``Robot``'s."""
+        cdef int nb = self.data.m.nb, b, i, j, r, nr
         cdef double* W
         cdef double* x
         cdef double f[3]
@@ -816,10 +827,12 @@ cdef class LieChart:
         cdef double[:, ::1] S
         if not hasattr(f_ext, "items"):
             raise ValueError("f_ext must be a dict link name → wrench (f, m)")
-        if self.fx is None:
-            self.fx = np.zeros((nb, 6))
+        if rows < 1:
+            raise ValueError("rows must be at least 1")
+        if self.fx is None or self.fx.shape[0] != rows:
+            self.fx = np.zeros((rows, nb, 6))
         W = _p(self.fx)
-        memset(W, 0, nb * 6 * sizeof(double))
+        memset(W, 0, rows * nb * 6 * sizeof(double))
         for link, w in f_ext.items():
             entry = link_frames.get(link) if isinstance(link, str) else None
             if entry is None:
@@ -830,23 +843,31 @@ cdef class LieChart:
                 w = np.ascontiguousarray(w, dtype=float)
             except (TypeError, ValueError, OverflowError):
                 raise ValueError(f"f_ext['{link}'] must be numbers") from None
-            if w.shape != (6,) and w.shape != (1, 6):
-                raise ValueError(f"f_ext['{link}'] has shape {w.shape}, expected (6,)")
+            shape = w.shape
+            if w.ndim == 1 and shape[0] == 6:
+                w = w.reshape(1, 6)
+            if w.ndim != 2 or w.shape[1] != 6 or not 1 <= w.shape[0] <= rows:
+                want = "(6,)" if rows == 1 else f"(6,) or (r <= {rows}, 6)"
+                raise ValueError(f"f_ext['{link}'] has shape {shape}, expected {want}")
             x = _p(w)
-            if not _finite(x, 6):
+            nr = w.shape[0]
+            if not _finite(x, 6 * nr):
                 raise ValueError(f"f_ext['{link}'] contains NaN or inf")
             b = entry[0]
             if b < 0:
                 continue   # a wrench on the fixed base produces no joint torque
             S = np.ascontiguousarray(entry[1], dtype=float)
-            for i in range(3):
-                f[i] = S[i, 0] * x[0] + S[i, 1] * x[1] + S[i, 2] * x[2]
-                mm[i] = S[i, 0] * x[3] + S[i, 1] * x[4] + S[i, 2] * x[5]
-            W[6 * b] += mm[0] + (S[1, 3] * f[2] - S[2, 3] * f[1])
-            W[6 * b + 1] += mm[1] + (S[2, 3] * f[0] - S[0, 3] * f[2])
-            W[6 * b + 2] += mm[2] + (S[0, 3] * f[1] - S[1, 3] * f[0])
-            for j in range(3):
-                W[6 * b + 3 + j] += f[j]
+            for r in range(nr):
+                for i in range(3):
+                    f[i] = S[i, 0] * x[6 * r] + S[i, 1] * x[6 * r + 1] + S[i, 2] * x[6 * r + 2]
+                    mm[i] = (S[i, 0] * x[6 * r + 3] + S[i, 1] * x[6 * r + 4]
+                             + S[i, 2] * x[6 * r + 5])
+                j = 6 * (r * nb + b)
+                W[j] += mm[0] + (S[1, 3] * f[2] - S[2, 3] * f[1])
+                W[j + 1] += mm[1] + (S[2, 3] * f[0] - S[0, 3] * f[2])
+                W[j + 2] += mm[2] + (S[0, 3] * f[1] - S[1, 3] * f[0])
+                for i in range(3):
+                    W[j + 3 + i] += f[i]
         return self.fx
 
     # ------------------------------------------------------------------ simulation: chart_step

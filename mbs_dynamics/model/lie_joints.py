@@ -37,7 +37,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..kernels import _rnea, _rnea_repr
+from ..kernels import _aba, _rnea, _rnea_repr
 from ..kernels._lie import LieChart
 from .description import RobotDescription
 from .urdf import URDFError
@@ -306,6 +306,7 @@ class LieJointRobot(RobotDescription):
         self._fb = False
         self._rates = np.empty((2, model.n))   # chart rates (φ̇, φ̈) of the current call
         self._J = np.empty((6, model.n))        # the Jacobian beside a J̇
+        self._zero = np.zeros(model.n)
         # the compiled per-call path (kernels/_lie.pyx): re-centring, rates, force maps
         (d1s, d2s), (d1f, d2f) = _partials("spherical"), _partials("floating")
         self._k = LieChart(chart_robot.data, qi,
@@ -563,8 +564,12 @@ class LieJointRobot(RobotDescription):
                               out, (max(vs.shape[1] - 1, 0), self._nv), q, vs, f_ext=f_ext)
         if vs.ndim != 2 or vs.shape[0] < 2:
             raise ValueError(f"vs must have shape (k+2, {self._nv}) with k >= 0, got {vs.shape}")
-        if method == "recursive" and f_ext is None:
-            return self._k.torque_derivatives(q, vs, out)
+        if method == "recursive":
+            k = self._k
+            with self._full.data:
+                fx = None if f_ext is None else k.body_wrenches(
+                    f_ext, self._model.link_frames, len(vs) - 1)
+                return k.torque_derivatives(q, vs, out, fx)
         vs = self._v(vs, "vs", vs.shape[0])
         K = len(vs) - 2
         with self._full.data:
@@ -702,6 +707,14 @@ class LieJointRobot(RobotDescription):
                               (self._nv,), q, qd, tau, f_ext=f_ext)
         if f_ext is None and method == "aba":
             return self._k.forward_dynamics(q, qd, tau, out)
+        if method == "aba":   # with f_ext: the chart's ABA, then V̇ = φ̈ + J̇b V
+            k = self._k
+            with self._full.data:
+                qc = k.recenter(q)
+                fx = k.body_wrenches(f_ext, self._model.link_frames)[0]
+                a = _aba.forward_dynamics(k.data, qc, qd, tau, fx, None)
+                a -= k.accel(qd, self._zero, self._rates)[1]   # (V, −J̇b V)
+            return _fill(out, a)
         with self._full.data:
             robot, qc = self._chart(q)
             v = self._v(qd, "qd")

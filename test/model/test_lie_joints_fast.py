@@ -337,3 +337,46 @@ def test_bad_input_is_refused_naming_the_problem(tree):
         robot.inverse_dynamics(q, v, a, f_ext={"tool": np.ones(5)})
     with pytest.raises(ValueError, match="out must"):
         robot.inverse_dynamics_derivatives(Q, V, A, out=np.empty((3, 2, pm.nv, pm.nv)))
+
+
+def test_forward_dynamics_and_torque_jets_with_wrenches(tree):
+    """FD with f_ext against pin.aba with fext; τ, τ′ of a wrench constant in its link frame
+    against pin.rnea and the chain rule of pin.computeRNEADerivatives with fext
+    (τ′ = ∂τ/∂q V + ∂τ/∂q̇ V̇ + M V̈)."""
+    pin = pytest.importorskip("pinocchio")
+    robot, pm, jid = tree
+    pd = pm.createData()
+    rng = np.random.default_rng(9)
+    n = len(jid) - 1
+    for q, v, a in zip(*_states(pm, 3, 8)):
+        links = rng.choice(n, 2, replace=False)
+        W = rng.normal(size=(2, 6))
+        fext = [pin.Force.Zero() for _ in range(pm.njoints)]
+        for i, w in zip(links, W):
+            fext[jid[i]] = pin.Force(w[:3], w[3:])
+        f_ext = {f"L{i}": w for i, w in zip(links, W)}
+        t = pin.rnea(pm, pd, q, v, a, fext).copy()
+        assert rel_err(robot.forward_dynamics(q, v, t, f_ext=f_ext),
+                       pin.aba(pm, pd, q, v, t, fext)) <= 1e-10
+        jerk = rng.normal(size=pm.nv)
+        dq, dv, M = (np.array(x) for x in pin.computeRNEADerivatives(pm, pd, q, v, a, fext))
+        M = np.triu(M) + np.triu(M, 1).T
+        jet = robot.torque_derivatives((q, np.stack([v, a, jerk])), f_ext=f_ext)
+        assert rel_err(jet[0], t) <= TOL
+        assert rel_err(jet[1], dq @ v + dv @ a + M @ jerk) <= TOL
+        jet0 = robot.torque_derivatives((q, np.stack([v, a])), f_ext=f_ext)
+        assert rel_err(jet0[0], t) <= TOL
+        # a wrench jet W + t W′ on one link: τ′ gains the (linear) torque of W′ alone
+        W1 = rng.normal(size=6)
+        f1 = [pin.Force.Zero() for _ in range(pm.njoints)]
+        f1[jid[links[0]]] = pin.Force(W1[:3], W1[3:])
+        extra = pin.rnea(pm, pd, q, v, a, f1) - pin.rnea(pm, pd, q, v, a)
+        jetW = robot.torque_derivatives((q, np.stack([v, a, jerk])), f_ext={
+            f"L{links[0]}": np.stack([W[0], W1]), f"L{links[1]}": W[1]})
+        assert rel_err(jetW[1], dq @ v + dv @ a + M @ jerk + extra) <= TOL
+    with pytest.raises(ValueError, match=r"expected \(6,\) or \(r <= 2, 6\)"):
+        robot.torque_derivatives((q, np.stack([v, a, jerk])), f_ext={"tool": np.ones((3, 6))})
+    with pytest.raises(ValueError, match="contains NaN"):
+        robot.forward_dynamics(q, v, a, f_ext={"tool": np.full(6, np.nan)})
+    with pytest.raises(ValueError, match="unknown link"):
+        robot.torque_derivatives((q, np.stack([v, a])), f_ext={3: np.ones(6)})
