@@ -939,25 +939,108 @@ cdef class LieChart:
             _aba._singular()
         return 0
 
-    def chart_step(self, q, v, tau, h, qout, vout):
-        """One classical RK4 step of length h in the chart centred at q (``LieJointRobot.
-        chart_step``), mapped back to the group: q ⊕ φ (R ← R Rx(a) Ry(b) Rz(c), p ← p + R
-        (x, y, z), the quaternion by Shepperd's method with w ≥ 0) into qout (nq,) and
-        V = Jb(φ) φ̇ into vout (nv,) (fresh arrays when None); returns (qout, vout)."""
-        cdef int nv = self.nv, nq = self.nq, i, j, g, kind, b, q0, t
-        cdef double hh, c2, hs, nrm, x, y, z, ww, tr, s
-        cdef double* Y
-        cdef double* pq
-        cdef double* qo
-        cdef double* qc = _p(self.qc)
+    cdef void _compose(self, const double* q, const double* dx, bint chart,
+                       double* qo) noexcept:
+        """qo = q ⊕ dx (``LieJointRobot.integrate``): the 1-DOF joints q + dx; each group's
+        R ← R T_R, p ← p + R T_p with T = Rx(a) Ry(b) Rz(c) after Trans(x, y, z) (chart) or
+        exp of the rotation vector / twist (dx in the group's velocity coordinates); R of the
+        normalised quaternion, the new one by Shepperd's method with w ≥ 0."""
+        cdef int j, g, kind, b, q0, i
+        cdef double nrm, x, y, z, ww, th, A, Bc, Cc
         cdef double R[9]
         cdef double T[9]
         cdef double R2[9]
         cdef double Q4[4]
         cdef double RX[9]
         cdef double RY[9]
-        cdef double RZ[9]
         cdef double XY[9]
+        cdef double W[9]
+        cdef double tp[3]
+        cdef const double* d
+        memcpy(qo, q, self.nq * sizeof(double))
+        for j in range(self.nj):
+            qo[self.jq[j]] = q[self.jq[j]] + dx[self.jv[j]]
+        for g in range(self.ng):
+            kind, b = self.groups[g, 0], self.groups[g, 1]
+            q0 = self.groups[g, 2] + (3 if kind == FLOATING else 0)
+            d = dx + b
+            nrm = sqrt(q[q0] * q[q0] + q[q0 + 1] * q[q0 + 1] + q[q0 + 2] * q[q0 + 2]
+                       + q[q0 + 3] * q[q0 + 3])
+            x, y, z, ww = q[q0] / nrm, q[q0 + 1] / nrm, q[q0 + 2] / nrm, q[q0 + 3] / nrm
+            R[0], R[1], R[2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * ww), 2 * (x * z + y * ww)
+            R[3], R[4], R[5] = 2 * (x * y + z * ww), 1 - 2 * (x * x + z * z), 2 * (y * z - x * ww)
+            R[6], R[7], R[8] = 2 * (x * z - y * ww), 2 * (y * z + x * ww), 1 - 2 * (x * x + y * y)
+            i = 3 if kind == FLOATING else 0
+            if chart:
+                _rot3(0, d[i], RX)
+                _rot3(1, d[i + 1], RY)
+                _rot3(2, d[i + 2], R2)
+                _mm3(RX, RY, XY)
+                _mm3(XY, R2, T)
+                tp[0], tp[1], tp[2] = d[0], d[1], d[2]
+            else:   # exp: I + A W + B W², and (I + B W + C W²) v
+                th = sqrt(d[i] * d[i] + d[i + 1] * d[i + 1] + d[i + 2] * d[i + 2])
+                if th < 1e-8:
+                    A, Bc, Cc = 1 - th * th / 6, 0.5 - th * th / 24, 1.0 / 6 - th * th / 120
+                else:
+                    A, Bc, Cc = sin(th) / th, (1 - cos(th)) / (th * th), \
+                        (th - sin(th)) / (th * th * th)
+                W[0], W[1], W[2] = 0.0, -d[i + 2], d[i + 1]
+                W[3], W[4], W[5] = d[i + 2], 0.0, -d[i]
+                W[6], W[7], W[8] = -d[i + 1], d[i], 0.0
+                for j in range(9):
+                    XY[j] = Bc * W[j]
+                    RX[j] = Cc * W[j]
+                _mm3(XY, W, RY)       # (B W) W
+                _mm3(RX, W, R2)       # (C W) W
+                for j in range(9):
+                    T[j] = ((1.0 if j % 4 == 0 else 0.0) + A * W[j]) + RY[j]
+                    XY[j] = ((1.0 if j % 4 == 0 else 0.0) + XY[j]) + R2[j]
+                if kind == FLOATING:
+                    for j in range(3):
+                        tp[j] = (XY[3 * j] * d[0] + XY[3 * j + 1] * d[1]) + XY[3 * j + 2] * d[2]
+            _mm3(R, T, R2)
+            _shepperd(R2, Q4)
+            for j in range(4):
+                qo[q0 + j] = Q4[j]
+            if kind == FLOATING:
+                for j in range(3):
+                    qo[q0 - 3 + j] = q[q0 - 3 + j] + (
+                        (R[3 * j] * tp[0] + R[3 * j + 1] * tp[1]) + R[3 * j + 2] * tp[2])
+
+    def integrate(self, q, v, bint chart, out):
+        """q ⊕ v (nq,) (``LieJointRobot.integrate``; chart: v holds chart coordinates); q's
+        quaternions are normalised (a zero one is refused)."""
+        cdef int g, q0
+        cdef double n2
+        cdef double* pq
+        q = self._q(q)
+        v = self._v(v, "v", -1)
+        pq = _p(q)
+        for g in range(self.ng):
+            q0 = self.groups[g, 2] + (3 if self.groups[g, 0] == FLOATING else 0)
+            n2 = pq[q0] * pq[q0] + pq[q0 + 1] * pq[q0 + 1] + pq[q0 + 2] * pq[q0 + 2] \
+                + pq[q0 + 3] * pq[q0 + 3]
+            if not n2 > 0.0:
+                raise ValueError(f"joint '{self.names[g]}': the quaternion is zero")
+        out = as_out(out, "out", (self.nq,)) if out is not None else np.empty(self.nq)
+        res = np.empty(self.nq) if _overlaps(out, q) or _overlaps(out, v) else out
+        self._compose(pq, _p(v), chart, _p(res))
+        if res is not out:
+            out[...] = res
+        return finite_result(out, "integrate")
+
+    def chart_step(self, q, v, tau, h, qout, vout):
+        """One classical RK4 step of length h in the chart centred at q (``LieJointRobot.
+        chart_step``), mapped back to the group: q ⊕ φ (R ← R Rx(a) Ry(b) Rz(c), p ← p + R
+        (x, y, z), the quaternion by Shepperd's method with w ≥ 0) into qout (nq,) and
+        V = Jb(φ) φ̇ into vout (nv,) (fresh arrays when None); returns (qout, vout)."""
+        cdef int nv = self.nv, nq = self.nq, i, j, g, b, t
+        cdef double hh, c2, hs
+        cdef double* Y
+        cdef double* pq
+        cdef double* qo
+        cdef double* qc = _p(self.qc)
         try:
             hh = float(h)
         except (TypeError, ValueError):
@@ -1001,36 +1084,12 @@ cdef class LieChart:
             res_v = np.empty(nv) if _overlaps(vout, q) or _overlaps(vout, v) or _overlaps(
                 vout, tau) else vout
             memcpy(_p(res_v), Y + 3 * nv, nv * sizeof(double))
-            qnew = np.empty(nq)
-            memcpy(_p(qnew), pq, nq * sizeof(double))
-            qo = _p(qnew)
-            for j in range(self.nj):
-                qo[self.jq[j]] = pq[self.jq[j]] + Y[2 * nv + self.jv[j]]
             for g in range(self.ng):
-                kind, b = self.groups[g, 0], self.groups[g, 1]
-                q0 = self.groups[g, 2] + (3 if kind == FLOATING else 0)
+                b = self.groups[g, 1]
                 self._jb_at(g, Y + 2 * nv + b, Y + 3 * nv + b, _p(res_v) + b, False)
-                nrm = sqrt(pq[q0] * pq[q0] + pq[q0 + 1] * pq[q0 + 1] + pq[q0 + 2] * pq[q0 + 2]
-                           + pq[q0 + 3] * pq[q0 + 3])
-                x, y, z, ww = pq[q0] / nrm, pq[q0 + 1] / nrm, pq[q0 + 2] / nrm, pq[q0 + 3] / nrm
-                R[0], R[1], R[2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * ww), 2 * (x * z + y * ww)
-                R[3], R[4], R[5] = 2 * (x * y + z * ww), 1 - 2 * (x * x + z * z), 2 * (y * z - x * ww)
-                R[6], R[7], R[8] = 2 * (x * z - y * ww), 2 * (y * z + x * ww), 1 - 2 * (x * x + y * y)
-                i = b + (3 if kind == FLOATING else 0)
-                _rot3(0, Y[2 * nv + i], RX)
-                _rot3(1, Y[2 * nv + i + 1], RY)
-                _rot3(2, Y[2 * nv + i + 2], RZ)
-                _mm3(RX, RY, XY)
-                _mm3(XY, RZ, T)
-                _mm3(R, T, R2)
-                _shepperd(R2, Q4)
-                for i in range(4):
-                    qo[q0 + i] = Q4[i]
-                if kind == FLOATING:
-                    for i in range(3):
-                        qo[q0 - 3 + i] = pq[q0 - 3 + i] + (
-                            (R[3 * i] * Y[2 * nv + b] + R[3 * i + 1] * Y[2 * nv + b + 1])
-                            + R[3 * i + 2] * Y[2 * nv + b + 2])
+            qnew = np.empty(nq)
+            self._compose(pq, Y + 2 * nv, True, _p(qnew))
+            qo = _p(qnew)
             memcpy(_p(qout), qo, nq * sizeof(double))
             if res_v is not vout:
                 vout[...] = res_v

@@ -853,20 +853,7 @@ class LieJointRobot(RobotDescription):
         Returns:
             (nq,) configuration, quaternions with w ≥ 0.
         """
-        q, v = self._q(q), self._v(v, "v")
-        out = q.copy()
-        for kind, _, sc, sq in self._segs:
-            if kind == "joint":
-                out[sq] += v[sc]
-                continue
-            x = q[sq]
-            R = quat_to_matrix(*(x[-4:] / np.linalg.norm(x[-4:])))
-            T = _chart_pose(kind, v[sc]) if chart else _exp_pose(kind, v[sc])
-            R2 = R @ T[:3, :3]
-            out[sq.stop - 4:sq.stop] = matrix_to_quat(R2)
-            if kind == "floating":
-                out[sq.start:sq.start + 3] = x[:3] + R @ T[:3, 3]
-        return out
+        return self._k.integrate(q, v, bool(chart), None)
 
     def chart_velocity(self, phi, phid):
         """Group velocity of chart coordinates and rates.
@@ -901,36 +888,3 @@ class LieJointRobot(RobotDescription):
             ValueError: the state became non-finite.
         """
         return self._k.chart_step(q, v, tau, h, None, None)
-
-def _rot(axis, a):
-    c, s = math.cos(a), math.sin(a)
-    i, j = [(1, 2), (2, 0), (0, 1)][axis]
-    R = np.eye(3)
-    R[i, i], R[i, j], R[j, i], R[j, j] = c, -s, s, c
-    return R
-
-
-def _chart_pose(kind, phi):
-    """Pose of the chart coordinates: Trans(x, y, z) Rx(a) Ry(b) Rz(c)."""
-    T = np.eye(4)
-    r = phi[-3:]
-    T[:3, :3] = _rot(0, r[0]) @ _rot(1, r[1]) @ _rot(2, r[2])
-    if kind == "floating":
-        T[:3, 3] = phi[:3]
-    return T
-
-
-def _exp_pose(kind, v):
-    """exp of a rotation vector ω (spherical) or of a twist (v, ω) (free joint) as a pose."""
-    w = v[-3:]
-    th = float(np.linalg.norm(w))
-    W = np.array([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])
-    if th < 1e-8:
-        A, Bc, Cc = 1 - th * th / 6, 0.5 - th * th / 24, 1 / 6 - th * th / 120
-    else:
-        A, Bc, Cc = math.sin(th) / th, (1 - math.cos(th)) / th ** 2, (th - math.sin(th)) / th ** 3
-    T = np.eye(4)
-    T[:3, :3] = np.eye(3) + A * W + Bc * W @ W
-    if kind == "floating":
-        T[:3, 3] = (np.eye(3) + Bc * W + Cc * W @ W) @ v[:3]
-    return T

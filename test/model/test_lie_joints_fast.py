@@ -223,28 +223,38 @@ def _rxyz(a, b, c):
             @ pin.exp3(np.array([0, 0, c])))
 
 
+def _joints(pm):
+    return [(pm.joints[j].idx_q, pm.joints[j].idx_v, pm.joints[j].nv)
+            for j in range(1, pm.njoints)]
+
+
+def _q_of(pm, q0, phi):
+    """q0 ⊕ φ in chart coordinates: R0 Rx(a) Ry(b) Rz(c), p0 + R0 (x, y, z); w ≥ 0."""
+    pin = pytest.importorskip("pinocchio")
+    q = q0.copy()
+    for iq, iv, nv in _joints(pm):
+        if nv == 1:
+            q[iq] = q0[iq] + phi[iv]
+            continue
+        r = iq + (3 if nv == 6 else 0)
+        R0 = pin.Quaternion(q0[r + 3], *q0[r:r + 3]).normalized().matrix()
+        R = R0 @ _rxyz(*phi[iv + nv - 3:iv + nv])
+        x = pin.Quaternion(R).normalized().coeffs()
+        q[r:r + 4] = x if x[3] >= 0 else -x
+        if nv == 6:
+            q[iq:iq + 3] = q0[iq:iq + 3] + R0 @ phi[iv:iv + 3]
+    return q
+
+
 def _pin_chart_step(pm, q0, v0, tau, h):
     """RK4 in the chart centred at q0 (Trans(x, y, z) Rx(a) Ry(b) Rz(c) after each group
     joint's pose), Pinocchio's ABA for the dynamics; (q, v) at t + h."""
     pin = pytest.importorskip("pinocchio")
     pd = pm.createData()
-    joints = [(pm.joints[j].idx_q, pm.joints[j].idx_v, pm.joints[j].nv)
-              for j in range(1, pm.njoints)]
+    joints = _joints(pm)
 
     def q_of(phi):
-        q = q0.copy()
-        for iq, iv, nv in joints:
-            if nv == 1:
-                q[iq] = q0[iq] + phi[iv]
-                continue
-            r = iq + (3 if nv == 6 else 0)
-            R0 = pin.Quaternion(q0[r + 3], *q0[r:r + 3]).normalized().matrix()
-            R = R0 @ _rxyz(*phi[iv + nv - 3:iv + nv])
-            x = pin.Quaternion(R).normalized().coeffs()
-            q[r:r + 4] = x if x[3] >= 0 else -x
-            if nv == 6:
-                q[iq:iq + 3] = q0[iq:iq + 3] + R0 @ phi[iv:iv + 3]
-        return q
+        return _q_of(pm, q0, phi)
 
     def jb(phi, phid):
         J, Jd = np.eye(pm.nv), np.zeros((pm.nv, pm.nv))
@@ -380,3 +390,35 @@ def test_forward_dynamics_and_torque_jets_with_wrenches(tree):
         robot.forward_dynamics(q, v, a, f_ext={"tool": np.full(6, np.nan)})
     with pytest.raises(ValueError, match="unknown link"):
         robot.torque_derivatives((q, np.stack([v, a])), f_ext={3: np.ones(6)})
+
+
+def test_integrate_against_pinocchio(tree):
+    """q ⊕ v (exp on each group, pin.integrate; tiny rotations too) and q ⊕ φ in chart
+    coordinates; quaternions with w ≥ 0 (Pinocchio's sign may differ: q and −q)."""
+    pin = pytest.importorskip("pinocchio")
+    robot, pm, _ = tree
+    Q, V, _ = _states(pm, 3, 10)
+
+    def canon(q):
+        q = q.copy()
+        for iq, iv, nv in _joints(pm):
+            if nv > 1:
+                r = iq + (3 if nv == 6 else 0)
+                q[r:r + 4] *= 1.0 if q[r + 3] >= 0 else -1.0
+        return q
+
+    for q, v in zip(Q, V):
+        for s in (1.0, 1e-9, 0.0):
+            assert np.abs(robot.integrate(q, s * v) - canon(pin.integrate(pm, q, s * v))
+                          ).max() <= TOL
+        assert np.abs(robot.integrate(q, 0.7 * v, chart=True) - _q_of(pm, q, 0.7 * v)
+                      ).max() <= TOL
+    zero = Q[0].copy()
+    i = next(sq for name, kind, sq, sv in robot.joint_layout() if kind == "spherical")
+    zero[i] = 0.0
+    with pytest.raises(ValueError, match="the quaternion is zero"):
+        robot.integrate(zero, V[0])
+    with pytest.raises(ValueError, match="v must be"):
+        robot.integrate(Q[0], V[0, :-1])
+    with pytest.raises(ValueError, match="q must be"):
+        robot.integrate(np.full_like(Q[0], np.nan), V[0])
