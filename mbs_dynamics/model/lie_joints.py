@@ -736,11 +736,12 @@ class LieJointRobot(RobotDescription):
         """
         shape = (self._nv, 10 * self._nv)
         if _ndim(q) == 2:
-            return self._rows(self.regressor, out, shape, q, qd, qdd)
+            return self._each(self.regressor, out, shape, q, qd, qdd)
+        k = self._k
         with self._full.data:
-            robot, qc = self._chart(q)
-            rates = self._k.accel(qd, qdd)   # (V, φ̈ = V̇ − J̇b V)
-            return robot.regressor(qc, rates[0], rates[1], out)
+            qc = k.recenter(q)
+            rates = k.accel(qd, qdd, self._rates)   # (V, φ̈ = V̇ − J̇b V)
+            return self._full.regressor(qc, rates[0], rates[1], out)
 
     def inertial_parameters(self):
         """(nb, 10) of every chart body (the chart's massless links are zero)."""
@@ -757,10 +758,9 @@ class LieJointRobot(RobotDescription):
             (4, 4) (or (N, 4, 4)) homogeneous transform [m].
         """
         if _ndim(q) == 2:
-            return self._rows(lambda x: self.frame_placement(x, frame), out, (4, 4), q)
+            return self._each(lambda x, out: self.frame_placement(x, frame, out), out, (4, 4), q)
         with self._full.data:
-            robot, qc = self._chart(q)
-            return _fill(out, robot.frame_placement(qc, frame))
+            return self._full.frame_placement(self._k.recenter(q), frame, out)
 
     def frame_jacobian(self, q, frame, representation="body", out=None):
         """Frame Jacobian in the group velocities (as ``Robot.frame_jacobian``).
