@@ -24,11 +24,19 @@ terms of Jb). Everything is exact (no differences). The chart is built once; a c
 configuration only re-seats the first chart joint's origin of each group in the compiled
 workspace (as :meth:`~mbs_dynamics.kernels._data.Data.set_origins` does), and the constant
 partial derivatives ∂ᵢJb, ∂ᵢ∂ⱼJb at φ = 0 are computed once per joint kind. The per-call work —
-the checks, the quaternion → origin, the chart rates φ^(k), τ_group = Jb⁻ᵀ τ_chart as series and
-the map of (∂τ/∂φ, ∂τ/∂φ̇) — is compiled (:class:`~mbs_dynamics.kernels._lie.LieChart`, its
-buffers held by the robot); the NumPy functions below define the same numbers and remain for
-the paths the kernel does not take (``f_ext``, other representations, ``closed_form``,
-:meth:`LieJointRobot.chart_step`).
+the checks, the quaternion → origin, the chart rates φ^(k), τ_group = Jb⁻ᵀ τ_chart as series,
+the map of (∂τ/∂φ, ∂τ/∂φ̇), the link wrenches of ``f_ext`` (and their jets) → the chart's body
+wrenches, :meth:`LieJointRobot.integrate` and the RK4 :meth:`LieJointRobot.chart_step`
+(Jb(φ) in closed form) — is compiled (:class:`~mbs_dynamics.kernels._lie.LieChart`, its buffers
+held by the robot), then the chart's compiled kernels run: inverse dynamics in the body, spatial
+and hybrid recursions, forward dynamics, M, g, the jets (recursive), the derivatives, the
+regressor and the frame functions in the four representations, with or without ``f_ext`` where
+``Robot`` takes it. Batches of τ (body), M, g, forward dynamics and the jets loop in the kernel;
+the other batches are Python loops over the compiled single calls, each row written in place.
+Still NumPy: ``method="closed_form"`` (a chart ``Robot`` built at q, the series of Jb by
+:func:`_chart_jet`), ``forward_dynamics(method="dca")``, the M⁻¹ products of
+:meth:`LieJointRobot.forward_dynamics_derivatives`, :meth:`LieJointRobot.chart_velocity`, and
+the series below that define the constant partials once.
 """
 from __future__ import annotations
 
