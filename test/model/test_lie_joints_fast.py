@@ -422,3 +422,19 @@ def test_integrate_against_pinocchio(tree):
         robot.integrate(Q[0], V[0, :-1])
     with pytest.raises(ValueError, match="q must be"):
         robot.integrate(np.full_like(Q[0], np.nan), V[0])
+
+
+def test_forward_dynamics_derivatives_against_pinocchio(tree):
+    pin = pytest.importorskip("pinocchio")
+    robot, pm, _ = tree
+    pd = pm.createData()
+    Q, V, T = _states(pm, 3, 11)
+    res = robot.forward_dynamics_derivatives(Q, V, T)
+    for i, (q, v, tau) in enumerate(zip(Q, V, T)):
+        ref = [np.array(x) for x in pin.computeABADerivatives(pm, pd, q, v, tau)]
+        ref[2] = np.triu(ref[2]) + np.triu(ref[2], 1).T
+        got = robot.forward_dynamics_derivatives(q, v, tau)
+        for k in range(3):
+            assert rel_err(got[k], ref[k]) <= TOL, k
+            assert np.array_equal(res[k][i], got[k])
+        assert np.array_equal(got[2], got[2].T)
