@@ -659,9 +659,8 @@ class LieJointRobot(RobotDescription):
                               q, qd, tau)
         with self._full.data:
             a = self.forward_dynamics(q, qd, tau)
-            DQ, DV, M = self.inverse_dynamics_derivatives(q, qd, a)
-        Minv = np.linalg.inv(M)
-        Minv = 0.5 * (Minv + Minv.T)
+            DQ, DV, _ = self.inverse_dynamics_derivatives(q, qd, a)
+            Minv = self._full.inverse_mass_matrix(self._k.recenter(q))   # the chart's (Jb = I)
         res = (-Minv @ DQ, -Minv @ DV, Minv)
         if out is None:
             return res
