@@ -173,7 +173,7 @@ cdef class LieChart:
         cdef double* qc = _p(self.qc)
         cdef KModel* m = &self.data.m
         cdef int g, b, q0, i, j, l
-        cdef double x, y, z, w, nrm, r0
+        cdef double nrm, r0
         cdef double R[9]
         cdef double P[12]
         if self.valid and memcmp(q, ql, self.nq * sizeof(double)) == 0:
@@ -192,12 +192,7 @@ cdef class LieChart:
         for g in range(self.ng):
             b = self.groups[g, 1]
             q0 = self.groups[g, 2] + (3 if self.groups[g, 0] == FLOATING else 0)
-            nrm = sqrt(q[q0] * q[q0] + q[q0 + 1] * q[q0 + 1] + q[q0 + 2] * q[q0 + 2]
-                       + q[q0 + 3] * q[q0 + 3])
-            x, y, z, w = q[q0] / nrm, q[q0 + 1] / nrm, q[q0 + 2] / nrm, q[q0 + 3] / nrm
-            R[0], R[1], R[2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
-            R[3], R[4], R[5] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
-            R[6], R[7], R[8] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
+            _quat_R(q + q0, R)
             # P = B0 (R, p): rotation B0_R R, translation B0_R p + B0_p
             for i in range(3):
                 for j in range(3):
@@ -818,41 +813,37 @@ cdef class LieChart:
         a dict link name → wrench (f, m) (6,) in that link's frame, or a jet (r ≤ rows, 6) of
         rows W, W′, …: m_b = R m + p × R f, f_b = R f with (R, p) the link's pose in its body
         (``link_frames``: name → (body, (4, 4)); a link of the fixed base is dropped). A buffer
-        of this chart, valid until its next call. The checks and messages are ``Robot``'s."""
+        of this chart, valid until its next call; None when ``f_ext`` is not a dict of finite
+        real (6,) / (r ≤ rows, 6) wrenches on known links (the caller then asks ``Robot``, whose
+        checks name the problem)."""
         cdef int nb = self.data.m.nb, b, i, j, r, nr
         cdef double* W
         cdef double* x
         cdef double f[3]
         cdef double mm[3]
         cdef double[:, ::1] S
-        if not hasattr(f_ext, "items"):
-            raise ValueError("f_ext must be a dict link name → wrench (f, m)")
-        if rows < 1:
-            raise ValueError("rows must be at least 1")
+        if type(f_ext) is not dict or rows < 1:
+            return None
         if self.fx is None or self.fx.shape[0] != rows:
             self.fx = np.zeros((rows, nb, 6))
         W = _p(self.fx)
         memset(W, 0, rows * nb * 6 * sizeof(double))
         for link, w in f_ext.items():
-            entry = link_frames.get(link) if isinstance(link, str) else None
-            if entry is None:
-                raise ValueError(f"f_ext: unknown link '{link}'")
-            if np.iscomplexobj(w):
-                raise TypeError(f"f_ext['{link}'] must be real")
+            entry = link_frames.get(link) if type(link) is str else None
+            if entry is None or np.iscomplexobj(w):
+                return None
             try:
                 w = np.ascontiguousarray(w, dtype=float)
             except (TypeError, ValueError, OverflowError):
-                raise ValueError(f"f_ext['{link}'] must be numbers") from None
-            shape = w.shape
-            if w.ndim == 1 and shape[0] == 6:
+                return None
+            if w.ndim == 1 and w.shape[0] == 6:
                 w = w.reshape(1, 6)
             if w.ndim != 2 or w.shape[1] != 6 or not 1 <= w.shape[0] <= rows:
-                want = "(6,)" if rows == 1 else f"(6,) or (r <= {rows}, 6)"
-                raise ValueError(f"f_ext['{link}'] has shape {shape}, expected {want}")
+                return None
             x = _p(w)
             nr = w.shape[0]
             if not _finite(x, 6 * nr):
-                raise ValueError(f"f_ext['{link}'] contains NaN or inf")
+                return None
             b = entry[0]
             if b < 0:
                 continue   # a wrench on the fixed base produces no joint torque
@@ -876,7 +867,7 @@ cdef class LieChart:
         """y = Jb(φ) x (or Jb(φ)ᵀ x) of group g at chart coordinates φ (its slice), closed form:
         E(φ) = [[c_c c_b, s_c, 0], [−s_c c_b, c_c, 0], [s_b, 0, 1]] on the rotation, and a free
         joint's Rᵀ(φ) = (Rx(a) Ry(b) Rz(c))ᵀ on its translation (module docstring of the model)."""
-        cdef int r = 3 if self.groups[g, 0] == FLOATING else 0, i, j, l
+        cdef int r = 3 if self.groups[g, 0] == FLOATING else 0, i, j
         cdef double sa, ca, sb, cb, sc, cc, acc
         cdef double E[9]
         cdef double X[9]
@@ -902,18 +893,8 @@ cdef class LieChart:
             sb, 0.0, cb
         Z[0], Z[1], Z[2], Z[3], Z[4], Z[5], Z[6], Z[7], Z[8] = cc, sc, 0.0, -sc, cc, 0.0, \
             0.0, 0.0, 1.0
-        for i in range(3):             # Rᵀ = (Rz(c)ᵀ Ry(b)ᵀ) Rx(a)ᵀ
-            for j in range(3):
-                acc = 0.0
-                for l in range(3):
-                    acc = acc + Z[3 * i + l] * Y[3 * l + j]
-                RR[3 * i + j] = acc
-        for i in range(3):
-            for j in range(3):
-                acc = 0.0
-                for l in range(3):
-                    acc = acc + RR[3 * i + l] * X[3 * l + j]
-                RT[3 * i + j] = acc
+        _mm3(Z, Y, RR)                 # Rᵀ = (Rz(c)ᵀ Ry(b)ᵀ) Rx(a)ᵀ
+        _mm3(RR, X, RT)
         for i in range(3):
             acc = 0.0
             for j in range(3):
@@ -946,7 +927,7 @@ cdef class LieChart:
         exp of the rotation vector / twist (dx in the group's velocity coordinates); R of the
         normalised quaternion, the new one by Shepperd's method with w ≥ 0."""
         cdef int j, g, kind, b, q0, i
-        cdef double nrm, x, y, z, ww, th, A, Bc, Cc
+        cdef double th, A, Bc, Cc
         cdef double R[9]
         cdef double T[9]
         cdef double R2[9]
@@ -964,12 +945,7 @@ cdef class LieChart:
             kind, b = self.groups[g, 0], self.groups[g, 1]
             q0 = self.groups[g, 2] + (3 if kind == FLOATING else 0)
             d = dx + b
-            nrm = sqrt(q[q0] * q[q0] + q[q0 + 1] * q[q0 + 1] + q[q0 + 2] * q[q0 + 2]
-                       + q[q0 + 3] * q[q0 + 3])
-            x, y, z, ww = q[q0] / nrm, q[q0 + 1] / nrm, q[q0 + 2] / nrm, q[q0 + 3] / nrm
-            R[0], R[1], R[2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * ww), 2 * (x * z + y * ww)
-            R[3], R[4], R[5] = 2 * (x * y + z * ww), 1 - 2 * (x * x + z * z), 2 * (y * z - x * ww)
-            R[6], R[7], R[8] = 2 * (x * z - y * ww), 2 * (y * z + x * ww), 1 - 2 * (x * x + y * y)
+            _quat_R(q + q0, R)
             i = 3 if kind == FLOATING else 0
             if chart:
                 _rot3(0, d[i], RX)
@@ -1096,6 +1072,15 @@ cdef class LieChart:
             return finite_result((qout, vout), "chart_step")
         finally:
             unclaim(self.data)
+
+
+cdef inline void _quat_R(const double* q, double* R) noexcept:
+    """R (3, 3) of the quaternion (x, y, z, w) normalised (the model's ``quat_to_matrix``)."""
+    cdef double nrm = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    cdef double x = q[0] / nrm, y = q[1] / nrm, z = q[2] / nrm, w = q[3] / nrm
+    R[0], R[1], R[2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
+    R[3], R[4], R[5] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
+    R[6], R[7], R[8] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
 
 
 cdef inline void _rot3(int axis, double a, double* R) noexcept:

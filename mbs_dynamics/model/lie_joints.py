@@ -392,38 +392,12 @@ class LieJointRobot(RobotDescription):
             raise ValueError(f"{name} must be finite numbers of shape {want}, got {v.shape}")
         return v
 
-    def _rows(self, fn, out, shapes, q, *others, f_ext=None):
-        """fn(q_i, *others_i) over the rows of a batch q (N, nq) (the others (N, …)), stacked
-        into ``out`` (or new arrays) of shapes (N,) + shape each; one result if one shape."""
-        if f_ext is not None:
-            raise ValueError("f_ext is not supported with batch inputs")
-        q = np.asarray(q, dtype=float)
-        N = len(q)
-        others = [np.asarray(x, dtype=float) for x in others]
-        for x in others:
-            if x.ndim < 2 or len(x) != N:
-                raise ValueError(f"a batch needs the same number of rows N = {N} in every "
-                                 f"argument, got shape {x.shape}")
-        single = isinstance(shapes[0], int)
-        shapes = [tuple(shapes)] if single else [tuple(s) for s in shapes]
-        res = [np.empty((N,) + s) for s in shapes]
-        with self._full.data:
-            for i in range(N):
-                r = fn(q[i], *(x[i] for x in others))
-                for a, b in zip(res, (r,) if single else r):
-                    a[i] = b
-        if out is None:
-            return res[0] if single else tuple(res)
-        if single:
-            return _fill(out, res[0])
-        for o, r in zip(out, res):
-            _fill(o, r)
-        return tuple(out)
-
-    def _each(self, fn, out, shape, q, *others):
+    def _each(self, fn, out, shape, q, *others, f_ext=None):
         """``fn(q_i, *others_i, out=row i)`` over the rows of a batch q (N, nq) (the others
         (N, nv)) into ``out`` (or a new array) of shape (N,) + shape: each row written in place
         by the single-sample method (its checks), no per-row result array."""
+        if f_ext is not None:
+            raise ValueError("f_ext is not supported with batch inputs")
         q = np.asarray(q, dtype=float)
         if q.ndim != 2 or q.shape[1] != self._nq:
             self._q(q)   # raises, naming the layout
@@ -442,6 +416,24 @@ class LieJointRobot(RobotDescription):
             for i in range(N):
                 fn(q[i], *(x[i] for x in others), out=res[i])
         return res if direct or out is None else _fill(out, res)
+
+    def _each3(self, fn, out, q, *others):
+        """:meth:`_each` of a method with three (nv, nv) results (``out`` (3, nv, nv)): three
+        (N, nv, nv) arrays, or the slices of ``out`` (3, N, nv, nv)."""
+        nv = self._nv
+        rows = self._each(fn, None, (3, nv, nv), q, *others)   # (N, 3, nv, nv)
+        res = np.ascontiguousarray(np.moveaxis(rows, 1, 0))
+        if out is None:
+            return res[0], res[1], res[2]
+        _fill(out, res)
+        return out[0], out[1], out[2]
+
+    def _wrenches(self, f_ext, rows):
+        """The chart's body wrenches (rows, nb, 6) of ``f_ext`` (compiled,
+        :meth:`~mbs_dynamics.kernels._lie.LieChart.body_wrenches`); anything it does not take
+        goes through ``Robot``'s conversion, whose checks name the problem."""
+        fx = self._k.body_wrenches(f_ext, self._model.link_frames, rows)
+        return self._full._fext(f_ext, rows) if fx is None else fx
 
     # ---- the chart
     def _poses(self, q):
@@ -536,7 +528,7 @@ class LieJointRobot(RobotDescription):
         with self._full.data:
             qc = k.recenter(q)
             rates = k.accel(qd, qdd, self._rates)   # (V, φ̈ = V̇ − J̇b V)
-            fx = None if f_ext is None else k.body_wrenches(f_ext, self._model.link_frames)
+            fx = None if f_ext is None else self._wrenches(f_ext, 1)[0]
             if rep == 0:
                 return _rnea.inverse_dynamics(k.data, qc, rates[0], rates[1], fx, out)
             return _rnea_repr.inverse_dynamics(k.data, rep, qc, rates[0], rates[1], fx, out)
@@ -568,15 +560,14 @@ class LieJointRobot(RobotDescription):
                                  f"{vs.shape}")
             if method == "recursive" and f_ext is None:
                 return self._k.torque_derivatives_batch(q, vs, out)
-            return self._rows(lambda a, b: self.torque_derivatives((a, b), method),
+            return self._each(lambda a, b, out: self.torque_derivatives((a, b), method, out),
                               out, (max(vs.shape[1] - 1, 0), self._nv), q, vs, f_ext=f_ext)
         if vs.ndim != 2 or vs.shape[0] < 2:
             raise ValueError(f"vs must have shape (k+2, {self._nv}) with k >= 0, got {vs.shape}")
         if method == "recursive":
             k = self._k
             with self._full.data:
-                fx = None if f_ext is None else k.body_wrenches(
-                    f_ext, self._model.link_frames, len(vs) - 1)
+                fx = None if f_ext is None else self._wrenches(f_ext, len(vs) - 1)
                 return k.torque_derivatives(q, vs, out, fx)
         vs = self._v(vs, "vs", vs.shape[0])
         K = len(vs) - 2
@@ -622,13 +613,7 @@ class LieJointRobot(RobotDescription):
         """
         nv = self._nv
         if _ndim(q) == 2:
-            rows = self._each(self.inverse_dynamics_derivatives, None, (3, nv, nv),
-                              q, qd, qdd)   # (N, 3, nv, nv), each row in place
-            res = np.ascontiguousarray(np.moveaxis(rows, 1, 0))
-            if out is None:
-                return res[0], res[1], res[2]
-            _fill(out, res)
-            return out[0], out[1], out[2]
+            return self._each3(self.inverse_dynamics_derivatives, out, q, qd, qdd)
         with self._full.data:
             qc, (v, pdd, tc) = self._k.chart_state(q, qd, qdd)   # V, V̇ − J̇b V, τ_c
             dq, dv, M = self._full.inverse_dynamics_derivatives(qc, v, pdd, out=out)
@@ -655,8 +640,7 @@ class LieJointRobot(RobotDescription):
                                       f"the spherical/floating joint '{joint}' inside the tree")
         nv = self._nv
         if _ndim(q) == 2:
-            return self._rows(self.forward_dynamics_derivatives, out, [(nv, nv)] * 3,
-                              q, qd, tau)
+            return self._each3(self.forward_dynamics_derivatives, out, q, qd, tau)
         with self._full.data:
             a = self.forward_dynamics(q, qd, tau)
             DQ, DV, _ = self.inverse_dynamics_derivatives(q, qd, a)
@@ -710,15 +694,15 @@ class LieJointRobot(RobotDescription):
         if _ndim(q) == 2:
             if f_ext is None and method == "aba":
                 return self._k.forward_dynamics_batch(q, qd, tau, out)
-            return self._rows(lambda *x: self.forward_dynamics(*x, method=method), out,
-                              (self._nv,), q, qd, tau, f_ext=f_ext)
+            return self._each(lambda x, y, z, out: self.forward_dynamics(
+                x, y, z, out=out, method=method), out, (self._nv,), q, qd, tau, f_ext=f_ext)
         if f_ext is None and method == "aba":
             return self._k.forward_dynamics(q, qd, tau, out)
         if method == "aba":   # with f_ext: the chart's ABA, then V̇ = φ̈ + J̇b V
             k = self._k
             with self._full.data:
                 qc = k.recenter(q)
-                fx = k.body_wrenches(f_ext, self._model.link_frames)[0]
+                fx = self._wrenches(f_ext, 1)[0]
                 a = _aba.forward_dynamics(k.data, qc, qd, tau, fx, None)
                 a -= k.accel(qd, self._zero, self._rates)[1]   # (V, −J̇b V)
             return _fill(out, a)

@@ -16,6 +16,7 @@ import pytest
 
 import mbs_dynamics as mbs
 from joint_oracle import TOL, fmt, rel_err
+from test_lie_joints_batches import _batch as _states
 
 KINDS = ("revolute", "prismatic", "spherical", "floating")
 
@@ -87,12 +88,16 @@ def tree(request):
     return robot, pm, jid
 
 
-def _states(pm, N, seed):
+def _wrenches(pm, jid, rng):
+    """Two random wrenches on two random links: (link indices, (2, 6) wrenches (f, m),
+    Pinocchio's fext)."""
     pin = pytest.importorskip("pinocchio")
-    rng = np.random.default_rng(seed)
-    Q = np.array([pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
-                  for _ in range(N)])
-    return Q, rng.normal(size=(N, pm.nv)), rng.normal(size=(N, pm.nv))
+    links = rng.choice(len(jid) - 1, 2, replace=False)
+    W = rng.normal(size=(2, 6))
+    fext = [pin.Force.Zero() for _ in range(pm.njoints)]
+    for i, w in zip(links, W):
+        fext[jid[i]] = pin.Force(w[:3], w[3:])
+    return links, W, fext
 
 
 REPS = {"body": "LOCAL", "spatial": "WORLD", "hybrid": "LOCAL_WORLD_ALIGNED"}
@@ -103,13 +108,8 @@ def test_inverse_dynamics_with_wrenches_in_three_recursions(tree):
     robot, pm, jid = tree
     pd = pm.createData()
     rng = np.random.default_rng(1)
-    n = len(jid) - 1
     for q, v, a in zip(*_states(pm, 3, 2)):
-        links = rng.choice(n, 2, replace=False)
-        W = rng.normal(size=(2, 6))
-        fext = [pin.Force.Zero() for _ in range(pm.njoints)]
-        for i, w in zip(links, W):
-            fext[jid[i]] = pin.Force(w[:3], w[3:])
+        links, W, fext = _wrenches(pm, jid, rng)
         t, t0 = pin.rnea(pm, pd, q, v, a, fext), pin.rnea(pm, pd, q, v, a).copy()
         f_ext = {f"L{i}": w for i, w in zip(links, W)}
         for rep in ("body", "spatial", "hybrid"):
@@ -357,13 +357,8 @@ def test_forward_dynamics_and_torque_jets_with_wrenches(tree):
     robot, pm, jid = tree
     pd = pm.createData()
     rng = np.random.default_rng(9)
-    n = len(jid) - 1
     for q, v, a in zip(*_states(pm, 3, 8)):
-        links = rng.choice(n, 2, replace=False)
-        W = rng.normal(size=(2, 6))
-        fext = [pin.Force.Zero() for _ in range(pm.njoints)]
-        for i, w in zip(links, W):
-            fext[jid[i]] = pin.Force(w[:3], w[3:])
+        links, W, fext = _wrenches(pm, jid, rng)
         f_ext = {f"L{i}": w for i, w in zip(links, W)}
         t = pin.rnea(pm, pd, q, v, a, fext).copy()
         assert rel_err(robot.forward_dynamics(q, v, t, f_ext=f_ext),
