@@ -821,7 +821,7 @@ cdef class LieChart:
         cdef double* x
         cdef double f[3]
         cdef double mm[3]
-        cdef double[:, ::1] S
+        cdef double* S
         if type(f_ext) is not dict or rows < 1:
             return None
         if self.fx is None or self.fx.shape[0] != rows:
@@ -830,33 +830,42 @@ cdef class LieChart:
         memset(W, 0, rows * nb * 6 * sizeof(double))
         for link, w in f_ext.items():
             entry = link_frames.get(link) if type(link) is str else None
-            if entry is None or np.iscomplexobj(w):
+            if entry is None:
                 return None
-            try:
-                w = np.ascontiguousarray(w, dtype=float)
-            except (TypeError, ValueError, OverflowError):
-                return None
-            if w.ndim == 1 and w.shape[0] == 6:
-                w = w.reshape(1, 6)
-            if w.ndim != 2 or w.shape[1] != 6 or not 1 <= w.shape[0] <= rows:
-                return None
+            if _exact(w, 1, 6, 0):
+                nr = 1
+            else:
+                if np.iscomplexobj(w):
+                    return None
+                try:
+                    w = np.ascontiguousarray(w, dtype=float)
+                except (TypeError, ValueError, OverflowError):
+                    return None
+                if w.ndim == 1 and w.shape[0] == 6:
+                    w = w.reshape(1, 6)
+                if w.ndim != 2 or w.shape[1] != 6 or not 1 <= w.shape[0] <= rows:
+                    return None
+                nr = w.shape[0]
             x = _p(w)
-            nr = w.shape[0]
             if not _finite(x, 6 * nr):
                 return None
             b = entry[0]
             if b < 0:
                 continue   # a wrench on the fixed base produces no joint torque
-            S = np.ascontiguousarray(entry[1], dtype=float)
+            pose = entry[1]
+            if not _exact(pose, 2, 4, 4):
+                pose = np.ascontiguousarray(pose, dtype=float)
+            S = _p(pose)   # (4, 4) row-major: R = S[:3, :3], p = S[:3, 3]
             for r in range(nr):
                 for i in range(3):
-                    f[i] = S[i, 0] * x[6 * r] + S[i, 1] * x[6 * r + 1] + S[i, 2] * x[6 * r + 2]
-                    mm[i] = (S[i, 0] * x[6 * r + 3] + S[i, 1] * x[6 * r + 4]
-                             + S[i, 2] * x[6 * r + 5])
+                    f[i] = S[4 * i] * x[6 * r] + S[4 * i + 1] * x[6 * r + 1] \
+                        + S[4 * i + 2] * x[6 * r + 2]
+                    mm[i] = (S[4 * i] * x[6 * r + 3] + S[4 * i + 1] * x[6 * r + 4]
+                             + S[4 * i + 2] * x[6 * r + 5])
                 j = 6 * (r * nb + b)
-                W[j] += mm[0] + (S[1, 3] * f[2] - S[2, 3] * f[1])
-                W[j + 1] += mm[1] + (S[2, 3] * f[0] - S[0, 3] * f[2])
-                W[j + 2] += mm[2] + (S[0, 3] * f[1] - S[1, 3] * f[0])
+                W[j] += mm[0] + (S[7] * f[2] - S[11] * f[1])
+                W[j + 1] += mm[1] + (S[11] * f[0] - S[3] * f[2])
+                W[j + 2] += mm[2] + (S[3] * f[1] - S[7] * f[0])
                 for i in range(3):
                     W[j + 3 + i] += f[i]
         return self.fx
