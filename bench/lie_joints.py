@@ -15,7 +15,8 @@ case). Each row times our public method and Pinocchio's equivalent back to back,
 over the repeats, each over a loop of ``time.process_time`` calibrated to ≈ 20 ms; the ratio
 ours/Pinocchio per repeat, reported as median [min–max], and our time per call. The peers:
 ``pin.rnea`` (with ``fext`` for f_ext; also for the jets and the spatial/hybrid recursions,
-which Pinocchio does not have), ``pin.aba``, ``computeRNEADerivatives`` (a batch: a Python loop
+which Pinocchio does not have), ``pin.aba``, ``computeABADerivatives``,
+``computeRNEADerivatives`` (a batch: a Python loop
 of it), ``computeFrameJacobian``, ``forwardKinematics`` + ``getFrameVelocity`` /
 ``getFrameClassicalAcceleration``, ``computeJointJacobiansTimeVariation`` +
 ``getFrameJacobianTimeVariation`` (LOCAL_WORLD_ALIGNED = hybrid), ``pin.integrate``; the RK4
@@ -126,6 +127,9 @@ def main(argv=None):
         ("inverse_dynamics_derivatives", lambda s: robot.inverse_dynamics_derivatives(
             s["q"], s["v"], s["a"]),
          lambda s: pin.computeRNEADerivatives(pm, pd, s["q"], s["v"], s["a"])),
+        ("forward_dynamics_derivatives", lambda s: robot.forward_dynamics_derivatives(
+            s["q"], s["v"], s["a"]),
+         lambda s: pin.computeABADerivatives(pm, pd, s["q"], s["v"], s["a"])),
         (f"inverse_dynamics_derivatives, batch of {NB} (vs a loop)",
          lambda s: robot.inverse_dynamics_derivatives(s["Q"], s["V"], s["A"]), pin_dtau_rows),
         ("frame_jacobian (body)", lambda s: robot.frame_jacobian(s["q"], "tool"),
