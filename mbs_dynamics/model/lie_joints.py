@@ -564,11 +564,11 @@ class LieJointRobot(RobotDescription):
                               out, (max(vs.shape[1] - 1, 0), self._nv), q, vs, f_ext=f_ext)
         if vs.ndim != 2 or vs.shape[0] < 2:
             raise ValueError(f"vs must have shape (k+2, {self._nv}) with k >= 0, got {vs.shape}")
+        if method == "recursive" and f_ext is None:
+            return self._k.torque_derivatives(q, vs, out)
         if method == "recursive":
-            k = self._k
             with self._full.data:
-                fx = None if f_ext is None else self._wrenches(f_ext, len(vs) - 1)
-                return k.torque_derivatives(q, vs, out, fx)
+                return self._k.torque_derivatives(q, vs, out, self._wrenches(f_ext, len(vs) - 1))
         vs = self._v(vs, "vs", vs.shape[0])
         K = len(vs) - 2
         with self._full.data:
