@@ -842,7 +842,9 @@ class LieJointRobot(RobotDescription):
             chart: if true, v holds each group joint's chart coordinates φ (Euler angles after
                 the translations) instead of a twist.
         Returns:
-            (nq,) configuration, quaternions with w ≥ 0.
+            (nq,) configuration, quaternions with w ≥ 0 (q's quaternions are normalised first).
+        Raises:
+            ValueError: wrong shapes, non-finite values, a zero quaternion.
         """
         return self._k.integrate(q, v, bool(chart), None)
 
@@ -876,6 +878,7 @@ class LieJointRobot(RobotDescription):
         Returns:
             (q, v) at t + h.
         Raises:
-            ValueError: the state became non-finite.
+            ValueError: wrong shapes, non-finite values, a quaternion that is not unit, a step
+                that is not a finite number, or the state became non-finite.
         """
         return self._k.chart_step(q, v, tau, h, None, None)
