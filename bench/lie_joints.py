@@ -13,7 +13,14 @@ model built by hand with ``JointModelSpherical`` and ``JointModelFreeFlyer``. Ev
 alternates between two random states, so our chart is re-centred on every call (the realistic
 case). Each row times our public method and Pinocchio's equivalent back to back, round-robin
 over the repeats, each over a loop of ``time.process_time`` calibrated to ≈ 20 ms; the ratio
-ours/Pinocchio per repeat, reported as median [min–max], and our time per call.
+ours/Pinocchio per repeat, reported as median [min–max], and our time per call. The peers:
+``pin.rnea`` (with ``fext`` for f_ext; also for the jets and the spatial/hybrid recursions,
+which Pinocchio does not have), ``pin.aba``, ``computeABADerivatives``,
+``computeRNEADerivatives`` (a batch: a Python loop
+of it), ``computeFrameJacobian``, ``forwardKinematics`` + ``getFrameVelocity`` /
+``getFrameClassicalAcceleration``, ``computeJointJacobiansTimeVariation`` +
+``getFrameJacobianTimeVariation`` (LOCAL_WORLD_ALIGNED = hybrid), ``pin.integrate``; the RK4
+``chart_step`` (four ABAs of the chart and the map back to the group) against one ``pin.aba``.
 """
 from __future__ import annotations
 
@@ -30,6 +37,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "test" / "model"))
 import mbs_dynamics as mbs  # noqa: E402
 from test_spherical_joint import _geometry, _pin, _urdf  # noqa: E402
+
+
+NB = 20   # rows of the batches
 
 
 def _loop(f, k):
@@ -56,46 +66,104 @@ def main(argv=None):
     robot, pm = mbs.load_urdf(_urdf(g)), _pin(g)
     pd = pm.createData()
     rng = np.random.default_rng(0)
+    fid, jf = pm.getFrameId("tool"), pm.getJointId("f")
+    LWA, LOCAL = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED, pin.ReferenceFrame.LOCAL
     states = []
-    for _ in range(2):   # (q, v, a, w, jet k = 1, jet k = 2): the jets stacked once, not timed
+    for _ in range(2):   # each state's inputs made once, not timed (wrenches, jets, batches)
         q, (v, a, w) = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq)), \
             rng.normal(size=(3, pm.nv))
-        states.append((q, v, a, w, np.stack([v, a, w]), np.stack([v, a, w, v])))
+        fext = [pin.Force.Zero() for _ in range(pm.njoints)]
+        fext[jf] = pin.Force(w[:3], w[3:6])   # link F's frame is joint f's frame
+        Q = np.array([pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+                      for _ in range(NB)])
+        states.append(dict(q=q, v=v, a=a, j1=np.stack([v, a, w]), j2=np.stack([v, a, w, v]),
+                           f_ext={"F": w[:6]}, fext=fext, Q=Q, V=rng.normal(size=(NB, pm.nv)),
+                           A=rng.normal(size=(NB, pm.nv))))
     it = [0]
 
     def state():
         it[0] ^= 1
         return states[it[0]]
 
+    def pin_dtau_rows(s):
+        for i in range(NB):
+            pin.computeRNEADerivatives(pm, pd, s["Q"][i], s["V"][i], s["A"][i])
+
+    def pin_jac_rows(s):
+        for i in range(NB):
+            pin.computeFrameJacobian(pm, pd, s["Q"][i], fid, LWA)
+
+    def pin_vel(s):
+        pin.forwardKinematics(pm, pd, s["q"], s["v"])
+        return pin.getFrameVelocity(pm, pd, fid, LWA)
+
+    def pin_acc(s):
+        pin.forwardKinematics(pm, pd, s["q"], s["v"], s["a"])
+        return pin.getFrameClassicalAcceleration(pm, pd, fid, LWA)
+
+    def pin_jdot(s):
+        pin.computeJointJacobiansTimeVariation(pm, pd, s["q"], s["v"])
+        pin.updateFramePlacements(pm, pd)
+        return pin.getFrameJacobianTimeVariation(pm, pd, fid, LWA)
+
+    rnea = lambda s: pin.rnea(pm, pd, s["q"], s["v"], s["a"])  # noqa: E731
     rows = [
-        ("inverse_dynamics", lambda q, v, a, w, j1, j2: robot.inverse_dynamics(q, v, a),
-         lambda q, v, a, w, j1, j2: pin.rnea(pm, pd, q, v, a)),
-        ("mass_matrix", lambda q, v, a, w, j1, j2: robot.mass_matrix(q),
-         lambda q, v, a, w, j1, j2: pin.crba(pm, pd, q)),
-        ("gravity_torques", lambda q, v, a, w, j1, j2: robot.gravity_torques(q),
-         lambda q, v, a, w, j1, j2: pin.computeGeneralizedGravity(pm, pd, q)),
-        ("forward_dynamics", lambda q, v, a, w, j1, j2: robot.forward_dynamics(q, v, a),
-         lambda q, v, a, w, j1, j2: pin.aba(pm, pd, q, v, a)),
-        ("inverse_dynamics_derivatives",
-         lambda q, v, a, w, j1, j2: robot.inverse_dynamics_derivatives(q, v, a),
-         lambda q, v, a, w, j1, j2: pin.computeRNEADerivatives(pm, pd, q, v, a)),
-        ("frame_jacobian (body)", lambda q, v, a, w, j1, j2: robot.frame_jacobian(q, "tool"),
-         lambda q, v, a, w, j1, j2: pin.computeFrameJacobian(pm, pd, q, pm.getFrameId("tool"),
-                                                     pin.LOCAL)),
-        ("regressor", lambda q, v, a, w, j1, j2: robot.regressor(q, v, a),
-         lambda q, v, a, w, j1, j2: pin.computeJointTorqueRegressor(pm, pd, q, v, a)),
+        ("inverse_dynamics", lambda s: robot.inverse_dynamics(s["q"], s["v"], s["a"]), rnea),
+        ("inverse_dynamics spatial", lambda s: robot.inverse_dynamics(
+            s["q"], s["v"], s["a"], representation="spatial"), rnea),
+        ("inverse_dynamics hybrid", lambda s: robot.inverse_dynamics(
+            s["q"], s["v"], s["a"], representation="hybrid"), rnea),
+        ("inverse_dynamics f_ext", lambda s: robot.inverse_dynamics(
+            s["q"], s["v"], s["a"], f_ext=s["f_ext"]),
+         lambda s: pin.rnea(pm, pd, s["q"], s["v"], s["a"], s["fext"])),
+        ("mass_matrix", lambda s: robot.mass_matrix(s["q"]), lambda s: pin.crba(pm, pd, s["q"])),
+        ("gravity_torques", lambda s: robot.gravity_torques(s["q"]),
+         lambda s: pin.computeGeneralizedGravity(pm, pd, s["q"])),
+        ("forward_dynamics", lambda s: robot.forward_dynamics(s["q"], s["v"], s["a"]),
+         lambda s: pin.aba(pm, pd, s["q"], s["v"], s["a"])),
+        ("forward_dynamics f_ext", lambda s: robot.forward_dynamics(
+            s["q"], s["v"], s["a"], f_ext=s["f_ext"]),
+         lambda s: pin.aba(pm, pd, s["q"], s["v"], s["a"], s["fext"])),
+        ("inverse_dynamics_derivatives", lambda s: robot.inverse_dynamics_derivatives(
+            s["q"], s["v"], s["a"]),
+         lambda s: pin.computeRNEADerivatives(pm, pd, s["q"], s["v"], s["a"])),
+        ("forward_dynamics_derivatives", lambda s: robot.forward_dynamics_derivatives(
+            s["q"], s["v"], s["a"]),
+         lambda s: pin.computeABADerivatives(pm, pd, s["q"], s["v"], s["a"])),
+        (f"inverse_dynamics_derivatives, batch of {NB} (vs a loop)",
+         lambda s: robot.inverse_dynamics_derivatives(s["Q"], s["V"], s["A"]), pin_dtau_rows),
+        ("frame_jacobian (body)", lambda s: robot.frame_jacobian(s["q"], "tool"),
+         lambda s: pin.computeFrameJacobian(pm, pd, s["q"], fid, LOCAL)),
+        ("frame_jacobian (hybrid)", lambda s: robot.frame_jacobian(s["q"], "tool", "hybrid"),
+         lambda s: pin.computeFrameJacobian(pm, pd, s["q"], fid, LWA)),
+        (f"frame_jacobian (hybrid), batch of {NB} (vs a loop)",
+         lambda s: robot.frame_jacobian(s["Q"], "tool", "hybrid"), pin_jac_rows),
+        ("frame_jacobian_derivative (hybrid)", lambda s: robot.frame_jacobian_derivative(
+            s["q"], s["v"], "tool", "hybrid"), pin_jdot),
+        ("frame_velocity (hybrid)", lambda s: robot.frame_velocity(
+            s["q"], s["v"], "tool", "hybrid"), pin_vel),
+        ("frame_acceleration (hybrid, classical)", lambda s: robot.frame_acceleration(
+            s["q"], s["v"], s["a"], "tool", "hybrid"), pin_acc),
+        ("regressor", lambda s: robot.regressor(s["q"], s["v"], s["a"]),
+         lambda s: pin.computeJointTorqueRegressor(pm, pd, s["q"], s["v"], s["a"])),
         ("torque_derivatives k=1 (vs rnea)",
-         lambda q, v, a, w, j1, j2: robot.torque_derivatives((q, j1)),
-         lambda q, v, a, w, j1, j2: pin.rnea(pm, pd, q, v, a)),
+         lambda s: robot.torque_derivatives((s["q"], s["j1"])), rnea),
         ("torque_derivatives k=2 (vs rnea)",
-         lambda q, v, a, w, j1, j2: robot.torque_derivatives((q, j2)),
-         lambda q, v, a, w, j1, j2: pin.rnea(pm, pd, q, v, a)),
+         lambda s: robot.torque_derivatives((s["q"], s["j2"])), rnea),
+        ("torque_derivatives k=1 f_ext (vs rnea f_ext)",
+         lambda s: robot.torque_derivatives((s["q"], s["j1"]), f_ext=s["f_ext"]),
+         lambda s: pin.rnea(pm, pd, s["q"], s["v"], s["a"], s["fext"])),
+        ("chart_step (RK4, vs one aba)",
+         lambda s: robot.chart_step(s["q"], s["v"], s["a"], 1e-3),
+         lambda s: pin.aba(pm, pd, s["q"], s["v"], s["a"])),
+        ("integrate", lambda s: robot.integrate(s["q"], s["v"]),
+         lambda s: pin.integrate(pm, s["q"], s["v"])),
     ]
     reps = 2 if args.quick else args.repeats
     print("| call (nq = 13, nv = 11) | ours / Pinocchio, median [min–max] | ours µs per call |")
     print("|---|---|---|")
     for name, f, p in rows:
-        fo, fp = (lambda f=f: f(*state())), (lambda p=p: p(*state()))
+        fo, fp = (lambda f=f: f(state())), (lambda p=p: p(state()))
         ko, kp = _calibrate(fo), _calibrate(fp)
         ratios, tus = [], []
         for r in range(reps):

@@ -28,7 +28,8 @@ from libc.math cimport cos, sin, sqrt, fabs
 from libc.string cimport memcmp, memcpy, memset
 
 from mbs_dynamics.kernels._data cimport (Data, KModel, KWork, claim, unclaim, finite_result,
-                                         out_vec, out_mat, as_out, seat_origin)
+                                         out_vec, out_mat, as_out, seat_origin,
+                                         load_fx)
 from mbs_dynamics.kernels._rnea cimport rnea0, rnea_jet
 from mbs_dynamics.kernels._crba cimport crba
 from mbs_dynamics.kernels._aba cimport aba_core
@@ -102,7 +103,7 @@ cdef class LieChart:
     cdef list names
     cdef double[:, :, ::1] B0
     cdef double[:, ::1] nz1s, nz2s, nz1f, nz2f   # the non-zeros (indices…, value) of each
-    cdef object qlast, qc, rates, tc, st
+    cdef object qlast, qc, rates, tc, st, rk, fx
     cdef bint valid
     # series buffers (grown with the order)
     cdef int kcap
@@ -127,6 +128,8 @@ cdef class LieChart:
         self.rates = np.zeros((4, self.nv))
         self.tc = np.zeros(self.nv)
         self.st = np.zeros((3, self.nv))
+        self.rk = None
+        self.fx = None
         self.kcap = -1
         self.fact = np.ones(1)
 
@@ -170,7 +173,7 @@ cdef class LieChart:
         cdef double* qc = _p(self.qc)
         cdef KModel* m = &self.data.m
         cdef int g, b, q0, i, j, l
-        cdef double x, y, z, w, nrm, r0
+        cdef double nrm, r0
         cdef double R[9]
         cdef double P[12]
         if self.valid and memcmp(q, ql, self.nq * sizeof(double)) == 0:
@@ -189,12 +192,7 @@ cdef class LieChart:
         for g in range(self.ng):
             b = self.groups[g, 1]
             q0 = self.groups[g, 2] + (3 if self.groups[g, 0] == FLOATING else 0)
-            nrm = sqrt(q[q0] * q[q0] + q[q0 + 1] * q[q0 + 1] + q[q0 + 2] * q[q0 + 2]
-                       + q[q0 + 3] * q[q0 + 3])
-            x, y, z, w = q[q0] / nrm, q[q0 + 1] / nrm, q[q0 + 2] / nrm, q[q0 + 3] / nrm
-            R[0], R[1], R[2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
-            R[3], R[4], R[5] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
-            R[6], R[7], R[8] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
+            _quat_R(q + q0, R)
             # P = B0 (R, p): rotation B0_R R, translation B0_R p + B0_p
             for i in range(3):
                 for j in range(3):
@@ -547,7 +545,8 @@ cdef class LieChart:
             self.data.grow(K1 - 2)
         return 0
 
-    cdef int _jet(self, const double* q, const double* vs, int K1, double* po) except -1:
+    cdef int _jet(self, const double* q, const double* vs, int K1, double* po,
+                  bint use_fx=False) except -1:
         """τ^(0..K) (K = K1 − 2) into po (K+1, nv) at q, group velocity jet vs (K1, nv);
         buffers ready (:meth:`_prepare_jet`)."""
         cdef int K = K1 - 2, g, k, j, r, c, d, s0, nv = self.nv, l
@@ -573,10 +572,10 @@ cdef class LieChart:
             for r in range(nb):
                 w.qj[(k + 1) * nb + r] = pr[k * nv + r]
         if K == 0:
-            rnea_jet(&self.data.m, w, K, False, po)
+            rnea_jet(&self.data.m, w, K, use_fx, po)
             return 0
         tn = _p(self.ser_all)
-        rnea_jet(&self.data.m, w, K, False, tn)
+        rnea_jet(&self.data.m, w, K, use_fx, tn)
         fact = _p(self.fact)
         memcpy(po, tn, (K + 1) * nv * sizeof(double))
         for k in range(K + 1):
@@ -597,8 +596,10 @@ cdef class LieChart:
                     po[k * nv + s0 + c] = fact[k] * u[k * 6 + c]
         return 0
 
-    def torque_derivatives(self, q, vs, out):
-        """τ, τ′, …, τ^(K) (K+1, nv) of q (nq,) and the group velocity jet vs (K+2, nv)."""
+    def torque_derivatives(self, q, vs, out, fx=None):
+        """τ, τ′, …, τ^(K) (K+1, nv) of q (nq,) and the group velocity jet vs (K+2, nv); fx:
+        optional body wrench jet (K+1, nb, 6) of :meth:`body_wrenches` (a wrench constant in
+        its link frame: its rows W, W′, … as given)."""
         cdef int K1
         claim(self.data)
         try:
@@ -611,7 +612,14 @@ cdef class LieChart:
                 (K1 - 1, self.nv))
             self._prepare_jet(K1)
             res = np.empty_like(out) if _overlaps(out, vs) or _overlaps(out, q) else out
-            self._jet(_p(q), _p(vs), K1, _p(res))
+            if fx is not None:
+                if not (cnp.PyArray_CheckExact(fx) and fx.dtype == np.float64
+                        and fx.flags.c_contiguous
+                        and fx.shape == (K1 - 1, self.data.m.nb, 6)):
+                    raise ValueError(f"fx must be C float64 of shape ({K1 - 1}, "
+                                     f"{self.data.m.nb}, 6)")
+                load_fx(self.data, fx, K1 - 1)
+            self._jet(_p(q), _p(vs), K1, _p(res), fx is not None)
             if res is not out:
                 out[...] = res
             return finite_result(out, "torque_derivatives")
@@ -798,3 +806,335 @@ cdef class LieChart:
                         acc = acc + Mm[row * nv + s0 + k] * (Dp[d * j + k] - S[d * k + j])
                     DV[row * nv + s0 + j] = acc
         return dq, dv
+
+    # ------------------------------------------------------------------ external wrenches
+    def body_wrenches(self, f_ext, dict link_frames, int rows=1):
+        """The chart's body wrenches (rows, nb, 6) (moment, force) in body frames of ``f_ext``,
+        a dict link name → wrench (f, m) (6,) in that link's frame, or a jet (r ≤ rows, 6) of
+        rows W, W′, …: m_b = R m + p × R f, f_b = R f with (R, p) the link's pose in its body
+        (``link_frames``: name → (body, (4, 4)); a link of the fixed base is dropped). A buffer
+        of this chart, valid until its next call; None when ``f_ext`` is not a dict of finite
+        real (6,) / (r ≤ rows, 6) wrenches on known links (the caller then asks ``Robot``, whose
+        checks name the problem)."""
+        cdef int nb = self.data.m.nb, b, i, j, r, nr
+        cdef double* W
+        cdef double* x
+        cdef double f[3]
+        cdef double mm[3]
+        cdef double* S
+        if type(f_ext) is not dict or rows < 1:
+            return None
+        if self.fx is None or self.fx.shape[0] != rows:
+            self.fx = np.zeros((rows, nb, 6))
+        W = _p(self.fx)
+        memset(W, 0, rows * nb * 6 * sizeof(double))
+        for link, w in f_ext.items():
+            entry = link_frames.get(link) if type(link) is str else None
+            if entry is None:
+                return None
+            if _exact(w, 1, 6, 0):
+                nr = 1
+            else:
+                if np.iscomplexobj(w):
+                    return None
+                try:
+                    w = np.ascontiguousarray(w, dtype=float)
+                except (TypeError, ValueError, OverflowError):
+                    return None
+                if w.ndim == 1 and w.shape[0] == 6:
+                    w = w.reshape(1, 6)
+                if w.ndim != 2 or w.shape[1] != 6 or not 1 <= w.shape[0] <= rows:
+                    return None
+                nr = w.shape[0]
+            x = _p(w)
+            if not _finite(x, 6 * nr):
+                return None
+            b = entry[0]
+            if b < 0:
+                continue   # a wrench on the fixed base produces no joint torque
+            pose = entry[1]
+            if not _exact(pose, 2, 4, 4):
+                pose = np.ascontiguousarray(pose, dtype=float)
+            S = _p(pose)   # (4, 4) row-major: R = S[:3, :3], p = S[:3, 3]
+            for r in range(nr):
+                for i in range(3):
+                    f[i] = S[4 * i] * x[6 * r] + S[4 * i + 1] * x[6 * r + 1] \
+                        + S[4 * i + 2] * x[6 * r + 2]
+                    mm[i] = (S[4 * i] * x[6 * r + 3] + S[4 * i + 1] * x[6 * r + 4]
+                             + S[4 * i + 2] * x[6 * r + 5])
+                j = 6 * (r * nb + b)
+                W[j] += mm[0] + (S[7] * f[2] - S[11] * f[1])
+                W[j + 1] += mm[1] + (S[11] * f[0] - S[3] * f[2])
+                W[j + 2] += mm[2] + (S[3] * f[1] - S[7] * f[0])
+                for i in range(3):
+                    W[j + 3 + i] += f[i]
+        return self.fx
+
+    # ------------------------------------------------------------------ simulation: chart_step
+    cdef void _jb_at(self, int g, const double* phi, const double* x, double* y,
+                     bint transpose) noexcept:
+        """y = Jb(φ) x (or Jb(φ)ᵀ x) of group g at chart coordinates φ (its slice), closed form:
+        E(φ) = [[c_c c_b, s_c, 0], [−s_c c_b, c_c, 0], [s_b, 0, 1]] on the rotation, and a free
+        joint's Rᵀ(φ) = (Rx(a) Ry(b) Rz(c))ᵀ on its translation (module docstring of the model)."""
+        cdef int r = 3 if self.groups[g, 0] == FLOATING else 0, i, j
+        cdef double sa, ca, sb, cb, sc, cc, acc
+        cdef double E[9]
+        cdef double X[9]
+        cdef double Y[9]
+        cdef double Z[9]
+        cdef double RR[9]
+        cdef double RT[9]
+        sb, cb, sc, cc = sin(phi[r + 1]), cos(phi[r + 1]), sin(phi[r + 2]), cos(phi[r + 2])
+        E[0], E[1], E[2] = cc * cb, sc, 0.0
+        E[3], E[4], E[5] = -(sc * cb), cc, 0.0
+        E[6], E[7], E[8] = sb, 0.0, 1.0
+        for i in range(3):
+            acc = 0.0
+            for j in range(3):
+                acc = acc + (E[3 * j + i] if transpose else E[3 * i + j]) * x[r + j]
+            y[r + i] = acc
+        if r == 0:
+            return
+        sa, ca = sin(phi[3]), cos(phi[3])
+        X[0], X[1], X[2], X[3], X[4], X[5], X[6], X[7], X[8] = 1.0, 0.0, 0.0, 0.0, ca, sa, \
+            0.0, -sa, ca
+        Y[0], Y[1], Y[2], Y[3], Y[4], Y[5], Y[6], Y[7], Y[8] = cb, 0.0, -sb, 0.0, 1.0, 0.0, \
+            sb, 0.0, cb
+        Z[0], Z[1], Z[2], Z[3], Z[4], Z[5], Z[6], Z[7], Z[8] = cc, sc, 0.0, -sc, cc, 0.0, \
+            0.0, 0.0, 1.0
+        _mm3(Z, Y, RR)                 # Rᵀ = (Rz(c)ᵀ Ry(b)ᵀ) Rx(a)ᵀ
+        _mm3(RR, X, RT)
+        for i in range(3):
+            acc = 0.0
+            for j in range(3):
+                acc = acc + (RT[3 * j + i] if transpose else RT[3 * i + j]) * x[j]
+            y[i] = acc
+
+    cdef int _rk_f(self, const double* y, const double* yd, const double* tau, double* kp,
+                   double* kv) except -1:
+        """One RK4 stage in the chart: (φ̇, φ̈) with φ̈ the chart's ABA at (φ, φ̇) under
+        τ_chart = Jb(φ)ᵀ τ on each group's slice (φ: chart coordinates, the groups' from 0)."""
+        cdef KWork* w = &self.data.w
+        cdef int nb = self.data.m.nb, i, g, s0
+        cdef double* tc = _p(self.tc)
+        for i in range(nb):
+            w.qj[i] = y[i]
+            w.qj[nb + i] = yd[i]
+            tc[i] = tau[i]
+            kp[i] = yd[i]
+        for g in range(self.ng):
+            s0 = self.groups[g, 1]
+            self._jb_at(g, y + s0, tau + s0, tc + s0, True)
+        if aba_core(&self.data.m, w, tc, False, kv):
+            _aba._singular()
+        return 0
+
+    cdef void _compose(self, const double* q, const double* dx, bint chart,
+                       double* qo) noexcept:
+        """qo = q ⊕ dx (``LieJointRobot.integrate``): the 1-DOF joints q + dx; each group's
+        R ← R T_R, p ← p + R T_p with T = Rx(a) Ry(b) Rz(c) after Trans(x, y, z) (chart) or
+        exp of the rotation vector / twist (dx in the group's velocity coordinates); R of the
+        normalised quaternion, the new one by Shepperd's method with w ≥ 0."""
+        cdef int j, g, kind, b, q0, i
+        cdef double th, A, Bc, Cc
+        cdef double R[9]
+        cdef double T[9]
+        cdef double R2[9]
+        cdef double Q4[4]
+        cdef double RX[9]
+        cdef double RY[9]
+        cdef double XY[9]
+        cdef double W[9]
+        cdef double tp[3]
+        cdef const double* d
+        memcpy(qo, q, self.nq * sizeof(double))
+        for j in range(self.nj):
+            qo[self.jq[j]] = q[self.jq[j]] + dx[self.jv[j]]
+        for g in range(self.ng):
+            kind, b = self.groups[g, 0], self.groups[g, 1]
+            q0 = self.groups[g, 2] + (3 if kind == FLOATING else 0)
+            d = dx + b
+            _quat_R(q + q0, R)
+            i = 3 if kind == FLOATING else 0
+            if chart:
+                _rot3(0, d[i], RX)
+                _rot3(1, d[i + 1], RY)
+                _rot3(2, d[i + 2], R2)
+                _mm3(RX, RY, XY)
+                _mm3(XY, R2, T)
+                tp[0], tp[1], tp[2] = d[0], d[1], d[2]
+            else:   # exp: I + A W + B W², and (I + B W + C W²) v
+                th = sqrt(d[i] * d[i] + d[i + 1] * d[i + 1] + d[i + 2] * d[i + 2])
+                if th < 1e-8:
+                    A, Bc, Cc = 1 - th * th / 6, 0.5 - th * th / 24, 1.0 / 6 - th * th / 120
+                else:
+                    A, Bc, Cc = sin(th) / th, (1 - cos(th)) / (th * th), \
+                        (th - sin(th)) / (th * th * th)
+                W[0], W[1], W[2] = 0.0, -d[i + 2], d[i + 1]
+                W[3], W[4], W[5] = d[i + 2], 0.0, -d[i]
+                W[6], W[7], W[8] = -d[i + 1], d[i], 0.0
+                for j in range(9):
+                    XY[j] = Bc * W[j]
+                    RX[j] = Cc * W[j]
+                _mm3(XY, W, RY)       # (B W) W
+                _mm3(RX, W, R2)       # (C W) W
+                for j in range(9):
+                    T[j] = ((1.0 if j % 4 == 0 else 0.0) + A * W[j]) + RY[j]
+                    XY[j] = ((1.0 if j % 4 == 0 else 0.0) + XY[j]) + R2[j]
+                if kind == FLOATING:
+                    for j in range(3):
+                        tp[j] = (XY[3 * j] * d[0] + XY[3 * j + 1] * d[1]) + XY[3 * j + 2] * d[2]
+            _mm3(R, T, R2)
+            _shepperd(R2, Q4)
+            for j in range(4):
+                qo[q0 + j] = Q4[j]
+            if kind == FLOATING:
+                for j in range(3):
+                    qo[q0 - 3 + j] = q[q0 - 3 + j] + (
+                        (R[3 * j] * tp[0] + R[3 * j + 1] * tp[1]) + R[3 * j + 2] * tp[2])
+
+    def integrate(self, q, v, bint chart, out):
+        """q ⊕ v (nq,) (``LieJointRobot.integrate``; chart: v holds chart coordinates); q's
+        quaternions are normalised (a zero one is refused)."""
+        cdef int g, q0
+        cdef double n2
+        cdef double* pq
+        q = self._q(q)
+        v = self._v(v, "v", -1)
+        pq = _p(q)
+        for g in range(self.ng):
+            q0 = self.groups[g, 2] + (3 if self.groups[g, 0] == FLOATING else 0)
+            n2 = pq[q0] * pq[q0] + pq[q0 + 1] * pq[q0 + 1] + pq[q0 + 2] * pq[q0 + 2] \
+                + pq[q0 + 3] * pq[q0 + 3]
+            if not n2 > 0.0:
+                raise ValueError(f"joint '{self.names[g]}': the quaternion is zero")
+        out = as_out(out, "out", (self.nq,)) if out is not None else np.empty(self.nq)
+        res = np.empty(self.nq) if _overlaps(out, q) or _overlaps(out, v) else out
+        self._compose(pq, _p(v), chart, _p(res))
+        if res is not out:
+            out[...] = res
+        return finite_result(out, "integrate")
+
+    def chart_step(self, q, v, tau, h, qout, vout):
+        """One classical RK4 step of length h in the chart centred at q (``LieJointRobot.
+        chart_step``), mapped back to the group: q ⊕ φ (R ← R Rx(a) Ry(b) Rz(c), p ← p + R
+        (x, y, z), the quaternion by Shepperd's method with w ≥ 0) into qout (nq,) and
+        V = Jb(φ) φ̇ into vout (nv,) (fresh arrays when None); returns (qout, vout)."""
+        cdef int nv = self.nv, nq = self.nq, i, j, g, b, t
+        cdef double hh, c2, hs
+        cdef double* Y
+        cdef double* pq
+        cdef double* qo
+        cdef double* qc = _p(self.qc)
+        try:
+            hh = float(h)
+        except (TypeError, ValueError):
+            raise ValueError(f"h must be a finite number (the step, s), got {h!r}") from None
+        if not _finite(&hh, 1):
+            raise ValueError(f"h must be a finite number (the step, s), got {h!r}")
+        claim(self.data)
+        try:
+            q = self._q(q)
+            v = self._v(v, "qd", -1)
+            tau = self._v(tau, "tau", -1)
+            qout = as_out(qout, "out", (nq,)) if qout is not None else np.empty(nq)
+            vout = as_out(vout, "out", (nv,)) if vout is not None else np.empty(nv)
+            self._recenter(_p(q))
+            if self.rk is None:
+                self.rk = np.zeros((12, nv))
+            Y = _p(self.rk)   # rows: y, yd, stage y, stage yd, k1..k4 (p, v) pairs
+            for i in range(nv):
+                Y[i] = qc[i]
+                Y[nv + i] = _p(v)[i]
+            c2 = 0.5 * hh
+            self._rk_f(Y, Y + nv, _p(tau), Y + 4 * nv, Y + 5 * nv)
+            for t in range(1, 4):          # k2, k3 at y + h/2 k, k4 at y + h k
+                hs = c2 if t < 3 else hh
+                for i in range(nv):
+                    Y[2 * nv + i] = Y[i] + hs * Y[(2 + 2 * t) * nv + i]
+                    Y[3 * nv + i] = Y[nv + i] + hs * Y[(3 + 2 * t) * nv + i]
+                self._rk_f(Y + 2 * nv, Y + 3 * nv, _p(tau), Y + (4 + 2 * t) * nv,
+                           Y + (5 + 2 * t) * nv)
+            hs = hh / 6
+            for j in range(2):             # φ, φ̇ at t + h into the stage rows
+                for i in range(nv):
+                    Y[(2 + j) * nv + i] = Y[j * nv + i] + hs * (
+                        ((Y[(4 + j) * nv + i] + 2 * Y[(6 + j) * nv + i])
+                         + 2 * Y[(8 + j) * nv + i]) + Y[(10 + j) * nv + i])
+            if not _finite(Y + 2 * nv, 2 * nv):
+                raise ValueError("the simulation state became non-finite")
+            for i in range(nv):            # Δφ = φ − q_c (the groups' φ from 0)
+                Y[2 * nv + i] = Y[2 * nv + i] - qc[i]
+            pq = _p(q)
+            res_v = np.empty(nv) if _overlaps(vout, q) or _overlaps(vout, v) or _overlaps(
+                vout, tau) else vout
+            memcpy(_p(res_v), Y + 3 * nv, nv * sizeof(double))
+            for g in range(self.ng):
+                b = self.groups[g, 1]
+                self._jb_at(g, Y + 2 * nv + b, Y + 3 * nv + b, _p(res_v) + b, False)
+            qnew = np.empty(nq)
+            self._compose(pq, Y + 2 * nv, True, _p(qnew))
+            qo = _p(qnew)
+            memcpy(_p(qout), qo, nq * sizeof(double))
+            if res_v is not vout:
+                vout[...] = res_v
+            return finite_result((qout, vout), "chart_step")
+        finally:
+            unclaim(self.data)
+
+
+cdef inline void _quat_R(const double* q, double* R) noexcept:
+    """R (3, 3) of the quaternion (x, y, z, w) normalised (the model's ``quat_to_matrix``)."""
+    cdef double nrm = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    cdef double x = q[0] / nrm, y = q[1] / nrm, z = q[2] / nrm, w = q[3] / nrm
+    R[0], R[1], R[2] = 1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)
+    R[3], R[4], R[5] = 2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)
+    R[6], R[7], R[8] = 2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)
+
+
+cdef inline void _rot3(int axis, double a, double* R) noexcept:
+    """R (3, 3) of a rotation by a about the x, y or z axis."""
+    cdef double c = cos(a), s = sin(a)
+    cdef int i = 1 if axis == 0 else (2 if axis == 1 else 0)
+    cdef int j = 2 if axis == 0 else (0 if axis == 1 else 1), k
+    for k in range(9):
+        R[k] = 0.0
+    R[0], R[4], R[8] = 1.0, 1.0, 1.0
+    R[3 * i + i], R[3 * i + j], R[3 * j + i], R[3 * j + j] = c, -s, s, c
+
+
+cdef inline void _mm3(const double* A, const double* B, double* C) noexcept:
+    cdef int i, j, l
+    cdef double acc
+    for i in range(3):
+        for j in range(3):
+            acc = 0.0
+            for l in range(3):
+                acc = acc + A[3 * i + l] * B[3 * l + j]
+            C[3 * i + j] = acc
+
+
+cdef void _shepperd(const double* R, double* q) noexcept:
+    """Unit quaternion (x, y, z, w), w ≥ 0, of a rotation matrix (Shepperd's method, as the
+    model's ``matrix_to_quat``)."""
+    cdef double t = R[0] + R[4] + R[8], s, n, sg
+    cdef int i, j, k, a
+    if t > 0:
+        s = 2.0 * sqrt(1.0 + t)
+        q[0], q[1], q[2], q[3] = (R[7] - R[5]) / s, (R[2] - R[6]) / s, (R[3] - R[1]) / s, s / 4
+    else:
+        i = 0
+        if R[4] > R[0]:
+            i = 1
+        if R[8] > R[3 * i + i]:
+            i = 2
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * sqrt(1.0 + R[3 * i + i] - R[3 * j + j] - R[3 * k + k])
+        q[i] = s / 4
+        q[j] = (R[3 * j + i] + R[3 * i + j]) / s
+        q[k] = (R[3 * k + i] + R[3 * i + k]) / s
+        q[3] = (R[3 * k + j] - R[3 * j + k]) / s
+    n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    sg = 1.0 if q[3] >= 0 else -1.0
+    for a in range(4):
+        q[a] = q[a] * sg / n

@@ -24,11 +24,19 @@ terms of Jb). Everything is exact (no differences). The chart is built once; a c
 configuration only re-seats the first chart joint's origin of each group in the compiled
 workspace (as :meth:`~mbs_dynamics.kernels._data.Data.set_origins` does), and the constant
 partial derivatives ∂ᵢJb, ∂ᵢ∂ⱼJb at φ = 0 are computed once per joint kind. The per-call work —
-the checks, the quaternion → origin, the chart rates φ^(k), τ_group = Jb⁻ᵀ τ_chart as series and
-the map of (∂τ/∂φ, ∂τ/∂φ̇) — is compiled (:class:`~mbs_dynamics.kernels._lie.LieChart`, its
-buffers held by the robot); the NumPy functions below define the same numbers and remain for
-the paths the kernel does not take (``f_ext``, other representations, ``closed_form``,
-:meth:`LieJointRobot.chart_step`).
+the checks, the quaternion → origin, the chart rates φ^(k), τ_group = Jb⁻ᵀ τ_chart as series,
+the map of (∂τ/∂φ, ∂τ/∂φ̇), the link wrenches of ``f_ext`` (and their jets) → the chart's body
+wrenches, :meth:`LieJointRobot.integrate` and the RK4 :meth:`LieJointRobot.chart_step`
+(Jb(φ) in closed form) — is compiled (:class:`~mbs_dynamics.kernels._lie.LieChart`, its buffers
+held by the robot), then the chart's compiled kernels run: inverse dynamics in the body, spatial
+and hybrid recursions, forward dynamics, M, g, the jets (recursive), the derivatives, the
+regressor and the frame functions in the four representations, with or without ``f_ext`` where
+``Robot`` takes it. Batches of τ (body), M, g, forward dynamics and the jets loop in the kernel;
+the other batches are Python loops over the compiled single calls, each row written in place.
+Still NumPy: ``method="closed_form"`` (a chart ``Robot`` built at q, the series of Jb by
+:func:`_chart_jet`), ``forward_dynamics(method="dca")``, the M⁻¹ products of
+:meth:`LieJointRobot.forward_dynamics_derivatives`, :meth:`LieJointRobot.chart_velocity`, and
+the series below that define the constant partials once.
 """
 from __future__ import annotations
 
@@ -37,6 +45,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..kernels import _aba, _rnea, _rnea_repr
 from ..kernels._lie import LieChart
 from .description import RobotDescription
 from .urdf import URDFError
@@ -233,6 +242,21 @@ def _ndim(x):
     return x.ndim if type(x) is np.ndarray else np.ndim(x)
 
 
+#: the recursions of ``inverse_dynamics`` (kernels/_rnea_repr's codes; body: kernels/_rnea) and
+#: the four representations of the frame functions
+_RNEA_REPS = {"body": 0, "spatial": 1, "hybrid": 2}
+_FRAME_REPS = {"body": 0, "spatial": 1, "hybrid": 2, "mixed": 3}
+
+
+def _rep(representation, known, what):
+    """The code of a representation name, or a ValueError listing the known ones."""
+    rep = known.get(representation) if isinstance(representation, str) else None
+    if rep is None:
+        raise ValueError(f"representation must be one of {sorted(known)} for {what}, got "
+                         f"{representation!r}")
+    return rep
+
+
 def _fill(out, x):
     """``x``, or ``out`` filled with it (same shape) when given."""
     if out is None:
@@ -288,6 +312,9 @@ class LieJointRobot(RobotDescription):
         self._n = self._nv = model.n
         self._nq = qi
         self._fb = False
+        self._rates = np.empty((2, model.n))   # chart rates (φ̇, φ̈) of the current call
+        self._J = np.empty((6, model.n))        # the Jacobian beside a J̇
+        self._zero = np.zeros(model.n)
         # the compiled per-call path (kernels/_lie.pyx): re-centring, rates, force maps
         (d1s, d2s), (d1f, d2f) = _partials("spherical"), _partials("floating")
         self._k = LieChart(chart_robot.data, qi,
@@ -365,33 +392,48 @@ class LieJointRobot(RobotDescription):
             raise ValueError(f"{name} must be finite numbers of shape {want}, got {v.shape}")
         return v
 
-    def _rows(self, fn, out, shapes, q, *others, f_ext=None):
-        """fn(q_i, *others_i) over the rows of a batch q (N, nq) (the others (N, …)), stacked
-        into ``out`` (or new arrays) of shapes (N,) + shape each; one result if one shape."""
+    def _each(self, fn, out, shape, q, *others, f_ext=None):
+        """``fn(q_i, *others_i, out=row i)`` over the rows of a batch q (N, nq) (the others
+        (N, nv)) into ``out`` (or a new array) of shape (N,) + shape: each row written in place
+        by the single-sample method (its checks), no per-row result array."""
         if f_ext is not None:
             raise ValueError("f_ext is not supported with batch inputs")
         q = np.asarray(q, dtype=float)
+        if q.ndim != 2 or q.shape[1] != self._nq:
+            self._q(q)   # raises, naming the layout
         N = len(q)
         others = [np.asarray(x, dtype=float) for x in others]
         for x in others:
             if x.ndim < 2 or len(x) != N:
                 raise ValueError(f"a batch needs the same number of rows N = {N} in every "
                                  f"argument, got shape {x.shape}")
-        single = isinstance(shapes[0], int)
-        shapes = [tuple(shapes)] if single else [tuple(s) for s in shapes]
-        res = [np.empty((N,) + s) for s in shapes]
+        shape = (N,) + tuple(shape)
+        direct = (type(out) is np.ndarray and out.shape == shape and out.dtype == float
+                  and out.flags.c_contiguous and out.flags.writeable
+                  and not any(np.shares_memory(out, x) for x in (q, *others)))
+        res = out if direct else np.empty(shape)
         with self._full.data:
             for i in range(N):
-                r = fn(q[i], *(x[i] for x in others))
-                for a, b in zip(res, (r,) if single else r):
-                    a[i] = b
+                fn(q[i], *(x[i] for x in others), out=res[i])
+        return res if direct or out is None else _fill(out, res)
+
+    def _each3(self, fn, out, q, *others):
+        """:meth:`_each` of a method with three (nv, nv) results (``out`` (3, nv, nv)): three
+        (N, nv, nv) arrays, or the slices of ``out`` (3, N, nv, nv)."""
+        nv = self._nv
+        rows = self._each(fn, None, (3, nv, nv), q, *others)   # (N, 3, nv, nv)
+        res = np.ascontiguousarray(np.moveaxis(rows, 1, 0))
         if out is None:
-            return res[0] if single else tuple(res)
-        if single:
-            return _fill(out, res[0])
-        for o, r in zip(out, res):
-            _fill(o, r)
-        return tuple(out)
+            return res[0], res[1], res[2]
+        _fill(out, res)
+        return out[0], out[1], out[2]
+
+    def _wrenches(self, f_ext, rows):
+        """The chart's body wrenches (rows, nb, 6) of ``f_ext`` (compiled,
+        :meth:`~mbs_dynamics.kernels._lie.LieChart.body_wrenches`); anything it does not take
+        goes through ``Robot``'s conversion, whose checks name the problem."""
+        fx = self._k.body_wrenches(f_ext, self._model.link_frames, rows)
+        return self._full._fext(f_ext, rows) if fx is None else fx
 
     # ---- the chart
     def _poses(self, q):
@@ -474,16 +516,22 @@ class LieJointRobot(RobotDescription):
         if _ndim(q) == 2:
             if fast:
                 return self._k.inverse_dynamics_batch(q, qd, qdd, out)
-            return self._rows(lambda *x: self.inverse_dynamics(
-                *x, representation=representation), out, (self._nv,), q, qd, qdd, f_ext=f_ext)
+            if f_ext is not None:
+                raise ValueError("f_ext is not supported with batch inputs")
+            _rep(representation, _RNEA_REPS, "inverse_dynamics")
+            return self._each(lambda x, y, z, out: self.inverse_dynamics(
+                x, y, z, out=out, representation=representation), out, (self._nv,), q, qd, qdd)
         if fast:
             return self._k.inverse_dynamics(q, qd, qdd, out)
+        rep = _rep(representation, _RNEA_REPS, "inverse_dynamics")
+        k = self._k
         with self._full.data:
-            robot, qc = self._chart(q)
-            vs = np.stack([self._v(qd, "qd"), self._v(qdd, "qdd")])
-            rates, _ = self._chart_rates(vs)
-            return _fill(out, robot.inverse_dynamics(qc, rates[0], rates[1], f_ext=f_ext,
-                                                     representation=representation))
+            qc = k.recenter(q)
+            rates = k.accel(qd, qdd, self._rates)   # (V, φ̈ = V̇ − J̇b V)
+            fx = None if f_ext is None else self._wrenches(f_ext, 1)[0]
+            if rep == 0:
+                return _rnea.inverse_dynamics(k.data, qc, rates[0], rates[1], fx, out)
+            return _rnea_repr.inverse_dynamics(k.data, rep, qc, rates[0], rates[1], fx, out)
 
     def torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
         """τ and its first k time derivatives along a motion: τ_group(t) = Jb(φ(t))⁻ᵀ τ_chart(t)
@@ -512,12 +560,15 @@ class LieJointRobot(RobotDescription):
                                  f"{vs.shape}")
             if method == "recursive" and f_ext is None:
                 return self._k.torque_derivatives_batch(q, vs, out)
-            return self._rows(lambda a, b: self.torque_derivatives((a, b), method),
+            return self._each(lambda a, b, out: self.torque_derivatives((a, b), method, out),
                               out, (max(vs.shape[1] - 1, 0), self._nv), q, vs, f_ext=f_ext)
         if vs.ndim != 2 or vs.shape[0] < 2:
             raise ValueError(f"vs must have shape (k+2, {self._nv}) with k >= 0, got {vs.shape}")
         if method == "recursive" and f_ext is None:
             return self._k.torque_derivatives(q, vs, out)
+        if method == "recursive":
+            with self._full.data:
+                return self._k.torque_derivatives(q, vs, out, self._wrenches(f_ext, len(vs) - 1))
         vs = self._v(vs, "vs", vs.shape[0])
         K = len(vs) - 2
         with self._full.data:
@@ -562,8 +613,7 @@ class LieJointRobot(RobotDescription):
         """
         nv = self._nv
         if _ndim(q) == 2:
-            return self._rows(self.inverse_dynamics_derivatives, out, [(nv, nv)] * 3,
-                              q, qd, qdd)
+            return self._each3(self.inverse_dynamics_derivatives, out, q, qd, qdd)
         with self._full.data:
             qc, (v, pdd, tc) = self._k.chart_state(q, qd, qdd)   # V, V̇ − J̇b V, τ_c
             dq, dv, M = self._full.inverse_dynamics_derivatives(qc, v, pdd, out=out)
@@ -590,13 +640,11 @@ class LieJointRobot(RobotDescription):
                                       f"the spherical/floating joint '{joint}' inside the tree")
         nv = self._nv
         if _ndim(q) == 2:
-            return self._rows(self.forward_dynamics_derivatives, out, [(nv, nv)] * 3,
-                              q, qd, tau)
+            return self._each3(self.forward_dynamics_derivatives, out, q, qd, tau)
         with self._full.data:
             a = self.forward_dynamics(q, qd, tau)
-            DQ, DV, M = self.inverse_dynamics_derivatives(q, qd, a)
-        Minv = np.linalg.inv(M)
-        Minv = 0.5 * (Minv + Minv.T)
+            DQ, DV, _ = self.inverse_dynamics_derivatives(q, qd, a)
+            Minv = self._full.inverse_mass_matrix(self._k.recenter(q))   # the chart's (Jb = I)
         res = (-Minv @ DQ, -Minv @ DV, Minv)
         if out is None:
             return res
@@ -646,10 +694,18 @@ class LieJointRobot(RobotDescription):
         if _ndim(q) == 2:
             if f_ext is None and method == "aba":
                 return self._k.forward_dynamics_batch(q, qd, tau, out)
-            return self._rows(lambda *x: self.forward_dynamics(*x, method=method), out,
-                              (self._nv,), q, qd, tau, f_ext=f_ext)
+            return self._each(lambda x, y, z, out: self.forward_dynamics(
+                x, y, z, out=out, method=method), out, (self._nv,), q, qd, tau, f_ext=f_ext)
         if f_ext is None and method == "aba":
             return self._k.forward_dynamics(q, qd, tau, out)
+        if method == "aba":   # with f_ext: the chart's ABA, then V̇ = φ̈ + J̇b V
+            k = self._k
+            with self._full.data:
+                qc = k.recenter(q)
+                fx = self._wrenches(f_ext, 1)[0]
+                a = _aba.forward_dynamics(k.data, qc, qd, tau, fx, None)
+                a -= k.accel(qd, self._zero, self._rates)[1]   # (V, −J̇b V)
+            return _fill(out, a)
         with self._full.data:
             robot, qc = self._chart(q)
             v = self._v(qd, "qd")
@@ -671,11 +727,12 @@ class LieJointRobot(RobotDescription):
         """
         shape = (self._nv, 10 * self._nv)
         if _ndim(q) == 2:
-            return self._rows(self.regressor, out, shape, q, qd, qdd)
+            return self._each(self.regressor, out, shape, q, qd, qdd)
+        k = self._k
         with self._full.data:
-            robot, qc = self._chart(q)
-            rates = self._k.accel(qd, qdd)   # (V, φ̈ = V̇ − J̇b V)
-            return robot.regressor(qc, rates[0], rates[1], out)
+            qc = k.recenter(q)
+            rates = k.accel(qd, qdd, self._rates)   # (V, φ̈ = V̇ − J̇b V)
+            return self._full.regressor(qc, rates[0], rates[1], out)
 
     def inertial_parameters(self):
         """(nb, 10) of every chart body (the chart's massless links are zero)."""
@@ -692,10 +749,9 @@ class LieJointRobot(RobotDescription):
             (4, 4) (or (N, 4, 4)) homogeneous transform [m].
         """
         if _ndim(q) == 2:
-            return self._rows(lambda x: self.frame_placement(x, frame), out, (4, 4), q)
+            return self._each(lambda x, out: self.frame_placement(x, frame, out), out, (4, 4), q)
         with self._full.data:
-            robot, qc = self._chart(q)
-            return _fill(out, robot.frame_placement(qc, frame))
+            return self._full.frame_placement(self._k.recenter(q), frame, out)
 
     def frame_jacobian(self, q, frame, representation="body", out=None):
         """Frame Jacobian in the group velocities (as ``Robot.frame_jacobian``).
@@ -708,11 +764,11 @@ class LieJointRobot(RobotDescription):
             (6, nv) (or (N, 6, nv)), rows (linear, angular).
         """
         if _ndim(q) == 2:
-            return self._rows(lambda x: self.frame_jacobian(x, frame, representation), out,
-                              (6, self._nv), q)
+            _rep(representation, _FRAME_REPS, "frame_jacobian")
+            return self._each(lambda x, out: self.frame_jacobian(x, frame, representation, out),
+                              out, (6, self._nv), q)
         with self._full.data:
-            robot, qc = self._chart(q)
-            return _fill(out, robot.frame_jacobian(qc, frame, representation))
+            return self._full.frame_jacobian(self._k.recenter(q), frame, representation, out)
 
     def frame_jacobian_derivative(self, q, qd, frame, representation="body", out=None):
         """Time derivative of the frame Jacobian: the chart's J̇ − J J̇b on each group's columns.
@@ -725,14 +781,16 @@ class LieJointRobot(RobotDescription):
             dJ/dt (6, nv) (or (N, 6, nv)).
         """
         if _ndim(q) == 2:
-            return self._rows(lambda x, y: self.frame_jacobian_derivative(
-                x, y, frame, representation), out, (6, self._nv), q, qd)
-        with self._full.data:
-            robot, qc = self._chart(q)
+            _rep(representation, _FRAME_REPS, "frame_jacobian_derivative")
+            return self._each(lambda x, y, out: self.frame_jacobian_derivative(
+                x, y, frame, representation, out), out, (6, self._nv), q, qd)
+        robot, k = self._full, self._k
+        with robot.data:
+            qc = k.recenter(q)
             v = self._v(qd, "qd")
             Jd = robot.frame_jacobian_derivative(qc, v, frame, representation)
-            J = robot.frame_jacobian(qc, frame, representation)
-        return _fill(out, self._k.jacobian_rate(v, J, Jd))   # Jd − J J̇b per group
+            J = robot.frame_jacobian(qc, frame, representation, self._J)
+        return _fill(out, k.jacobian_rate(v, J, Jd))   # Jd − J J̇b per group
 
     def frame_velocity(self, q, qd, frame, representation="body", out=None):
         """Twist of a frame, ``J V`` (the chart's at φ = 0 with φ̇ = V).
@@ -745,12 +803,12 @@ class LieJointRobot(RobotDescription):
             (6,) (or (N, 6)) twist (linear, angular) [m/s, rad/s].
         """
         if _ndim(q) == 2:
-            return self._rows(lambda x, y: self.frame_velocity(x, y, frame, representation),
-                              out, (6,), q, qd)
+            _rep(representation, _FRAME_REPS, "frame_velocity")
+            return self._each(lambda x, y, out: self.frame_velocity(
+                x, y, frame, representation, out), out, (6,), q, qd)
         with self._full.data:
-            robot, qc = self._chart(q)
-            return _fill(out, robot.frame_velocity(qc, self._v(qd, "qd"), frame,
-                                                   representation))
+            return self._full.frame_velocity(self._k.recenter(q), qd, frame, representation,
+                                             out)
 
     def frame_acceleration(self, q, qd, qdd, frame, representation="body", out=None):
         """Time derivative of :meth:`frame_velocity`: the chart's at φ = 0 with φ̇ = V and
@@ -764,13 +822,15 @@ class LieJointRobot(RobotDescription):
             (6,) (or (N, 6)) [m/s², rad/s²].
         """
         if _ndim(q) == 2:
-            return self._rows(lambda x, y, z: self.frame_acceleration(
-                x, y, z, frame, representation), out, (6,), q, qd, qdd)
+            _rep(representation, _FRAME_REPS, "frame_acceleration")
+            return self._each(lambda x, y, z, out: self.frame_acceleration(
+                x, y, z, frame, representation, out), out, (6,), q, qd, qdd)
+        k = self._k
         with self._full.data:
-            robot, qc = self._chart(q)
-            rates = self._k.accel(qd, qdd)
-            return _fill(out, robot.frame_acceleration(qc, rates[0], rates[1], frame,
-                                                       representation))
+            qc = k.recenter(q)
+            rates = k.accel(qd, qdd, self._rates)
+            return self._full.frame_acceleration(qc, rates[0], rates[1], frame,
+                                                 representation, out)
 
     # ---- the group
     def integrate(self, q, v, chart=None):
@@ -782,22 +842,11 @@ class LieJointRobot(RobotDescription):
             chart: if true, v holds each group joint's chart coordinates φ (Euler angles after
                 the translations) instead of a twist.
         Returns:
-            (nq,) configuration, quaternions with w ≥ 0.
+            (nq,) configuration, quaternions with w ≥ 0 (q's quaternions are normalised first).
+        Raises:
+            ValueError: wrong shapes, non-finite values, a zero quaternion.
         """
-        q, v = self._q(q), self._v(v, "v")
-        out = q.copy()
-        for kind, _, sc, sq in self._segs:
-            if kind == "joint":
-                out[sq] += v[sc]
-                continue
-            x = q[sq]
-            R = quat_to_matrix(*(x[-4:] / np.linalg.norm(x[-4:])))
-            T = _chart_pose(kind, v[sc]) if chart else _exp_pose(kind, v[sc])
-            R2 = R @ T[:3, :3]
-            out[sq.stop - 4:sq.stop] = matrix_to_quat(R2)
-            if kind == "floating":
-                out[sq.start:sq.start + 3] = x[:3] + R @ T[:3, 3]
-        return out
+        return self._k.integrate(q, v, bool(chart), None)
 
     def chart_velocity(self, phi, phid):
         """Group velocity of chart coordinates and rates.
@@ -829,65 +878,7 @@ class LieJointRobot(RobotDescription):
         Returns:
             (q, v) at t + h.
         Raises:
-            ValueError: the state became non-finite.
+            ValueError: wrong shapes, non-finite values, a quaternion that is not unit, a step
+                that is not a finite number, or the state became non-finite.
         """
-        with self._full.data:
-            return self._chart_step(q, v, tau, h)
-
-    def _chart_step(self, q, v, tau, h):
-        robot, qc = self._chart(q)
-        v = self._v(v, "qd")
-        tau = self._v(tau, "tau")
-
-        def f(phi, phid):
-            tc = tau.copy()
-            for kind, _, sc, _ in self._groups:
-                s = np.zeros((1, sc.stop - sc.start))
-                s[0] = phi[sc] - qc[sc]
-                tc[sc] = _jb_series(kind, s)[0].T @ tau[sc]
-            return phid, robot.forward_dynamics(phi, phid, tc)
-
-        y, yd = qc, v
-        k1 = f(y, yd)
-        k2 = f(y + 0.5 * h * k1[0], yd + 0.5 * h * k1[1])
-        k3 = f(y + 0.5 * h * k2[0], yd + 0.5 * h * k2[1])
-        k4 = f(y + h * k3[0], yd + h * k3[1])
-        phi = y + h / 6 * (k1[0] + 2 * k2[0] + 2 * k3[0] + k4[0])
-        phid = yd + h / 6 * (k1[1] + 2 * k2[1] + 2 * k3[1] + k4[1])
-        if not (np.all(np.isfinite(phi)) and np.all(np.isfinite(phid))):
-            raise ValueError("the simulation state became non-finite")
-        return self.integrate(q, phi - qc, chart=True), self.chart_velocity(phi - qc, phid)
-
-
-def _rot(axis, a):
-    c, s = math.cos(a), math.sin(a)
-    i, j = [(1, 2), (2, 0), (0, 1)][axis]
-    R = np.eye(3)
-    R[i, i], R[i, j], R[j, i], R[j, j] = c, -s, s, c
-    return R
-
-
-def _chart_pose(kind, phi):
-    """Pose of the chart coordinates: Trans(x, y, z) Rx(a) Ry(b) Rz(c)."""
-    T = np.eye(4)
-    r = phi[-3:]
-    T[:3, :3] = _rot(0, r[0]) @ _rot(1, r[1]) @ _rot(2, r[2])
-    if kind == "floating":
-        T[:3, 3] = phi[:3]
-    return T
-
-
-def _exp_pose(kind, v):
-    """exp of a rotation vector ω (spherical) or of a twist (v, ω) (free joint) as a pose."""
-    w = v[-3:]
-    th = float(np.linalg.norm(w))
-    W = np.array([[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]])
-    if th < 1e-8:
-        A, Bc, Cc = 1 - th * th / 6, 0.5 - th * th / 24, 1 / 6 - th * th / 120
-    else:
-        A, Bc, Cc = math.sin(th) / th, (1 - math.cos(th)) / th ** 2, (th - math.sin(th)) / th ** 3
-    T = np.eye(4)
-    T[:3, :3] = np.eye(3) + A * W + Bc * W @ W
-    if kind == "floating":
-        T[:3, 3] = (np.eye(3) + Bc * W + Cc * W @ W) @ v[:3]
-    return T
+        return self._k.chart_step(q, v, tau, h, None, None)
