@@ -55,9 +55,8 @@ def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
             raise ValueError("actuated= needs loops=")
         return wrap(robot)
     if robot.model.lie_joints:
-        name, (kind, _) = next(iter(robot.model.lie_joints.items()))
-        raise URDFError(f"joint '{name}' ({kind}): closed loops (loops=) do not take spherical "
-                        "or floating joints inside the tree")
+        from .loops.lie import LieClosedLoopRobot
+        return LieClosedLoopRobot(robot, loops, actuated)
     from .loops.robot import ClosedLoopRobot
     return ClosedLoopRobot(robot, loops, actuated)
 

@@ -1,0 +1,476 @@
+"""Spherical and free (URDF ``floating``) joints inside the spanning tree of a closed-loop
+robot: :class:`LieClosedLoopRobot`, a :class:`~.robot.ClosedLoopRobot` over the joints' chart
+that re-centres the chart before it becomes singular.
+
+The loader builds each such joint as the chart of :mod:`~mbs_dynamics.model.lie_joints`: three
+revolute joints about the joint frame's x, y, z (a free joint: three prismatic ones first),
+R = Rx(a) Ry(b) Rz(c). The loop machinery (:mod:`.kinematics`, :mod:`.dynamics`, ``_closed``)
+runs unchanged on that tree with every chart coordinate dependent: the results in the actuated
+coordinates, τ_a = Gᵀ τ_tree, M_a = Gᵀ M G and their jets, do not depend on how the dependent
+coordinates are parametrised, as long as the parametrisation is regular. The Euler chart is not
+regular at b = ±π/2 (its body Jacobian E(φ), ω = E(φ) φ̇, has det E = cos b), so this class
+keeps |b| ≤ 1 rad: whenever an assembly ends with |b| > 1 rad (``RECENTRE``), every group's
+current pose is folded into the origin B of its first chart joint (canonical coordinates of the
+second kind re-centred at the configuration, Müller, "Screw and Lie group theory in multibody
+dynamics", 2018), the chart coordinates become 0, and the call is repeated on that chart. The
+chart is first centred at the assembled configuration. A call whose assembly fails (a jump of
+the actuated coordinates that crosses the old chart's singularity) is retried by continuation
+along the actuated straight line, re-centring on the way.
+
+The full coordinates this class exposes are the group's (as
+:class:`~mbs_dynamics.model.lie_joints.LieJointRobot`, Pinocchio's ``JointModelSpherical`` /
+``JointModelFreeFlyer`` layout): a spherical joint's configuration is a unit quaternion
+``(qx, qy, qz, qw)`` and its velocity ω in the child frame; a free joint's (x, y, z, qx, qy,
+qz, qw) and (v, ω) in the child frame. The chart coordinates are internal. Velocity jets map by
+V^(k) = Σ_j C(k, j) Jb^(j) φ^(k+1−j) (the chart's body Jacobian Jb = E, a free joint's
+diag(Rᵀ, E), as Taylor series).
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import replace
+
+import numpy as np
+
+from .kinematics import LoopKinematics, _rank, pivoted_columns
+from .robot import ClosedLoopRobot, LoopWarning
+from .spec import parse_loops
+from ..model.lie_joints import _jb_series, matrix_to_quat, quat_to_matrix
+
+__all__ = ["LieClosedLoopRobot", "RECENTRE"]
+
+#: |middle chart angle| [rad] beyond which the chart is re-centred (cond E = 1/cos b ≤ 1.86).
+RECENTRE = 1.0
+
+#: attributes of the inner ClosedLoopRobot that do not depend on the chart.
+_PASS = ("n", "nq", "nv", "joint_names", "actuated_chosen", "loops", "loop_names", "loop_rows",
+         "frame_names", "mimic_joints", "floating_base", "link_names", "joint_types")
+
+
+def _rot(a, b, c):
+    """Rx(a) Ry(b) Rz(c)."""
+    ca, sa, cb, sb, cc, sc = (math.cos(a), math.sin(a), math.cos(b), math.sin(b),
+                              math.cos(c), math.sin(c))
+    return np.array([[cb * cc, -cb * sc, sb],
+                     [ca * sc + sa * sb * cc, ca * cc - sa * sb * sc, -sa * cb],
+                     [sa * sc - ca * sb * cc, sa * cc + ca * sb * sc, ca * cb]])
+
+
+def _chart_pose(kind, phi):
+    """4×4 pose of a chart's child in its first joint's frame at chart coordinates φ."""
+    T = np.eye(4)
+    r = 3 if kind == "floating" else 0
+    T[:3, :3] = _rot(*phi[r:r + 3])
+    if r:
+        T[:3, 3] = phi[:3]
+    return T
+
+
+class LieClosedLoopRobot:
+    """A closed-loop robot with spherical or free joints inside its spanning tree (module
+    docstring). Made by :func:`mbs_dynamics.load_urdf` for ``loops=`` with such joints; the
+    actuated-coordinate API is :class:`~.robot.ClosedLoopRobot`'s (``inverse_dynamics``,
+    ``forward_dynamics`` (``"lagrange"`` / ``"dca"``), ``mass_matrix``, ``gravity_torques``,
+    ``coriolis_matrix``, ``mass_matrix_derivative``, ``torque_derivatives``,
+    ``constraint_forces``; :func:`~.simulate.simulate_loops`), the full coordinates are the
+    group's.
+
+    Args:
+        chart_robot: the spanning tree with each spherical/free joint as its chart (a Robot,
+            fixed or floating base).
+        loops: list of loop dicts or a YAML path (:mod:`.spec`).
+        actuated: the independent (motor) joints: 1-DOF joints only; None: chosen as
+            :class:`~.robot.ClosedLoopRobot` does, among the 1-DOF joints.
+    Raises:
+        ValueError: naming the joint: a spherical or free joint (or one of its chart joints)
+            listed in ``actuated``, a spherical/free joint the loops do not determine; the
+            errors of :class:`~.robot.ClosedLoopRobot`.
+    """
+
+    def __init__(self, chart_robot, loops, actuated=None, _inner=None):
+        model = chart_robot.model
+        self._B0 = np.array(model.B)
+        groups, chart = [], {}
+        for name, (kind, i0) in model.lie_joints.items():
+            d = 3 if kind == "spherical" else 6
+            groups.append((name, kind, i0, d))
+            for i in range(i0, i0 + d):
+                chart[model.joint_names[i]] = name
+        self._groups, self._chart_of = groups, chart
+        self._model_joint_names = tuple(model.joint_names)
+        self._layout()
+        self._orig = chart_robot
+        self.recentrings = 0
+        if _inner is not None:
+            self._c = _inner
+            return
+        loops = list(loops) if isinstance(loops, (list, tuple)) else loops
+        if actuated is not None:
+            for a in [actuated] if isinstance(actuated, str) else actuated:
+                g = self._group(a)
+                if g is not None:
+                    raise ValueError(f"actuated joint '{a}': '{g[0]}' is a {g[1]} joint; "
+                                     "spherical and free joints inside a closed loop are passive "
+                                     "(dependent): actuate 1-DOF joints")
+            self._c = ClosedLoopRobot(chart_robot, loops, actuated)
+        else:
+            self._c = self._choose(chart_robot, loops)
+        self._recentre(force=True)  # the chart's reference at the assembled configuration
+        self._q_asm = self._group_q(self._c._last)
+
+    # ------------------------------------------------------------------ set-up
+    def _group(self, name):
+        """(group name, kind) when ``name`` is a spherical/free joint or one of its chart
+        joints, else None."""
+        if not isinstance(name, str):
+            return None
+        for g, kind, _, _ in self._groups:
+            if name == g or self._chart_of.get(name) == g:
+                return g, kind
+        return None
+
+    def _layout(self):
+        """The group layout of the full (joint) coordinates: ``_segs`` per joint (name, kind,
+        chart slice = v slice, q slice); ``_nq`` entries of q (the v entries are the chart's)."""
+        first = {i0: (name, kind, d) for name, kind, i0, d in self._groups}
+        segs, i, qi, n = [], 0, 0, len(self._B0)
+        joint_names = self._model_joint_names
+        while i < n:
+            if i in first:
+                name, kind, d = first[i]
+                nq = 4 if kind == "spherical" else 7
+                segs.append((name, kind, slice(i, i + d), slice(qi, qi + nq)))
+                i, qi = i + d, qi + nq
+            else:
+                segs.append((joint_names[i], "joint", slice(i, i + 1), slice(qi, qi + 1)))
+                i, qi = i + 1, qi + 1
+        self._segs, self._nqf = segs, qi
+        self._qcols = np.array([sq.start for _, k, _, sq in segs if k == "joint"], dtype=int)
+        self._ccols = np.array([sc.start for _, k, sc, _ in segs if k == "joint"], dtype=int)
+
+    def _choose(self, full, loops):
+        """ClosedLoopRobot with the actuated joints chosen among the 1-DOF joints (QR with
+        pivoting of K at the assembly, every chart column dependent)."""
+        model = full.model
+        kin = LoopKinematics(model, parse_loops(loops, model))
+        nf = model.n
+        q0, _, ok = kin.newton(np.zeros(nf), np.arange(nf), 1e-12)
+        if not ok:  # the inner constructor raises the assembly error
+            return ClosedLoopRobot(full, loops, [model.joint_names[0]])
+        K = kin.residual_jacobian(q0)[1]
+        C = np.array([i for _, _, i0, d in self._groups for i in range(i0, i0 + d)], dtype=int)
+        rest = np.array([i for i in range(nf) if i not in set(C)], dtype=int)
+        KC = K[:, C]
+        s = np.linalg.svd(KC, compute_uv=False)
+        if _rank(s, KC.shape) < len(C):
+            v = np.linalg.svd(KC)[2][-1]
+            j = int(C[int(np.argmax(np.abs(v)))])
+            g = self._chart_of[model.joint_names[j]]
+            raise ValueError(f"joint '{g}': the loops do not determine this spherical/free "
+                             "joint (its rotation or translation is free at the assembled "
+                             "configuration); it cannot be actuated, so close it by a loop")
+        r = _rank(np.linalg.svd(K, compute_uv=False), K.shape)
+        P = K[:, rest] - KC @ np.linalg.lstsq(KC, K[:, rest], rcond=None)[0]
+        dep = set(int(rest[j]) for j in pivoted_columns(P, r - len(C)))
+        act = [model.joint_names[i] for i in rest if i not in dep]
+        if not act:
+            raise ValueError("the loops leave the mechanism no degree of freedom")
+        warnings.warn("no actuated joints given: chose the independent coordinates "
+                      f"{act} (QR with pivoting of the constraint Jacobian at the assembled "
+                      "configuration, spherical and free joints passive)", LoopWarning,
+                      stacklevel=4)
+        c = ClosedLoopRobot(full, loops, act)
+        c.actuated_chosen = True
+        return c
+
+    # ------------------------------------------------------------------ the chart
+    def _recentre(self, force=False):
+        """Fold every group's pose at the last assembly into its chart's origin when some
+        |middle angle| exceeds :data:`RECENTRE` (or ``force``); True if it did."""
+        c = self._c
+        qc = c._last
+        if not force and all(abs(qc[i0 + (4 if kind == "floating" else 1)]) <= RECENTRE
+                             for _, kind, i0, _ in self._groups):
+            return False
+        full = c.full_robot
+        B = np.array(full.model.B)
+        qn = qc.copy()
+        for _, kind, i0, d in self._groups:
+            B[i0] = B[i0] @ _chart_pose(kind, qc[i0:i0 + d])
+            qn[i0:i0 + d] = 0.0
+        model = replace(full.model, B=B)
+        kin = LoopKinematics(model, parse_loops(list(c.loops), model))
+        self._c = ClosedLoopRobot(type(full)(model, full.data.kmax), None,
+                                  _state=(kin, c._act, c._dep, qn, c.actuated_chosen))
+        self.recentrings += 1
+        return True
+
+    def _group_q(self, qc):
+        """Group coordinates (nq_full,) of the joints' chart coordinates ``qc`` (n_full,)."""
+        q = np.empty(self._nqf)
+        B = self._c.full_robot.model.B
+        for _, kind, sc, sq in self._segs:
+            if kind == "joint":
+                q[sq] = qc[sc]
+                continue
+            i0 = sc.start
+            T = np.linalg.solve(self._B0[i0], B[i0] @ _chart_pose(kind, qc[sc]))
+            quat = matrix_to_quat(T[:3, :3])
+            q[sq] = np.r_[T[:3, 3], quat] if kind == "floating" else quat
+        return q
+
+    def _group_v(self, X):
+        """Group velocity jet (K, n_full) of a chart jet X (K+1, n_full) of derivatives:
+        V^(k) = Σ_j C(k, j) Jb^(j) φ^(k+1−j), the chart's rates elsewhere."""
+        K1 = len(X)
+        f = np.array([math.factorial(k) for k in range(K1)], dtype=float)
+        V = np.array(X[1:], dtype=float)
+        for _, kind, sc, _ in self._segs:
+            if kind == "joint":
+                continue
+            ph = X[:, sc] / f[:, None]
+            Jn = _jb_series(kind, ph)
+            for k in range(K1 - 1):
+                s = sum(Jn[j] @ ((k - j + 1) * ph[k - j + 1]) for j in range(k + 1))
+                V[k, sc] = s * f[k]
+        return V
+
+    def _chart_at(self, q):
+        """(LoopKinematics of the chart centred at the group configuration q (nq_full,), q's
+        chart coordinates (every group 0))."""
+        qc = np.zeros(len(self._B0))
+        B = np.array(self._B0)
+        for name, kind, sc, sq in self._segs:
+            if kind == "joint":
+                qc[sc] = q[sq]
+                continue
+            x = q[sq]
+            nrm = float(np.linalg.norm(x[-4:]))
+            if not abs(nrm - 1.0) <= 1e-6:
+                raise ValueError(f"joint '{name}': the quaternion {x[-4:].tolist()} is not of "
+                                 f"unit norm (|q| = {nrm:.6g})")
+            T = np.eye(4)
+            T[:3, :3] = quat_to_matrix(*(x[-4:] / nrm))
+            if kind == "floating":
+                T[:3, 3] = x[:3]
+            B[sc.start] = B[sc.start] @ T
+        model = replace(self._c.full_robot.model, B=B)
+        return LoopKinematics(model, parse_loops(list(self._c.loops), model)), qc
+
+    # ------------------------------------------------------------------ calls
+    def _qa(self, q):
+        """The actuated joint positions of an actuated-coordinate q, or None if malformed."""
+        try:
+            q = np.asarray(q, dtype=float)
+        except (TypeError, ValueError):
+            return None
+        off = 7 if self._c.floating_base else 0
+        if q.shape != (off + self._c.n,) or not np.isfinite(q).all():
+            return None
+        return q[off:]
+
+    def _walk(self, qa):
+        """Continuation of the assembly to the actuated ``qa`` along a straight line,
+        re-centring on the way; True when it arrives."""
+        c = self._c
+        start = c._last[c._act].copy()
+        for steps in (8, 64):
+            try:
+                for s in range(1, steps + 1):
+                    self._c.expand(start + (qa - start) * (s / steps))
+                    self._recentre()
+                return True
+            except ValueError:
+                continue
+        return False
+
+    def _run(self, name, q, args, kw, batch_ndim=2):
+        """``inner.name(*args, **kw)`` at a regular chart: batches row by row, a failed
+        assembly retried by continuation, a call ending beyond :data:`RECENTRE` repeated on the
+        re-centred chart."""
+        out = kw.pop("out", None)
+        if np.ndim(q) == batch_ndim:
+            if kw.get("f_ext") is not None:
+                raise ValueError("f_ext is not supported with batch inputs")
+            res = np.array([self._run(name, r[0], r, dict(kw), batch_ndim)
+                            for r in zip(*args)])
+            return _fill(out, res)
+        try:
+            res = getattr(self._c, name)(*args, **kw)
+        except ValueError:
+            qa = self._qa(q)
+            if qa is None or not self._walk(qa):
+                raise
+            res = getattr(self._c, name)(*args, **kw)
+        if self._recentre():
+            res = getattr(self._c, name)(*args, **kw)
+        return _fill(out, res)
+
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None, out=None):
+        """As :meth:`.robot.ClosedLoopRobot.inverse_dynamics`."""
+        return self._run("inverse_dynamics", q, (q, qd, qdd), {"f_ext": f_ext, "out": out})
+
+    def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
+        """As :meth:`.robot.ClosedLoopRobot.forward_dynamics`."""
+        return self._run("forward_dynamics", q, (q, qd, tau),
+                         {"f_ext": f_ext, "out": out, "method": method})
+
+    def mass_matrix(self, q, out=None):
+        """As :meth:`.robot.ClosedLoopRobot.mass_matrix`."""
+        return self._run("mass_matrix", q, (q,), {"out": out})
+
+    def gravity_torques(self, q, out=None):
+        """As :meth:`.robot.ClosedLoopRobot.gravity_torques`."""
+        return self._run("gravity_torques", q, (q,), {"out": out})
+
+    def coriolis_matrix(self, q, qd, out=None):
+        """As :meth:`.robot.ClosedLoopRobot.coriolis_matrix`."""
+        return self._run("coriolis_matrix", q, (q, qd), {"out": out}, batch_ndim=-1)
+
+    def mass_matrix_derivative(self, q, qd, out=None):
+        """As :meth:`.robot.ClosedLoopRobot.mass_matrix_derivative`."""
+        return self._run("mass_matrix_derivative", q, (q, qd), {"out": out}, batch_ndim=-1)
+
+    def constraint_forces(self, q, qd, qdd, f_ext=None):
+        """As :meth:`.robot.ClosedLoopRobot.constraint_forces` (the loops' wrenches do not
+        depend on the tree's coordinates)."""
+        return self._run("constraint_forces", q, (q, qd, qdd), {"f_ext": f_ext}, batch_ndim=-1)
+
+    def torque_derivatives(self, qs, method="recursive", out=None, *, f_ext=None):
+        """As :meth:`.robot.ClosedLoopRobot.torque_derivatives` (a floating base: the pair
+        (q, vs))."""
+        if isinstance(qs, tuple):
+            q0 = qs[0] if len(qs) == 2 else None
+            return self._run("torque_derivatives", q0, (qs,),
+                             {"method": method, "out": out, "f_ext": f_ext}, batch_ndim=-1)
+        q0 = qs[0] if np.ndim(qs) == 2 else None
+        if np.ndim(qs) == 3:
+            if f_ext is not None:
+                raise ValueError("f_ext is not supported with batch inputs")
+            return _fill(out, np.array([self.torque_derivatives(x, method) for x in qs]))
+        return self._run("torque_derivatives", q0, (qs,),
+                         {"method": method, "out": out, "f_ext": f_ext}, batch_ndim=-1)
+
+    def expand(self, qs):
+        """Full coordinates in the group layout (``full_layout``) of actuated positions or of an
+        actuated jet.
+
+        Args:
+            qs: (n,) actuated positions (a floating base: (7 + n,) with the base pose), or
+                (k+1, n) rows q_a, q_a′, …, q_a^(k) of the actuated joints.
+        Returns:
+            (nq_full,) (a floating base: (7 + nq_full,)) for positions; for a jet the pair
+            ``(q (nq_full,), vs (k, nv_full))``: the configuration and the rows v, v′, …,
+            v^(k−1) (spherical/free joints: ω, (v, ω) in the child frame and their derivatives).
+        """
+        if np.ndim(qs) == 2:
+            X = self._run("expand", qs[0], (qs,), {}, batch_ndim=-1)
+            return self._group_q(X[0]), self._group_v(X)
+        x = self._run("expand", qs, (qs,), {}, batch_ndim=-1)
+        if self._c.floating_base:
+            return np.r_[x[:7], self._group_q(x[7:])]
+        return self._group_q(x)
+
+    def simulate(self, duration, **kw):
+        """:func:`~.simulate.simulate_loops` of this robot."""
+        from .simulate import simulate_loops
+        return simulate_loops(self, duration, **kw)
+
+    # ------------------------------------------------------------------ description
+    def __getattr__(self, name):
+        if name in _PASS:
+            return getattr(self._c, name)
+        if name.startswith("_") or not hasattr(ClosedLoopRobot, name):
+            raise AttributeError(name)
+        g, kind, _, _ = self._groups[0]
+        raise NotImplementedError(f"{name} is not available with the {kind} joint '{g}' inside "
+                                  "the tree of a closed-loop robot (LieClosedLoopRobot)")
+
+    def __repr__(self):
+        return (f"LieClosedLoopRobot('{self._c.model.name}', n={self._c.n} actuated, "
+                f"joints={list(self._c.joint_names)}, loops={list(self._c.loop_names)}, "
+                f"lie_joints={self.lie_joints})")
+
+    def copy(self):
+        """An independent robot on the same model (own workspaces, own chart)."""
+        r = LieClosedLoopRobot(self._orig, None, _inner=self._c.copy())
+        r._q_asm = self._q_asm
+        return r
+
+    @property
+    def lie_joints(self):
+        """Joint name → ``"spherical"`` | ``"floating"``, in joint order."""
+        return {name: kind for name, kind, _, _ in self._groups}
+
+    def full_layout(self):
+        """Each joint of the spanning tree in order: ``(name, kind, q slice, v slice)`` of the
+        full coordinates (kind ``"joint"``, ``"spherical"`` or ``"floating"``; a floating
+        base's 7 / 6 entries come first and are not listed)."""
+        return [(name, kind, sq, sc) for name, kind, sc, sq in self._segs]
+
+    @property
+    def full_joint_names(self):
+        """The spanning tree's joints in order (a spherical/free joint once)."""
+        return tuple(s[0] for s in self._segs)
+
+    @property
+    def dependent_joint_names(self):
+        dep = set(int(i) for i in self._c._dep)
+        return tuple(name for name, kind, sc, _ in self._segs
+                     if kind != "joint" or sc.start in dep)
+
+    @property
+    def nq_full(self) -> int:
+        return self._nqf
+
+    @property
+    def nv_full(self) -> int:
+        return len(self._B0)
+
+    @property
+    def n_full(self) -> int:
+        """= ``nv_full``, the number of velocity coordinates of the tree's joints."""
+        return len(self._B0)
+
+    @property
+    def actuated_index(self):
+        """Columns of the actuated joints in the full velocities (the ``v`` slices)."""
+        return self._c.actuated_index
+
+    @property
+    def q_assembled(self):
+        """The assembled configuration found at load, (nq_full,) group coordinates."""
+        return self._q_asm.copy()
+
+    def _qfull(self, q_full):
+        off = 7 if self._c.floating_base else 0
+        q = np.asarray(q_full, dtype=float)
+        if q.shape != (off + self._nqf,) or not np.isfinite(q).all():
+            raise ValueError(f"q_full must be {off + self._nqf} finite numbers (the group "
+                             f"layout, full_layout()), got shape {q.shape}")
+        return q[off:]
+
+    def loop_residual(self, q_full):
+        """h at a full configuration in the group layout (as
+        :meth:`.robot.ClosedLoopRobot.loop_residual`)."""
+        kin, qc = self._chart_at(self._qfull(q_full))
+        return kin.residual(qc)
+
+    def constraint_jacobian(self, q_full):
+        """K (m, nv_full) (a floating base: 6 zero columns first): the columns of the
+        spherical/free joints act on ω, (v, ω) in the child frame."""
+        kin, qc = self._chart_at(self._qfull(q_full))
+        K = kin.residual_jacobian(qc)[1]
+        if self._c.floating_base:
+            K = np.hstack([np.zeros((K.shape[0], 6)), K])
+        return K
+
+
+def _fill(out, res):
+    if out is None:
+        return res
+    if not (isinstance(out, np.ndarray) and out.shape == np.shape(res) and out.dtype == float):
+        raise ValueError(f"out must be a float64 array of shape {np.shape(res)}")
+    out[...] = res
+    return out
