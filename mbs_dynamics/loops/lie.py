@@ -36,6 +36,7 @@ import numpy as np
 from .kinematics import LoopKinematics, _rank, pivoted_columns
 from .robot import ClosedLoopRobot, LoopWarning
 from .spec import parse_loops
+from ..model.methods import forward_dynamics_method
 from ..model.lie_joints import _jb_series, matrix_to_quat, quat_to_matrix
 
 __all__ = ["LieClosedLoopRobot", "RECENTRE"]
@@ -312,7 +313,14 @@ class LieClosedLoopRobot:
         return self._run("inverse_dynamics", q, (q, qd, qdd), {"f_ext": f_ext, "out": out})
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
-        """As :meth:`.robot.ClosedLoopRobot.forward_dynamics`."""
+        """As :meth:`.robot.ClosedLoopRobot.forward_dynamics`, ``method="lagrange"`` only.
+
+        Raises:
+            ValueError: for ``method="dca"``: the divide-and-conquer assembly needs every
+                body's inertia positive definite, and the chart's links are massless.
+        """
+        if method != "lagrange" and forward_dynamics_method(method, ("lagrange", "dca")) == "dca":
+            raise ValueError(self._no_dca("forward_dynamics method 'dca'"))
         return self._run("forward_dynamics", q, (q, qd, tau),
                          {"f_ext": f_ext, "out": out, "method": method})
 
@@ -376,6 +384,12 @@ class LieClosedLoopRobot:
         """:func:`~.simulate.simulate_loops` of this robot."""
         from .simulate import simulate_loops
         return simulate_loops(self, duration, **kw)
+
+    def _no_dca(self, what):
+        g, kind, _, _ = self._groups[0]
+        return (f"{what}: the divide-and-conquer assembly needs every body's inertia positive "
+                f"definite, and the {kind} joint '{g}' is built of massless chart links; use "
+                "method='lagrange' (the same constrained dynamics)")
 
     # ------------------------------------------------------------------ description
     def __getattr__(self, name):
