@@ -194,18 +194,23 @@ class LieClosedLoopRobot:
         if not force and all(abs(qc[i0 + (4 if kind == "floating" else 1)]) <= RECENTRE
                              for _, kind, i0, _ in self._groups):
             return False
-        full = c.full_robot
-        B = np.array(full.model.B)
+        B = np.array(c.full_robot.model.B)
         qn = qc.copy()
         for _, kind, i0, d in self._groups:
             B[i0] = B[i0] @ _chart_pose(kind, qc[i0:i0 + d])
             qn[i0:i0 + d] = 0.0
-        model = replace(full.model, B=B)
-        kin = LoopKinematics(model, parse_loops(list(c.loops), model))
-        self._c = ClosedLoopRobot(type(full)(model, full.data.kmax), None,
-                                  _state=(kin, c._act, c._dep, qn, c.actuated_chosen))
+        self._c = self._inner(B, qn)
         self.recentrings += 1
         return True
+
+    def _inner(self, B, qc):
+        """A ClosedLoopRobot on the chart with the origins ``B``, assembled at ``qc``."""
+        c = self._c
+        full = c.full_robot
+        model = replace(full.model, B=B)
+        kin = LoopKinematics(model, parse_loops(list(c.loops), model))
+        return ClosedLoopRobot(type(full)(model, full.data.kmax), None,
+                               _state=(kin, c._act, c._dep, qc, c.actuated_chosen))
 
     def _group_q(self, qc):
         """Group coordinates (nq_full,) of the joints' chart coordinates ``qc`` (n_full,)."""
@@ -238,8 +243,8 @@ class LieClosedLoopRobot:
         return V
 
     def _chart_at(self, q):
-        """(LoopKinematics of the chart centred at the group configuration q (nq_full,), q's
-        chart coordinates (every group 0))."""
+        """(origins B of the chart centred at the group configuration q (nq_full,), q's chart
+        coordinates (every group 0))."""
         qc = np.zeros(len(self._B0))
         B = np.array(self._B0)
         for name, kind, sc, sq in self._segs:
@@ -256,6 +261,11 @@ class LieClosedLoopRobot:
             if kind == "floating":
                 T[:3, 3] = x[:3]
             B[sc.start] = B[sc.start] @ T
+        return B, qc
+
+    def _kin_at(self, q):
+        """(LoopKinematics of the chart centred at q, q's chart coordinates)."""
+        B, qc = self._chart_at(q)
         model = replace(self._c.full_robot.model, B=B)
         return LoopKinematics(model, parse_loops(list(self._c.loops), model)), qc
 
@@ -380,10 +390,58 @@ class LieClosedLoopRobot:
             return np.r_[x[:7], self._group_q(x[7:])]
         return self._group_q(x)
 
-    def simulate(self, duration, **kw):
-        """:func:`~.simulate.simulate_loops` of this robot."""
+    def _simulate_loops(self, duration, *, method=None, q0=None, qd0=None, tau=None, dt=0.01,
+                        **options):
+        """:func:`~.simulate.simulate_loops` for this robot: ``method="lagrange"`` over one
+        output interval at a time, each started from the actuated state on the branch of the
+        last (the state re-assembled at every output instant), the chart re-centred between
+        intervals; the results in the group layout."""
         from .simulate import simulate_loops
-        return simulate_loops(self, duration, **kw)
+        if method is None:
+            method = "lagrange"
+        if method == "hdca":
+            raise ValueError(self._no_dca("simulate method 'hdca'"))
+        duration, dt = float(duration), float(dt)
+        if not (np.isfinite(duration) and duration >= 0 and np.isfinite(dt) and dt > 0):
+            raise ValueError("duration must be >= 0 and dt > 0 (finite)")
+        fb, act = self._c.floating_base, self._c.actuated_index
+        nb, vb = (7, 6) if fb else (0, 0)
+        if callable(tau):
+            user = tau
+
+            def tau(t, qf, vf):  # noqa: F811 — the user's torque law sees group coordinates
+                return user(t0 + t, *self._group_state(qf, vf))
+        self._c = self._inner(*self._chart_at(self._q_asm))  # q0 on q_assembled's branch
+        N = int(round(duration / dt))
+        rows, t0, nfev, wall, charts, qa, qda = [], 0.0, 0, 0.0, 0, q0, qd0
+        for k in range(max(N, 1)):
+            r = simulate_loops(self._c, dt if N else 0.0, method=method, q0=qa, qd0=qda,
+                               tau=tau, dt=dt, **options)
+            nfev, wall = nfev + r.nfev, wall + r.wall_time
+            charts += r.meta.get("charts", 0)
+            for i in range(0 if k == 0 else 1, len(r.t)):
+                rows.append(((k + i) * dt if N else 0.0,) + self._group_state(r.q[i], r.qd[i])
+                            + (r.residual[i], r.velocity_residual[i], r.energy[i],
+                               r.meta["momentum"][i] if fb else None))
+            qe, ve = r.q[-1], r.qd[-1]
+            qa, qda = np.r_[qe[:nb], qe[nb + act]], np.r_[ve[:vb], ve[vb + act]]
+            self._c._q0 = qe[nb:].copy()
+            self._c._last = qe[nb:]
+            self._recentre()
+            t0 = (k + 1) * dt
+        t, q, v, res, vres, E, mom = (np.array(x) for x in zip(*rows))
+        meta = {"charts": charts, "recentrings": self.recentrings}
+        if fb:
+            meta["momentum"] = mom
+        return type(r)(t, q, v, res, vres, E, nfev, wall, method, self.full_joint_names,
+                       np.asarray(act), meta)
+
+    def _group_state(self, qf, vf):
+        """A full (chart) state → (q, v) in the group layout (a floating base's in front)."""
+        nb, vb = (7, 6) if self._c.floating_base else (0, 0)
+        q = np.r_[qf[:nb], self._group_q(qf[nb:])]
+        v = np.r_[vf[:vb], self._group_v(np.stack([qf[nb:], vf[vb:]]))[0]]
+        return q, v
 
     def _no_dca(self, what):
         g, kind, _, _ = self._groups[0]
@@ -453,6 +511,12 @@ class LieClosedLoopRobot:
         return self._c.actuated_index
 
     @property
+    def actuated_q_index(self):
+        """Columns of the actuated joints in the full configuration (the ``q`` slices)."""
+        q_of = {sc.start: sq.start for _, _, sc, sq in self._segs}
+        return np.array([q_of[int(i)] for i in self._c.actuated_index], dtype=np.intp)
+
+    @property
     def q_assembled(self):
         """The assembled configuration found at load, (nq_full,) group coordinates."""
         return self._q_asm.copy()
@@ -468,13 +532,13 @@ class LieClosedLoopRobot:
     def loop_residual(self, q_full):
         """h at a full configuration in the group layout (as
         :meth:`.robot.ClosedLoopRobot.loop_residual`)."""
-        kin, qc = self._chart_at(self._qfull(q_full))
+        kin, qc = self._kin_at(self._qfull(q_full))
         return kin.residual(qc)
 
     def constraint_jacobian(self, q_full):
         """K (m, nv_full) (a floating base: 6 zero columns first): the columns of the
         spherical/free joints act on ω, (v, ω) in the child frame."""
-        kin, qc = self._chart_at(self._qfull(q_full))
+        kin, qc = self._kin_at(self._qfull(q_full))
         K = kin.residual_jacobian(qc)[1]
         if self._c.floating_base:
             K = np.hstack([np.zeros((K.shape[0], 6)), K])

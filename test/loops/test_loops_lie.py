@@ -16,6 +16,7 @@ import pytest
 import mbs_dynamics as mbs
 import loops_mechanisms as lm
 from mbs_dynamics.loops.robot import ClosedLoopRobot, LoopWarning
+from mbs_dynamics.loops.simulate import simulate_loops
 from test_loops_kinematics import D, rpy_pose
 
 try:
@@ -288,3 +289,52 @@ def test_bad_inputs():
     assert T.shape == (3, 1)
     for i in range(3):
         assert rel(T[i], r.inverse_dynamics(Q[i], [0.3], [-0.2])) < 1e-12
+
+
+@needs_pin
+def test_simulation_through_the_singular_angle():
+    """The swing ball falls from θ = 0 through θ = π/2 (its URDF-zero chart's singular angle):
+    θ(t) against the same pendulum integrated with Pinocchio's constrained accelerations, the
+    energy conserved, the loops closed, the configuration on the group."""
+    from scipy.integrate import solve_ivp
+    r, desc = load(lm.swing_ball)
+    P = PinMech(desc, r.full_joint_names)
+
+    def f(t, x):
+        th, w = x
+        q = np.r_[th, 0.0, np.sin(th / 2), 0.0, np.cos(th / 2)]
+        return [w, P.ddq(q, np.array([w, 0.0, w, 0.0]), np.zeros(4))[0]]
+
+    res = simulate_loops(r, 1.0, dt=0.05, rtol=1e-11, atol=1e-11)
+    assert res.method == "lagrange" and res.q.shape == (21, r.nq_full)
+    ref = solve_ivp(f, (0, 1.0), [0.0, 0.0], rtol=1e-12, atol=1e-12, t_eval=res.t,
+                    method="DOP853")
+    assert np.abs(res.q[:, 0] - ref.y[0]).max() < 1e-7
+    assert np.abs(res.qd[:, 0] - ref.y[1]).max() < 1e-7
+    assert res.q[:, 0].max() > np.pi / 2 + 0.3  # through the singular angle
+    assert res.meta["recentrings"] > 1
+    assert np.abs(res.energy - res.energy[0]).max() < 1e-7
+    assert res.residual.max() < 1e-10
+    assert np.abs(np.linalg.norm(res.q[:, 1:5], axis=1) - 1).max() < 1e-14
+    with pytest.raises(ValueError, match="massless chart links"):
+        simulate_loops(r, 0.1, method="hdca")
+
+
+def test_simulate_stewart_with_a_controller():
+    """mbs.simulate: the controller sees the actuated legs (q columns of the group layout),
+    the platform's pose stays a unit quaternion, the loops closed, the legs held by PD."""
+    r, _ = load(lm.stewart)
+    q_ref = actuated_q(r)
+    g = r.gravity_torques(q_ref)
+    seen = []
+
+    def ctrl(t, s):
+        seen.append(s.q.copy())
+        return g - 400.0 * (s.q - q_ref) - 40.0 * s.qd
+
+    res = mbs.simulate(r, ctrl, 0.2, 0.05)
+    assert res.q.shape == (5, r.nq_full) and res.qd.shape == (5, r.nv_full)
+    assert rel(seen[0], q_ref) < 1e-12
+    assert np.abs(res.q[:, r.actuated_q_index] - q_ref).max() < 1e-9  # held (g exact)
+    assert np.abs(np.linalg.norm(res.q[:, 3:7], axis=1) - 1).max() < 1e-14
+    assert res.residual.max() < 1e-10
