@@ -44,10 +44,14 @@ class PinMech:
     """The mechanism on Pinocchio, written from the structured description (joints added in
     the order ``order``; spherical → JointModelSpherical, floating → JointModelFreeFlyer)."""
 
-    def __init__(self, desc, order):
+    def __init__(self, desc, order, base=None):
         links, joints, loops = desc
         m = pin.Model()
         jid = {"base": 0}
+        if base is not None:  # a floating base (mass, com, principal inertia)
+            jid["base"] = m.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "root")
+            m.appendBodyToJoint(jid["base"], pin.Inertia(base[0], np.array(base[1], float),
+                                                         np.diag(base[2])), pin.SE3.Identity())
         L = {ln[0]: ln for ln in links}
         J = {j[0]: j for j in joints}
         for name in order:
@@ -338,3 +342,34 @@ def test_simulate_stewart_with_a_controller():
     assert np.abs(res.q[:, r.actuated_q_index] - q_ref).max() < 1e-9  # held (g exact)
     assert np.abs(np.linalg.norm(res.q[:, 3:7], axis=1) - 1).max() < 1e-14
     assert res.residual.max() < 1e-10
+
+
+@needs_pin
+def test_floating_base_with_a_ball_joint_in_the_loop():
+    """The RUSR on a free-floating 2 kg base (FloatingClosedLoopRobot over the chart): (base
+    wrench, τ_a) against Pinocchio's constrained accelerations with a FreeFlyer root."""
+    name, links, joints, loops, act = lm.rusr_ball()
+    base = ('<link name="base"><inertial><origin xyz="0.1 0.05 -0.02"/><mass value="2"/>'
+            '<inertia ixx="0.03" iyy="0.04" izz="0.05" ixy="0" ixz="0" iyz="0"/></inertial>'
+            '</link>')
+    u = lm.lie_urdf(name, links, joints).replace('<link name="base"/>', base)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", mbs.URDFWarning)
+        r = mbs.load_urdf(u, loops=loops, actuated=act, floating_base=True)
+    assert r.floating_base and r.nq == 8 and r.nv == 7
+    P = PinMech((links, joints, loops), r.full_joint_names,
+                base=(2.0, [0.1, 0.05, -0.02], [0.03, 0.04, 0.05]))
+    rng = np.random.default_rng(4)
+    quat = rng.standard_normal(4)
+    q = np.r_[rng.standard_normal(3), quat / np.linalg.norm(quat), actuated_q(r) + 0.1]
+    qd, qdd = rng.standard_normal(7), rng.standard_normal(7)
+    tau = r.inverse_dynamics(q, qd, qdd)
+    qj, (vj, aj) = r.expand(np.stack([q[7:], qd[6:], qdd[6:]]))
+    qf = np.r_[q[:7], qj]
+    assert rel(r.expand(q), qf) < 1e-13
+    tf = np.zeros(6 + r.nv_full)
+    tf[:6] = tau[:6]
+    tf[6 + r.actuated_index] = tau[6:]
+    ddq = P.ddq(qf, np.r_[qd[:6], vj], tf)
+    assert rel(ddq, np.r_[qdd[:6], aj]) < 1e-9
+    assert rel(r.forward_dynamics(q, qd, tau), qdd) < 1e-9
