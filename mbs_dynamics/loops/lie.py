@@ -114,7 +114,10 @@ class LieClosedLoopRobot:
                     raise ValueError(f"actuated joint '{a}': '{g[0]}' is a {g[1]} joint; "
                                      "spherical and free joints inside a closed loop are passive "
                                      "(dependent): actuate 1-DOF joints")
-            self._c = ClosedLoopRobot(chart_robot, loops, actuated)
+            try:
+                self._c = ClosedLoopRobot(chart_robot, loops, actuated)
+            except ValueError as e:
+                raise ValueError(self._rename(str(e))) from None
         else:
             self._c = self._choose(chart_robot, loops)
         self._recentre(force=True)  # the chart's reference at the assembled configuration
@@ -163,15 +166,16 @@ class LieClosedLoopRobot:
         C = np.array([i for _, _, i0, d in self._groups for i in range(i0, i0 + d)], dtype=int)
         rest = np.array([i for i in range(nf) if i not in set(C)], dtype=int)
         KC = K[:, C]
-        s = np.linalg.svd(KC, compute_uv=False)
-        if _rank(s, KC.shape) < len(C):
+        sK = np.linalg.svd(K, compute_uv=False)
+        s = np.linalg.svd(KC, compute_uv=False)  # its rank on K's scale (KC may be ~0)
+        if np.sum(s > sK[0] * max(K.shape) * np.finfo(float).eps * 100) < len(C):
             v = np.linalg.svd(KC)[2][-1]
             j = int(C[int(np.argmax(np.abs(v)))])
             g = self._chart_of[model.joint_names[j]]
             raise ValueError(f"joint '{g}': the loops do not determine this spherical/free "
                              "joint (its rotation or translation is free at the assembled "
                              "configuration); it cannot be actuated, so close it by a loop")
-        r = _rank(np.linalg.svd(K, compute_uv=False), K.shape)
+        r = _rank(sK, K.shape)
         P = K[:, rest] - KC @ np.linalg.lstsq(KC, K[:, rest], rcond=None)[0]
         dep = set(int(rest[j]) for j in pivoted_columns(P, r - len(C)))
         act = [model.joint_names[i] for i in rest if i not in dep]
@@ -281,6 +285,16 @@ class LieClosedLoopRobot:
             return None
         return q[off:]
 
+    def _rename(self, msg):
+        """An error message of the chart's ClosedLoopRobot with each chart joint named by its
+        spherical/free joint."""
+        for chart, g in self._chart_of.items():
+            msg = msg.replace(f"'{chart}'", f"'{g}'")
+        for g, _, _, _ in self._groups:  # its chart joints listed one after the other
+            while f"'{g}', '{g}'" in msg:
+                msg = msg.replace(f"'{g}', '{g}'", f"'{g}'")
+        return msg
+
     def _walk(self, qa):
         """Continuation of the assembly to the actuated ``qa`` along a straight line,
         re-centring on the way; True when it arrives."""
@@ -309,10 +323,10 @@ class LieClosedLoopRobot:
             return _fill(out, res)
         try:
             res = getattr(self._c, name)(*args, **kw)
-        except ValueError:
+        except ValueError as e:
             qa = self._qa(q)
             if qa is None or not self._walk(qa):
-                raise
+                raise ValueError(self._rename(str(e))) from None
             res = getattr(self._c, name)(*args, **kw)
         if self._recentre():
             res = getattr(self._c, name)(*args, **kw)

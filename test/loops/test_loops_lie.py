@@ -261,6 +261,19 @@ def test_actuating_a_ball_joint_is_refused():
         mbs.load_urdf(lm.lie_urdf(name, links, joints), loops=loops, actuated=["free_x"])
 
 
+def test_a_ball_joint_the_loops_do_not_determine_is_named():
+    """The RUSR closed by a `connect` at the ball instead of a weld: the ball's spin is free."""
+    name, links, joints, loops, act = lm.rusr_ball()
+    loops = [dict(loops[0], type="connect")]
+    u = lm.lie_urdf(name, links, joints)
+    with pytest.raises(ValueError, match="joint 's': the loops do not determine"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", LoopWarning)
+            mbs.load_urdf(u, loops=loops)
+    with pytest.raises(ValueError, match=r"dependent joints \['s'\] of loop"):
+        mbs.load_urdf(u, loops=loops, actuated=act)
+
+
 def test_automatic_choice_never_picks_a_chart_joint():
     name, links, joints, loops, act = lm.stewart()
     with pytest.warns(LoopWarning) as w:
