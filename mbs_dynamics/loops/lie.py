@@ -37,7 +37,7 @@ from .kinematics import LoopKinematics, _rank, pivoted_columns
 from .robot import ClosedLoopRobot, LoopWarning
 from .spec import parse_loops
 from ..model.methods import forward_dynamics_method
-from ..model.lie_joints import _jb_series, matrix_to_quat, quat_to_matrix
+from ..model.lie_joints import _fill, _jb_series, matrix_to_quat, quat_to_matrix
 
 __all__ = ["LieClosedLoopRobot", "RECENTRE"]
 
@@ -558,11 +558,3 @@ class LieClosedLoopRobot:
             K = np.hstack([np.zeros((K.shape[0], 6)), K])
         return K
 
-
-def _fill(out, res):
-    if out is None:
-        return res
-    if not (isinstance(out, np.ndarray) and out.shape == np.shape(res) and out.dtype == float):
-        raise ValueError(f"out must be a float64 array of shape {np.shape(res)}")
-    out[...] = res
-    return out
