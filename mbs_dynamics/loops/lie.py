@@ -37,7 +37,7 @@ from .kinematics import LoopKinematics, _rank, pivoted_columns
 from .robot import ClosedLoopRobot, LoopWarning
 from .spec import parse_loops
 from ..model.methods import forward_dynamics_method
-from ..model.lie_joints import _fill, _jb_series, matrix_to_quat, quat_to_matrix
+from ..model.lie_joints import _fill, _jb_rate, _jb_series, matrix_to_quat, quat_to_matrix
 
 __all__ = ["LieClosedLoopRobot", "RECENTRE"]
 
@@ -266,6 +266,41 @@ class LieClosedLoopRobot:
                 T[:3, 3] = x[:3]
             B[sc.start] = B[sc.start] @ T
         return B, qc
+
+    def multipliers(self, q_full, qd_full, qdd_full, f_ext=None):
+        """λ (m,), the minimum-norm solution of K_dᵀ λ = τ_tree,d at a full-coordinate motion in
+        the group layout (as :meth:`.robot.ClosedLoopRobot.multipliers`): the tree's τ on the
+        chart centred at q_full, where the chart's rates are φ̇ = v, φ̈ = v̇ − J̇b v.
+
+        Args:
+            q_full, qd_full, qdd_full: (nq_full,), (nv_full,), (nv_full,) (a floating base:
+                its 7 / 6 entries in front).
+            f_ext: as :meth:`Robot.inverse_dynamics`.
+        Returns:
+            λ (m,), the rows of ``loop_rows``.
+        """
+        nb, vb = (7, 6) if self._c.floating_base else (0, 0)
+        qj = self._qfull(q_full)
+        v = [np.asarray(x, dtype=float) for x in (qd_full, qdd_full)]
+        for x, nm in zip(v, ("qd_full", "qdd_full")):
+            if x.shape != (vb + self.nv_full,) or not np.isfinite(x).all():
+                raise ValueError(f"{nm} must be {vb + self.nv_full} finite numbers, got shape "
+                                 f"{x.shape}")
+        v, a = v
+        a = a.copy()
+        for _, kind, sc, _ in self._segs:
+            if kind != "joint":
+                vg = v[vb:][sc]
+                a[vb:][sc] -= _jb_rate(kind, vg) @ vg
+        B, qc = self._chart_at(qj)
+        full = self._c.full_robot
+        model = replace(full.model, B=B)
+        t = type(full)(model, full.data.kmax).inverse_dynamics(np.r_[np.asarray(q_full)[:nb], qc],
+                                                               v, a, f_ext)
+        kin = LoopKinematics(model, parse_loops(list(self._c.loops), model))
+        K = kin.residual_jacobian(qc)[1]
+        dep = self._c._dep
+        return np.linalg.lstsq(K[:, dep].T, t[vb:][dep], rcond=None)[0]
 
     def _kin_at(self, q):
         """(LoopKinematics of the chart centred at q, q's chart coordinates)."""

@@ -130,6 +130,20 @@ def test_inverse_and_forward_dynamics_match_pinocchio_constraint_dynamics(mech):
         assert rel(ddq[r.actuated_index], qdd) < 1e-9, name
         assert rel(ddq, a) < 1e-9, name  # the full acceleration of the group jets too
         assert rel(r.forward_dynamics(q, qd, tau), qdd) < 1e-9, name
+        # the loop wrenches: Pinocchio's λ (LOCAL, in origin_a's axes, on frame_a) = −R_ab λ_b
+        cf = r.constraint_forces(q, qd, qdd)
+        lam = r.multipliers(qf, v, a)
+        pin.forwardKinematics(P.model, P.data, qf)
+        off = 0
+        for lp, c in zip(r.loops, P.cms):
+            Rab = ((P.data.oMi[c.joint1_id] * c.joint1_placement).rotation.T
+                   @ (P.data.oMi[c.joint2_id] * c.joint2_placement).rotation)
+            m = 3 if lp["type"] == "connect" else 6
+            X = np.kron(np.eye(m // 3), Rab)
+            if name != "swing":  # its weld is redundant (rank 3): λ is not unique there
+                assert rel(-X @ cf[lp["name"]], P.data.lambda_c[off:off + m]) < 1e-8, name
+            assert rel(lam[off:off + m], cf[lp["name"]]) < 1e-9, name
+            off += m
     with pytest.raises(ValueError, match="massless chart links; use method='lagrange'"):
         r.forward_dynamics(q, qd, tau, method="dca")
 
@@ -299,7 +313,7 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="group"):
         r.loop_residual(np.zeros(r.nv_full))
     with pytest.raises(NotImplementedError, match="'s'"):
-        r.multipliers
+        r.full_robot
     # batches: row by row, equal to the single calls
     Q = q + np.array([[0.0], [0.5], [1.0]])
     T = r.inverse_dynamics(Q, Q * 0 + 0.3, Q * 0 - 0.2)
@@ -386,3 +400,5 @@ def test_floating_base_with_a_ball_joint_in_the_loop():
     ddq = P.ddq(qf, np.r_[qd[:6], vj], tf)
     assert rel(ddq, np.r_[qdd[:6], aj]) < 1e-9
     assert rel(r.forward_dynamics(q, qd, tau), qdd) < 1e-9
+    lam = r.multipliers(qf, np.r_[qd[:6], vj], np.r_[qdd[:6], aj])
+    assert rel(lam, r.constraint_forces(q, qd, qdd)["weld"]) < 1e-9
