@@ -402,3 +402,31 @@ def test_floating_base_with_a_ball_joint_in_the_loop():
     assert rel(r.forward_dynamics(q, qd, tau), qdd) < 1e-9
     lam = r.multipliers(qf, np.r_[qd[:6], vj], np.r_[qdd[:6], aj])
     assert rel(lam, r.constraint_forces(q, qd, qdd)["weld"]) < 1e-9
+
+
+def test_stewart_jets_and_matrices_by_differences():
+    """The 6-UPS platform on its free joint along an analytic leg trajectory: τ′, τ″ and Ṁ
+    against 8th-order central differences of τ and M; C̄ q̇ + g = τ(q, q̇, 0); Ṁ − 2C̄ skew."""
+    r, _ = load(lm.stewart)
+    q0 = actuated_q(r)
+    A, w, ph = np.linspace(0.02, 0.05, 6), np.linspace(0.9, 1.6, 6), np.linspace(0, 2, 6)
+
+    def jet(t):
+        return np.array([q0 + A * np.sin(w * t + ph)]
+                        + [A * w ** k * np.sin(w * t + ph + k * np.pi / 2) for k in range(1, 5)])
+
+    h = 1e-3
+    for t in (0.0, 0.7):
+        X = jet(t)
+        T = r.torque_derivatives(X)
+        taus = np.array([r.inverse_dynamics(*jet(t + (i - 4) * h)[:3]) for i in range(9)])
+        assert rel(T[0], taus[4]) < 1e-12
+        for k in (1, 2):
+            assert rel(T[k], D[k] @ taus / h ** k) < 1e-6, k
+        Ms = np.array([r.mass_matrix(jet(t + (i - 4) * h)[0]) for i in range(9)])
+        Md = r.mass_matrix_derivative(X[0], X[1])
+        assert rel(Md, np.tensordot(D[1], Ms, 1) / h) < 1e-7
+        C = r.coriolis_matrix(X[0], X[1])
+        assert rel(C @ X[1] + r.gravity_torques(X[0]),
+                   r.inverse_dynamics(X[0], X[1], np.zeros(6))) < 1e-11
+        assert np.abs(Md - 2 * C + (Md - 2 * C).T).max() < 1e-10
