@@ -72,7 +72,7 @@ class LieClosedLoopRobot:
     """A closed-loop robot with spherical or free joints inside its spanning tree (module
     docstring). Made by :func:`mbs_dynamics.load_urdf` for ``loops=`` with such joints; the
     actuated-coordinate API is :class:`~.robot.ClosedLoopRobot`'s (``inverse_dynamics``,
-    ``forward_dynamics`` (``"lagrange"`` / ``"dca"``), ``mass_matrix``, ``gravity_torques``,
+    ``forward_dynamics`` (``"lagrange"``), ``mass_matrix``, ``gravity_torques``,
     ``coriolis_matrix``, ``mass_matrix_derivative``, ``torque_derivatives``,
     ``constraint_forces``; :func:`~.simulate.simulate_loops`), the full coordinates are the
     group's.
@@ -107,19 +107,20 @@ class LieClosedLoopRobot:
             self._c = _inner
             return
         loops = list(loops) if isinstance(loops, (list, tuple)) else loops
-        if actuated is not None:
-            for a in [actuated] if isinstance(actuated, str) else actuated:
+        if actuated is not None:  # other malformed values: ClosedLoopRobot's error
+            given = [actuated] if isinstance(actuated, str) else (
+                list(actuated) if isinstance(actuated, (list, tuple)) else [])
+            for a in given:
                 g = self._group(a)
                 if g is not None:
                     raise ValueError(f"actuated joint '{a}': '{g[0]}' is a {g[1]} joint; "
                                      "spherical and free joints inside a closed loop are passive "
                                      "(dependent): actuate 1-DOF joints")
-            try:
-                self._c = ClosedLoopRobot(chart_robot, loops, actuated)
-            except ValueError as e:
-                raise ValueError(self._rename(str(e))) from None
-        else:
-            self._c = self._choose(chart_robot, loops)
+        try:
+            self._c = (self._choose(chart_robot, loops) if actuated is None else
+                       ClosedLoopRobot(chart_robot, loops, actuated))
+        except ValueError as e:
+            raise ValueError(self._rename(str(e))) from None
         self._recentre(force=True)  # the chart's reference at the assembled configuration
         self._q_asm = self._group_q(self._c._last)
 
@@ -150,8 +151,6 @@ class LieClosedLoopRobot:
                 segs.append((joint_names[i], "joint", slice(i, i + 1), slice(qi, qi + 1)))
                 i, qi = i + 1, qi + 1
         self._segs, self._nqf = segs, qi
-        self._qcols = np.array([sq.start for _, k, _, sq in segs if k == "joint"], dtype=int)
-        self._ccols = np.array([sc.start for _, k, sc, _ in segs if k == "joint"], dtype=int)
 
     def _choose(self, full, loops):
         """ClosedLoopRobot with the actuated joints chosen among the 1-DOF joints (QR with

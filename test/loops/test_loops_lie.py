@@ -273,6 +273,9 @@ def test_actuating_a_ball_joint_is_refused():
     name, links, joints, loops, act = lm.stewart()
     with pytest.raises(ValueError, match="'free' is a floating joint"):
         mbs.load_urdf(lm.lie_urdf(name, links, joints), loops=loops, actuated=["free_x"])
+    for bad in (5, [3.0], {"leg0": 1}):
+        with pytest.raises(ValueError, match="actuated must be a joint name or a list"):
+            mbs.load_urdf(lm.lie_urdf(name, links, joints), loops=loops, actuated=bad)
 
 
 def test_a_ball_joint_the_loops_do_not_determine_is_named():
