@@ -418,18 +418,23 @@ class LieClosedLoopRobot:
         return self._run("torque_derivatives", q0, (qs,),
                          {"method": method, "out": out, "f_ext": f_ext}, batch_ndim=-1)
 
-    def expand(self, qs):
+    def expand(self, qs, q_guess=None):
         """Full coordinates in the group layout (``full_layout``) of actuated positions or of an
         actuated jet.
 
         Args:
             qs: (n,) actuated positions (a floating base: (7 + n,) with the base pose), or
                 (k+1, n) rows q_a, q_a′, …, q_a^(k) of the actuated joints.
+            q_guess: (nq_full,) start of Newton in the group layout (a floating base: its 7
+                entries in front, ignored); default the last assembly, so a trajectory stays on
+                its assembly branch (initially ``q_assembled``). The chart is re-centred there.
         Returns:
             (nq_full,) (a floating base: (7 + nq_full,)) for positions; for a jet the pair
             ``(q (nq_full,), vs (k, nv_full))``: the configuration and the rows v, v′, …,
             v^(k−1) (spherical/free joints: ω, (v, ω) in the child frame and their derivatives).
         """
+        if q_guess is not None:
+            self._c = self._inner(*self._chart_at(self._qfull(q_guess, "q_guess")))
         if np.ndim(qs) == 2:
             X = self._run("expand", qs[0], (qs,), {}, batch_ndim=-1)
             return self._group_q(X[0]), self._group_v(X)
@@ -569,11 +574,11 @@ class LieClosedLoopRobot:
         """The assembled configuration found at load, (nq_full,) group coordinates."""
         return self._q_asm.copy()
 
-    def _qfull(self, q_full):
+    def _qfull(self, q_full, name="q_full"):
         off = 7 if self._c.floating_base else 0
         q = np.asarray(q_full, dtype=float)
         if q.shape != (off + self._nqf,) or not np.isfinite(q).all():
-            raise ValueError(f"q_full must be {off + self._nqf} finite numbers (the group "
+            raise ValueError(f"{name} must be {off + self._nqf} finite numbers (the group "
                              f"layout, full_layout()), got shape {q.shape}")
         return q[off:]
 

@@ -250,6 +250,32 @@ def test_ball_joint_through_its_chart_singularity():
     assert r.recentrings > start
 
 
+def test_expand_from_a_guess_picks_the_branch():
+    """The RUSR's two assembly modes: q_guess (group layout) selects the branch; the default
+    continues from the last assembly."""
+    r, _ = load(lm.rusr_ball)
+    q = actuated_q(r) + 0.2
+    a = r.expand(q)
+    # the other mode, by Newton from random starts
+    other = None
+    for seed in range(20):
+        g = np.random.default_rng(seed).uniform(-3, 3, r.nq_full)
+        g[4:8] /= np.linalg.norm(g[4:8])  # the ball's quaternion
+        try:
+            b = r.expand(q, q_guess=g)
+        except ValueError:
+            continue
+        if np.abs(np.angle(np.exp(1j * (b[:4] - a[:4])))).max() > 1e-3:  # not a 2π shift
+            other = b
+            break
+    assert other is not None
+    assert np.abs(r.loop_residual(other)).max() < 1e-11
+    assert rel(r.expand(q), other) < 1e-12  # the default stays on the new branch
+    assert rel(r.expand(q, q_guess=a), a) < 1e-12
+    with pytest.raises(ValueError, match="q_guess must be 8 finite numbers"):
+        r.expand(q, q_guess=np.zeros(3))
+
+
 def test_stewart_legs_and_platform():
     """The free joint's full coordinates: (x, y, z, quat) of the platform, ω and v in its
     frame; K q̇ = 0 in the group columns; the loops closed."""
