@@ -44,9 +44,8 @@ __all__ = ["LieClosedLoopRobot", "RECENTRE"]
 #: |middle chart angle| [rad] beyond which the chart is re-centred (cond E = 1/cos b ≤ 1.86).
 RECENTRE = 1.0
 
-#: attributes of the inner ClosedLoopRobot that do not depend on the chart.
-_PASS = ("n", "nq", "nv", "joint_names", "actuated_chosen", "loops", "loop_names", "loop_rows",
-         "frame_names", "mimic_joints", "floating_base", "link_names", "joint_types")
+#: attributes of the inner ClosedLoopRobot that depend on its chart (all others are passed on).
+_CHART = ("full_robot", "data", "with_payload")
 
 
 def _rot(a, b, c):
@@ -504,10 +503,10 @@ class LieClosedLoopRobot:
 
     # ------------------------------------------------------------------ description
     def __getattr__(self, name):
-        if name in _PASS:
-            return getattr(self._c, name)
         if name.startswith("_") or not hasattr(ClosedLoopRobot, name):
             raise AttributeError(name)
+        if name not in _CHART:  # the actuated joints, the loops, limits, masses
+            return getattr(self._c, name)
         g, kind, _, _ = self._groups[0]
         raise NotImplementedError(f"{name} is not available with the {kind} joint '{g}' inside "
                                   "the tree of a closed-loop robot (LieClosedLoopRobot)")
@@ -522,6 +521,18 @@ class LieClosedLoopRobot:
         r = LieClosedLoopRobot(self._orig, None, _inner=self._c.copy())
         r._q_asm = self._q_asm
         return r
+
+    @property
+    def actuated_chosen(self) -> bool:
+        """Whether the package chose the actuated joints (a LoopWarning named them)."""
+        return self._c.actuated_chosen
+
+    @property
+    def model(self):
+        """The spanning tree's model with each spherical/free joint as its chart at the URDF
+        zero (its joints the chart joints ``<name>_rx``, …): names, masses, limits; not the
+        coordinates of this robot's full vectors (``full_layout``)."""
+        return self._orig.model
 
     @property
     def lie_joints(self):

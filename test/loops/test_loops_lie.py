@@ -343,6 +343,8 @@ def test_bad_inputs():
         r.loop_residual(np.zeros(r.nv_full))
     with pytest.raises(NotImplementedError, match="'s'"):
         r.full_robot
+    with pytest.raises(NotImplementedError, match="'s'"):
+        r.with_payload("ball", 1.0)
     # batches: row by row, equal to the single calls
     Q = q + np.array([[0.0], [0.5], [1.0]])
     T = r.inverse_dynamics(Q, Q * 0 + 0.3, Q * 0 - 0.2)
@@ -459,3 +461,15 @@ def test_stewart_jets_and_matrices_by_differences():
         assert rel(C @ X[1] + r.gravity_torques(X[0]),
                    r.inverse_dynamics(X[0], X[1], np.zeros(6))) < 1e-11
         assert np.abs(Md - 2 * C + (Md - 2 * C).T).max() < 1e-10
+
+
+def test_description_and_cli_info():
+    """What does not depend on the chart passes through (limits, masses, loops); the CLI's
+    description of the spanning tree lists the chart's links."""
+    from mbs_dynamics.cli.info import describe
+    r, (links, _, _) = load(lm.rusr_ball)
+    assert r.total_mass == pytest.approx(sum(ln[1] for ln in links))
+    assert r.joint_names == ("crank",) and r.lower.shape == (1,) and not r.actuated_chosen
+    assert r.loop_names == ("weld",) and r.model.lie_joints["s"][0] == "spherical"
+    d = describe(r)
+    assert d["total_mass"] == pytest.approx(r.total_mass)
