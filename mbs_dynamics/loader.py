@@ -35,7 +35,8 @@ def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
             package (QR with pivoting of the constraint Jacobian), named in a LoopWarning.
     Returns:
         A :class:`~.loops.robot.ClosedLoopRobot` when ``loops`` is given (the Robot API in the
-        actuated coordinates); else a :class:`Robot`; a :class:`~.mimic.MimicRobot` (same API, independent coordinates:
+        actuated coordinates; a :class:`~.loops.lie.LieClosedLoopRobot` when the tree has
+        spherical or floating joints, passive, full coordinates on their group); else a :class:`Robot`; a :class:`~.mimic.MimicRobot` (same API, independent coordinates:
         ``joint_names`` lists the independent joints, ``mimic_joints`` the mimic map) when the
         URDF has mimic joints that are not locked. Locking a master locks its mimics too.
     Raises:
