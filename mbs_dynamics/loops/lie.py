@@ -74,7 +74,8 @@ class LieClosedLoopRobot:
     ``forward_dynamics`` (``"lagrange"``), ``mass_matrix``, ``gravity_torques``,
     ``coriolis_matrix``, ``mass_matrix_derivative``, ``torque_derivatives``,
     ``constraint_forces``; :func:`~.simulate.simulate_loops`), the full coordinates are the
-    group's.
+    group's. It serves one thread at a time (a re-centring replaces the chart's robot): give
+    each thread :meth:`copy`.
 
     Args:
         chart_robot: the spanning tree with each spherical/free joint as its chart (a Robot,
