@@ -279,3 +279,19 @@ def stewart():
                       "origin_a": {"xyz": [0, 0, 0.5]}, "origin_b": {"xyz": list(pb)},
                       "type": "connect"})
     return "stewart", links, joints, loops, [f"leg{i}" for i in range(6)]
+
+
+def stewart_ball():
+    """The 6-UPS platform of :func:`stewart` carried in the tree by leg 0's ``spherical`` joint
+    ``ball0`` (the platform a child of leg 0's rod: the ball joint has descendants), the other
+    five legs closed by ``connect``. 21 joints − 15 = 6 DOF."""
+    name, links, joints, loops, act = stewart()
+    (jn, t, p, c, xyz, rpy, ax) = joints[0]
+    pb = loops[0]["origin_b"]["xyz"]
+    joints = joints[1:] + [("ball0", "spherical", "rod0", "platform", (0, 0, 0.5), (0, 0, 0),
+                            None)]
+    links = links[1:] + links[:1]
+    # the platform frame at the ball: its points relative to leg 0's attachment
+    loops = [dict(lp, origin_b={"xyz": [a - b for a, b in zip(lp["origin_b"]["xyz"], pb)]})
+             for lp in loops[1:]]
+    return "stewart_ball", links, joints, loops, act

@@ -25,7 +25,8 @@ except ImportError:  # skip per test, not per module (launch_testing)
     pin = None
 needs_pin = pytest.mark.skipif(pin is None, reason="pinocchio is not installed")
 
-MECHS = {"rusr": lm.rusr_ball, "swing": lm.swing_ball, "stewart": lm.stewart}
+MECHS = {"rusr": lm.rusr_ball, "swing": lm.swing_ball, "stewart": lm.stewart,
+         "stewart_ball": lm.stewart_ball}
 
 
 def rel(a, b):
