@@ -371,14 +371,10 @@ class LieClosedLoopRobot:
         return self._run("inverse_dynamics", q, (q, qd, qdd), {"f_ext": f_ext, "out": out})
 
     def forward_dynamics(self, q, qd, tau, f_ext=None, out=None, method="lagrange"):
-        """As :meth:`.robot.ClosedLoopRobot.forward_dynamics`, ``method="lagrange"`` only.
-
-        Raises:
-            ValueError: for ``method="dca"``: the divide-and-conquer assembly needs every
-                body's inertia positive definite, and the chart's links are massless.
-        """
-        if method != "lagrange" and forward_dynamics_method(method, ("lagrange", "dca")) == "dca":
-            raise ValueError(self._no_dca("forward_dynamics method 'dca'"))
+        """As :meth:`.robot.ClosedLoopRobot.forward_dynamics`. With ``method="dca"`` the
+        chart's massless links get a ghost inertia (:data:`~.hdca.GHOST` × the largest body's)
+        in the divide-and-conquer assembly, which then serves as the preconditioner of an
+        iterative refinement against the exact RNEA residual, run to convergence (rounding)."""
         return self._run("forward_dynamics", q, (q, qd, tau),
                          {"f_ext": f_ext, "out": out, "method": method})
 
