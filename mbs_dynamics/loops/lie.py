@@ -71,7 +71,7 @@ class LieClosedLoopRobot:
     """A closed-loop robot with spherical or free joints inside its spanning tree (module
     docstring). Made by :func:`mbs_dynamics.load_urdf` for ``loops=`` with such joints; the
     actuated-coordinate API is :class:`~.robot.ClosedLoopRobot`'s (``inverse_dynamics``,
-    ``forward_dynamics`` (``"lagrange"``), ``mass_matrix``, ``gravity_torques``,
+    ``forward_dynamics`` (``"lagrange"``, ``"dca"``), ``mass_matrix``, ``gravity_torques``,
     ``coriolis_matrix``, ``mass_matrix_derivative``, ``torque_derivatives``,
     ``constraint_forces``; :func:`~.simulate.simulate_loops`), the full coordinates are the
     group's. It serves one thread at a time (a re-centring replaces the chart's robot): give
