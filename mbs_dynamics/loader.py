@@ -35,7 +35,8 @@ def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
             package (QR with pivoting of the constraint Jacobian), named in a LoopWarning.
     Returns:
         A :class:`~.loops.robot.ClosedLoopRobot` when ``loops`` is given (the Robot API in the
-        actuated coordinates); else a :class:`Robot`; a :class:`~.mimic.MimicRobot` (same API, independent coordinates:
+        actuated coordinates; a :class:`~.loops.lie.LieClosedLoopRobot` when the tree has
+        spherical or floating joints, passive, full coordinates on their group); else a :class:`Robot`; a :class:`~.mimic.MimicRobot` (same API, independent coordinates:
         ``joint_names`` lists the independent joints, ``mimic_joints`` the mimic map) when the
         URDF has mimic joints that are not locked. Locking a master locks its mimics too.
     Raises:
@@ -55,9 +56,8 @@ def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
             raise ValueError("actuated= needs loops=")
         return wrap(robot)
     if robot.model.lie_joints:
-        name, (kind, _) = next(iter(robot.model.lie_joints.items()))
-        raise URDFError(f"joint '{name}' ({kind}): closed loops (loops=) do not take spherical "
-                        "or floating joints inside the tree")
+        from .loops.lie import LieClosedLoopRobot
+        return LieClosedLoopRobot(robot, loops, actuated)
     from .loops.robot import ClosedLoopRobot
     return ClosedLoopRobot(robot, loops, actuated)
 

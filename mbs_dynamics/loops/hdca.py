@@ -39,6 +39,12 @@ M_i = Ad_{C_i}⁻ᵀ M_i^b Ad_{C_i}⁻¹, joint screws S_k = Ad_{C_k} X_k; a joi
   K = e_m − k e_s). Closed in the assembly like a loop, it is exact: the solution is the
   constrained tree's, i.e. the projected dynamics GᵀMG q̈ = Gᵀ(τ − h) of
   :class:`~mbs_dynamics.model.mimic.MimicRobot` (the torques enter at the independent joints).
+* Spherical/free joints inside a closed loop's tree (:mod:`.lie`): their chart's links are
+  massless, so the acceleration level gives them a ghost inertia (``GHOST`` × the largest
+  body's) and uses the assembly as the preconditioner of an iterative refinement against the
+  exact RNEA residual and loop rows, run until it stops gaining — the fixed point is the exact
+  constrained q̈ (the error contracts by (GᵀM_εG)⁻¹GᵀEG, eigenvalues in [0, 1)). NumPy path
+  only; the momentum level (Alg. 3) refuses them.
 * Momentum derivatives (Alg. 3, eq. 69/77 in this representation): with Π_k, Γ_k the momentum
   and the gravity wrench of the subtree of joint k and Ṡ_k = ad_{V_λ(k)} S_k,
   ``Ṗ_k = τ_k + S_kᵀΓ_k + Ṡ_kᵀ Π_k − (K̇_vᵀσ)_k`` — ∂T/∂q_k = Ṡ_kᵀΠ_k replaces ∂H/∂q (fixed
@@ -83,6 +89,12 @@ import weakref
 import numpy as np
 
 from ..kernels import lie
+
+
+#: ghost inertia of a massless chart link, relative to the largest body's (module docstring)
+GHOST = 1e-6
+#: at most this many refinement steps with ghost inertias (each gains ~|log10 GHOST| digits)
+GHOST_STEPS = 8
 
 
 def _ad(V):
@@ -170,6 +182,20 @@ class HDCA:
             Ib = np.concatenate([Ib, np.asarray(model.base_inertia)[None]])
         lam = np.linalg.eigvalsh(Ib) if self.nb else np.ones((0, 6))
         bad = [i for i in range(self.nb) if not lam[i, 0] > 1e-12 * max(lam[i, -1], 1e-300)]
+        chart = {i for _, (kind, i0) in dict(getattr(model, "lie_joints", {}) or {}).items()
+                 for i in range(i0, i0 + (2 if kind == "spherical" else 5))}
+        # with loops (a LieClosedLoopRobot's chart, whose model holds the chart's origins):
+        # the massless links inside a spherical/free joint's chart get a ghost inertia GHOST ×
+        # the largest body's, the assembly then a preconditioner refined against the exact
+        # RNEA residual until converged (:meth:`acceleration`). Not on a tree: a LieJointRobot
+        # re-seats its chart's origins in the compiled workspace only, not in this model.
+        self.ghost = (kin is not None and bool(bad) and set(bad) <= chart
+                      and len(bad) < self.nb)
+        if self.ghost:
+            good = [i for i in range(self.nb) if i not in set(bad)]
+            Ib[bad] = GHOST * max(lam[i, -1] for i in good) * np.eye(6)
+            bad = []
+        self.Ib = Ib
         if bad:
             nm = ["the floating base link" if i == n else f"the link of joint '{names[i]}'"
                   for i in bad]
@@ -180,12 +206,18 @@ class HDCA:
         self.Mb_inv = np.linalg.inv(Ib)  # body-frame inertias (well scaled)
         self.plan = self._plan()
 
+    _ghost_error = ("the Hamiltonian divide-and-conquer assembly (simulate method 'hdca') "
+                    "needs every body's inertia positive definite; the links inside a "
+                    "spherical/free joint's chart are massless: use method='lagrange'")
+
     # ------------------------------------------------------------------ compiled path
     def compiled(self):
         """The compiled kernel of this plan (:mod:`mbs_dynamics.loops._hdca`), or None where it
         does not apply: the extension not built, no movable joint, or a joint screw with
         |ω| ∉ {0, 1} (the NumPy path then serves)."""
         k = self.__dict__.get("_ck", 0)
+        if k == 0 and self.ghost:
+            k = self._ck = None  # the NumPy path refines to convergence
         if k == 0:
             try:
                 from . import _hdca
@@ -399,7 +431,7 @@ class HDCA:
         for i in range(nb):
             A = lie.Ad(C[i])
             Ainv = lie.Ad(lie.inv(C[i]))
-            Ib = m.inertias[i] if i < n else m.base_inertia
+            Ib = self.Ib[i]
             Mi[i] = Ainv.T @ Ib @ Ainv
             Minv[i] = A @ self.Mb_inv[i] @ A.T  # exact: no inversion of the world-frame M_i
             if i < n:
@@ -660,6 +692,8 @@ class HDCA:
         the right-hand side H_k P_k and β = 0) where :meth:`compiled` applies and ``compiled``;
         the NumPy plan otherwise. The state then carries q and the body twists V only, which
         :meth:`momentum_rate` hands to the compiled Ṗ."""
+        if self.ghost:
+            raise ValueError(self._ghost_error)
         K = self.compiled() if compiled else None
         if K is not None:
             nv = self.nv0 + self.n
@@ -693,6 +727,8 @@ class HDCA:
         ``Ṗ_b = τ_b + S_bᵀ(Γ + ad_{V_b}ᵀ Π)`` — the Euler–Poincaré (quasi-velocity) form of
         Hamilton's equation for the base; the joints' Ṡ_k = ad_{V_λ(k)} S_k then use the base's
         twist V_b for the joints on the base."""
+        if self.ghost:
+            raise ValueError(self._ghost_error)
         K = st.get("kernel")
         if K is not None:  # compiled (HDCAKernel.momentum_rate), from a compiled velocity pass
             nl = len(self.loops)
@@ -743,6 +779,8 @@ class HDCA:
 
     def momentum(self, q, v):
         """P = M q̇ (σ = 0): P_k = S_kᵀ Π_k (a floating base's S_bᵀ Π of the whole robot)."""
+        if self.ghost:
+            raise ValueError(self._ghost_error)
         st = self.state(q, v)
         Pi = np.einsum("nij,nj->ni", st["M"], st["V"])
         for k in range(self.n - 1, -1, -1):
@@ -802,10 +840,24 @@ class HDCA:
         X, sigma = self.solve(st, f, tau, beta)
         a = self.rates(st, X, bias_j)
         if rnea is None:
+            if self.ghost:
+                raise ValueError(self._ghost_error)
             return a
-        return a + self._correction(st, a, sigma, bias_j, beta, tau, rnea(q, v, a))
+        if not self.ghost:
+            return a + self._correction(st, a, sigma, bias_j, beta, tau, rnea(q, v, a))
+        prev = np.inf
+        for _ in range(GHOST_STEPS):  # the ghost system as a preconditioner: to convergence
+            da, ds = self._correction(st, a, sigma, bias_j, beta, tau, rnea(q, v, a), True)
+            a = a + da
+            sigma = [x + y for x, y in zip(sigma, ds)]
+            e = np.abs(da).max(initial=0.0) / max(1.0, np.abs(a).max(initial=0.0))
+            if e <= 1e-13 or (e > 0.5 * prev and e <= 1e-11):  # converged, or at rounding
+                return a
+            prev = e
+        raise ValueError("the divide-and-conquer assembly did not converge on the massless "
+                         "chart links of a spherical/free joint; use method='lagrange'")
 
-    def _correction(self, st, a, sigma, bias_j, beta, tau, tau_id):
+    def _correction(self, st, a, sigma, bias_j, beta, tau, tau_id, impulses=False):
         """One step of iterative refinement of the constrained system M q̈ + h = τ + Kᵀσ,
         K q̈ = β: the residuals r₁ = τ + Kᵀσ − τ_RNEA(q, q̇, q̈) (Kᵀσ from the loop wrenches and
         the mimic impulses) and r₂ = β − (rows of the loop and mimic connections at the body
@@ -845,8 +897,8 @@ class HDCA:
             gen[self.nv0 + s] -= k * sg
             r2[c0 + t] = np.array([k * aj[s] - aj[mj]])  # the joint-level row (β: biases)
         r1 = np.asarray(tau, float) + gen - tau_id
-        dX, _ = self.resolve(st, np.zeros((nb, 6)), r1, r2)
-        return self.rates(st, dX)
+        dX, ds = self.resolve(st, np.zeros((nb, 6)), r1, r2)
+        return (self.rates(st, dX), ds) if impulses else self.rates(st, dX)
 
 
 def _fx(robot, h, f_ext):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..kernels import lie
+from ..kinematics.frames import body_poses
 from .hdca import HDCA
 from .lagrange import acceleration as lagrange_acc
 
@@ -66,8 +67,7 @@ def energy(robot, q, v):
     full = robot.full_robot
     T = 0.5 * v @ full.mass_matrix(q) @ v
     model = full.model
-    h = _hdca(robot)
-    C = h.state(q)["C"]
+    C = body_poses(model, q)[:model.n]
     I = model.inertias
     m = I[:, 3, 3]
     mc = lie.first_moment(I)
@@ -108,14 +108,17 @@ def _hdca(robot):
     return h
 
 
-def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=None, dt=0.01,
+def simulate_loops(robot, duration, *, method=None, q0=None, qd0=None, tau=None, dt=0.01,
                    rtol=1e-8, atol=1e-8, integrator="RK45", projection=True,
                    baumgarte=(0.0, 0.0)):
     """Simulate a ClosedLoopRobot from rest or a given actuated state.
 
     Args:
         duration: simulated time [s]; dt: output (and projection) interval [s].
-        method: ``"hdca"`` or ``"lagrange"``.
+        method: ``"hdca"`` (default) or ``"lagrange"`` — with spherical or free joints in the
+            tree (:class:`~.lie.LieClosedLoopRobot`) ``"lagrange"`` only (the default there),
+            integrated one output interval at a time on a re-centred chart, the results in
+            the group layout.
         q0, qd0: actuated initial positions / velocities (default: the assembled configuration,
             rest); expanded to full coordinates on the assembly branch of ``q_assembled``. On a
             floating base (7 + n,) = (x, y, z, qx, qy, qz, qw, actuated joints) with a unit
@@ -134,6 +137,12 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
         from scipy.integrate import solve_ivp
     except ImportError:  # pragma: no cover
         raise ImportError("simulating closed loops needs scipy (pip install scipy)") from None
+    if hasattr(robot, "_simulate_loops"):  # spherical/free joints in the tree (.lie)
+        return robot._simulate_loops(duration, method=method, q0=q0, qd0=qd0, tau=tau, dt=dt,
+                                     rtol=rtol, atol=atol, integrator=integrator,
+                                     projection=projection, baumgarte=baumgarte)
+    if method is None:
+        method = "hdca"
     if method not in ("hdca", "lagrange"):
         raise ValueError(f"method must be 'hdca' or 'lagrange', got {method!r}")
     if isinstance(integrator, str) and integrator not in _SCIPY_METHODS:
@@ -165,7 +174,10 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
     X0 = robot.expand(np.stack([qa0, qda0]), q_guess=robot.q_assembled)
     q, v = X0[0].copy(), X0[1].copy()
     kin = robot._kin
-    h = _hdca(robot)
+    try:
+        h = _hdca(robot)
+    except ValueError:  # "lagrange" on a tree with massless bodies (a spherical joint's chart)
+        h = None
 
     def torque(t, qf, vf):
         tf = np.zeros(nf)
@@ -210,7 +222,8 @@ def simulate_loops(robot, duration, *, method="hdca", q0=None, qd0=None, tau=Non
             vv = x[nf:]
         Q[k], V[k] = qq, vv
         res[k] = np.abs(kin.residual(qq)).max()
-        vres[k] = h.velocity_violation(qq, vv)
+        vres[k] = (h.velocity_violation(qq, vv) if h is not None else
+                   np.abs(kin.residual_jacobian(qq)[1] @ vv).max(initial=0.0))
         E[k] = energy(robot, qq, vv)
 
     if not projection:  # one integration over the whole span (the paper's setting)

@@ -607,10 +607,11 @@ def _simulate_loops(robot, controller, duration, dt, actuator, q0, qd0, options)
     if actuator not in (None, "rigid"):
         raise ValueError("a ClosedLoopRobot is simulated with rigid joints (actuator None)")
     act = robot.actuated_index
+    aq = getattr(robot, "actuated_q_index", act)  # spherical/free joints: q columns differ
     if robot.floating_base:  # the controller sees (base, actuated joints): (7 + n,), (6 + n,)
-        iq, iv = np.r_[np.arange(7), 7 + act], np.r_[np.arange(6), 6 + act]
+        iq, iv = np.r_[np.arange(7), 7 + aq], np.r_[np.arange(6), 6 + act]
     else:
-        iq = iv = act
+        iq, iv = aq, act
 
     def tau(t, qf, vf):
         v = vf[iv] if vf is not None else np.zeros(len(iv))

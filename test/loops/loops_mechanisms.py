@@ -189,3 +189,109 @@ def planar_fourbar_with_flap():
 ALL = {"planar_fourbar": planar_fourbar, "spatial_fourbar": spatial_fourbar,
        "spatial_fourbar_weld": spatial_fourbar_weld, "slider_crank": slider_crank, "delta": delta,
        "two_loop_planar": two_loop_planar, "parallelogram_arm": parallelogram_arm}
+
+
+# ---- spherical and free joints inside the tree (issue 31): structured descriptions, so that
+# the tests can write the same mechanism for Pinocchio (JointModelSpherical / FreeFlyer).
+# links: [(name, mass or None, com, (ixx, iyy, izz))]; joints: [(name, type, parent, child, xyz,
+# rpy, axis)]; type "spherical" / "floating" inside the tree.
+def lie_urdf(name, links, joints):
+    """URDF text of a structured description (massless links for mass None)."""
+    out = [f'<robot name="{name}">', '  <link name="base"/>']
+    for ln, m, c, I in links:
+        if m is None:
+            out.append(f'  <link name="{ln}"/>')
+            continue
+        out.append(f'  <link name="{ln}"><inertial><origin xyz="{c[0]} {c[1]} {c[2]}"/>'
+                   f'<mass value="{m}"/><inertia ixx="{I[0]}" iyy="{I[1]}" izz="{I[2]}" '
+                   'ixy="0" ixz="0" iyz="0"/></inertial></link>')
+    for jn, t, p, c, xyz, rpy, ax in joints:
+        lim = ('<limit lower="-10" upper="10" effort="100" velocity="10"/>'
+               if t in ("revolute", "prismatic") else "")
+        axis = f'<axis xyz="{ax[0]} {ax[1]} {ax[2]}"/>' if ax is not None else ""
+        out.append(f'  <joint name="{jn}" type="{t}"><parent link="{p}"/><child link="{c}"/>'
+                   f'<origin xyz="{xyz[0]} {xyz[1]} {xyz[2]}" rpy="{rpy[0]} {rpy[1]} {rpy[2]}"/>'
+                   f'{axis}{lim}</joint>')
+    out.append("</robot>")
+    return "\n".join(out)
+
+
+def rusr_ball(hinges=False):
+    """The RUSR four-bar of :func:`spatial_fourbar_weld` with its ball joint ``s`` in the tree
+    as a ``spherical`` joint (``hinges``: the same joint as three hinges x, y, z through
+    massless links — its Euler chart written out), closed by a weld. 1 DOF: the crank."""
+    small = [1e-4, 1e-4, 1e-4]
+    links = [_bar("crank", 0.25), ("u_link", 0.05, [0, 0, 0], small),
+             _bar("coupler", 0.7, 1.2), _bar("rocker", 0.5, 0.9, "z"),
+             ("ball", 0.1, [0.01, 0.02, -0.03], [2e-4, 3e-4, 2.5e-4])]
+    joints = [("crank", "revolute", "base", "crank", (0, 0, 0), (0, 0, 0), (0, 0, 1)),
+              ("u1", "revolute", "crank", "u_link", (0.25, 0, 0), (0, 0, 0), (0, 0, 1)),
+              ("u2", "revolute", "u_link", "coupler", (0, 0, 0), (0, 0, 0), (0, 1, 0)),
+              ("rocker", "revolute", "base", "rocker", (0.45, 0.35, 0.1), (0, 0, 0), (1, 0, 0))]
+    if hinges:
+        links += [("s1", None, 0, 0), ("s2", None, 0, 0)]
+        joints += [("sx", "revolute", "rocker", "s1", (0, 0, 0.5), (0.2, -0.1, 0.3), (1, 0, 0)),
+                   ("sy", "revolute", "s1", "s2", (0, 0, 0), (0, 0, 0), (0, 1, 0)),
+                   ("sz", "revolute", "s2", "ball", (0, 0, 0), (0, 0, 0), (0, 0, 1))]
+    else:
+        joints += [("s", "spherical", "rocker", "ball", (0, 0, 0.5), (0.2, -0.1, 0.3), None)]
+    loops = [{"name": "weld", "frame_a": "coupler", "frame_b": "ball",
+              "origin_a": {"xyz": [0.7, 0, 0], "rpy": [0.1, 0.2, 0.3]},
+              "origin_b": {"xyz": [0, 0, 0]}, "type": "weld"}]
+    return "rusr", links, joints, loops, ["crank"]
+
+
+def swing_ball():
+    """A ball joint ``s`` at the base welded to a crank about y through the same point: the
+    crank angle θ turns the ball by Ry(θ) about its joint frame's y — the middle axis of its
+    Euler chart, singular at θ = ±π/2 (relative to the URDF zero). 1 DOF: the crank."""
+    links = [("crank", 1.0, [0.3, 0.02, 0.01], [0.004, 0.03, 0.03]),
+             ("ball", 0.6, [0.2, -0.03, 0.05], [0.002, 0.01, 0.012])]
+    joints = [("crank", "revolute", "base", "crank", (0, 0, 0), (0, 0, 0), (0, 1, 0)),
+              ("s", "spherical", "base", "ball", (0, 0, 0), (0, 0, 0), None)]
+    loops = [{"name": "weld", "frame_a": "crank", "frame_b": "ball",
+              "origin_a": {"xyz": [0.4, 0, 0], "rpy": [0.3, -0.2, 0.5]},
+              "origin_b": {"xyz": [0.4, 0, 0], "rpy": [0.3, -0.2, 0.5]}, "type": "weld"}]
+    return "swing", links, joints, loops, ["crank"]
+
+
+def stewart():
+    """A 6-UPS Stewart platform: the platform on a free (``floating``) joint from the base,
+    six legs (universal joint at the base, actuated prismatic ``leg<i>``), each closed by a
+    ``connect`` (the ball joint) at the platform. 24 joints − 18 = 6 DOF."""
+    links = [("platform", 4.0, [0.01, -0.02, 0.03], [0.2, 0.22, 0.35])]
+    joints = [("free", "floating", "base", "platform", (0, 0, 1.0), (0, 0, 0), None)]
+    loops = []
+    for i in range(6):
+        a = 2 * np.pi * (i // 2) / 3 + (0.25 if i % 2 else -0.25)
+        b = 2 * np.pi * ((i + 1) // 2 % 3) / 3 + np.pi / 3 + (-0.3 if i % 2 else 0.3) - np.pi / 3
+        pa = (1.0 * np.cos(a), 1.0 * np.sin(a), 0.0)
+        pb = (0.6 * np.cos(b), 0.6 * np.sin(b), 0.0)
+        links += [(f"cross{i}", 0.05, [0, 0, 0], [1e-4, 1e-4, 1e-4]),
+                  (f"cyl{i}", 0.8, [0, 0, 0.3], [0.03, 0.03, 0.002]),
+                  (f"rod{i}", 0.4, [0, 0, 0.2], [0.01, 0.01, 0.001])]
+        joints += [(f"ux{i}", "revolute", "base", f"cross{i}", pa, (0, 0, 0), (1, 0, 0)),
+                   (f"uy{i}", "revolute", f"cross{i}", f"cyl{i}", (0, 0, 0), (0, 0, 0),
+                    (0, 1, 0)),
+                   (f"leg{i}", "prismatic", f"cyl{i}", f"rod{i}", (0, 0, 0.5), (0, 0, 0),
+                    (0, 0, 1))]
+        loops.append({"name": f"ball{i}", "frame_a": f"rod{i}", "frame_b": "platform",
+                      "origin_a": {"xyz": [0, 0, 0.5]}, "origin_b": {"xyz": list(pb)},
+                      "type": "connect"})
+    return "stewart", links, joints, loops, [f"leg{i}" for i in range(6)]
+
+
+def stewart_ball():
+    """The 6-UPS platform of :func:`stewart` carried in the tree by leg 0's ``spherical`` joint
+    ``ball0`` (the platform a child of leg 0's rod: the ball joint has descendants), the other
+    five legs closed by ``connect``. 21 joints − 15 = 6 DOF."""
+    name, links, joints, loops, act = stewart()
+    (jn, t, p, c, xyz, rpy, ax) = joints[0]
+    pb = loops[0]["origin_b"]["xyz"]
+    joints = joints[1:] + [("ball0", "spherical", "rod0", "platform", (0, 0, 0.5), (0, 0, 0),
+                            None)]
+    links = links[1:] + links[:1]
+    # the platform frame at the ball: its points relative to leg 0's attachment
+    loops = [dict(lp, origin_b={"xyz": [a - b for a, b in zip(lp["origin_b"]["xyz"], pb)]})
+             for lp in loops[1:]]
+    return "stewart_ball", links, joints, loops, act

@@ -132,9 +132,10 @@ def _lie_robot_text():
 
 
 def test_capabilities_refuse_spherical_and_inner_floating_joints():
-    """Calibration, closed loops, the ROS nodes and the MuJoCo model refuse a spherical or
-    floating joint inside the tree, naming the joint and the capability (generated C takes
-    them: test/codegen/test_codegen_lie_joints.py)."""
+    """Calibration, the ROS nodes and the MuJoCo model refuse a spherical or floating joint
+    inside the tree, naming the joint and the capability (generated C takes them:
+    test/codegen/test_codegen_lie_joints.py; closed loops too, passive:
+    test/loops/test_loops_lie.py — here one `connect` cannot determine the free joint)."""
     from mbs_dynamics.calibration import calibrate
     from mbs_dynamics.ros.parameters import load_robot
 
@@ -143,7 +144,7 @@ def test_capabilities_refuse_spherical_and_inner_floating_joints():
     q = np.tile(robot.neutral(), (3, 1))
     with pytest.raises(ValueError, match="calibration: joint 's' \\(spherical\\)"):
         calibrate(robot, [dict(frame="tool", q=q, positions=np.zeros((3, 3)), sigma=1e-4)])
-    with pytest.raises(mbs.URDFError, match="joint 's' \\(spherical\\): closed loops"):
+    with pytest.raises(ValueError, match="joint 'f': the loops do not determine"):
         mbs.load_urdf(text, loops=[dict(name="l", type="connect", frame_a="B", frame_b="tool")])
     with pytest.raises(ValueError, match="joint 's' is of type 'spherical'.*ROS nodes"):
         load_robot(text, {})
