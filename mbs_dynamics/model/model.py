@@ -288,7 +288,7 @@ def composite_parts(j):
     - ``planar`` (the URDF specification: motion in the plane normal to ``<axis>`` e):
       q = (x, y, θ), ``<name>_x`` and ``<name>_y`` prismatic along u₁, u₂ and ``<name>_theta``
       revolute about e (u₁ × u₂ = e; u₁ is the joint frame's x axis projected on the plane, or
-      its y axis when x is the normal), through links ``<child>_planar_x``,
+      its y axis when |e_x| ≥ 0.9 for the unit normal e), through links ``<child>_planar_x``,
       ``<child>_planar_y``. (x, y) are in the parent's joint frame and θ ∈ SO(2): no
       singularity. Pinocchio's planar velocity is the same motion in the child frame,
       (v_x, v_y) = R(θ)ᵀ (ẋ, ẏ); unlike Pinocchio 4.1, which builds a URDF planar joint in the

@@ -1,0 +1,438 @@
+"""An adversarial sweep over every joint type on random trees the other joint tests do not use.
+
+Random trees (seeded; several sizes; branches; fixed joints between; random joint origins with
+rpy; non-unit and odd axes) mix revolute, continuous, prismatic, fixed, URDF ``planar`` (any
+normal), ``universal`` (non-orthogonal axes), ``cylindrical``, ``spherical`` and ``floating``
+joints (also consecutive ones and at the root), or — the mimic family, which a spherical joint
+cannot join — helical joints written as a revolute joint and a prismatic mimic, with or without
+a floating base. Each tree is loaded through the public API (``mbs.load_urdf``) and compared
+with a Pinocchio 4.1 model built joint by joint from the same random numbers (never from our
+URDF or our model): JointModelRevoluteUnaligned / PrismaticUnaligned / HelicalUnaligned /
+Universal / Spherical / FreeFlyer; a planar joint as Pinocchio's chain of two prismatic joints
+and a revolute one in the plane normal to the axis (Pinocchio's URDF reader puts every planar
+joint in the x–y plane) and once as JointModelPlanar itself; a cylindrical joint as a revolute
+and a prismatic joint on one axis.
+
+Checked: frame poses, τ, M, g, forward dynamics, frame Jacobians, twists, accelerations and
+Jacobian time variation in the four representations, τ′, τ″ against 8th-order differences of
+Pinocchio's τ along q(t) = q₀ ⊕ z(t) (each joint's z_j(t) = (a t + b t² + c t³) ξ_j), the
+regressor (Y π = τ), ∂τ/∂(q, v) where Pinocchio is right, energy along a free simulation; DH
+tables (both conventions) and zero-reference screws against URDF written here and against the
+product of exponentials; bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import mbs_dynamics as mbs
+
+TOL = 1e-12
+D1 = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
+D2 = np.array([-1 / 560, 8 / 315, -1 / 5, 8 / 5, -205 / 72, 8 / 5, -1 / 5, 8 / 315, -1 / 560])
+REPS = {"body": "LOCAL", "spatial": "WORLD", "hybrid": "LOCAL_WORLD_ALIGNED"}
+LIE_KINDS = ("revolute", "continuous", "prismatic", "fixed", "planar", "universal",
+             "cylindrical", "spherical", "floating")
+MIMIC_KINDS = ("revolute", "continuous", "prismatic", "fixed", "planar", "universal",
+               "cylindrical", "helical")
+
+
+def _rel(a, b):
+    return np.abs(np.asarray(a) - b).max() / max(1.0, np.abs(b).max())
+
+
+def _rpy(r, p, y):
+    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
+    Rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
+    Ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
+    Rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
+    return Rz @ Ry @ Rx
+
+
+def _unit(rng):
+    e = rng.normal(size=3)
+    return e / np.linalg.norm(e)
+
+
+def _fmt(v):
+    return " ".join(repr(float(x)) for x in v)
+
+
+# --------------------------------------------------------------------------------------------
+# random trees: a spec (list of joint dicts in depth-first order) → URDF text and Pinocchio model
+
+
+def random_tree(seed, n, kinds, first=None, floating_base=False):
+    """n joints in a random tree; names j00, j01, … in depth-first order (the package orders
+    children by joint name, so its joint order is this one)."""
+    rng = np.random.default_rng(seed)
+    parent = [-1] + [int(rng.integers(max(0, i - 3), i)) for i in range(1, n + 1)]
+    children = {i: [c for c in range(1, n + 1) if parent[c] == i] for i in range(n + 1)}
+    order = []
+
+    def dfs(i):
+        for c in children[i]:
+            order.append(c)
+            dfs(c)
+    dfs(0)
+    label = {0: "base", **{c: f"L{k:02d}" for k, c in enumerate(order)}}
+    links = {"base": _inertial(rng) if floating_base else None}
+    joints = []
+    for k, c in enumerate(order):
+        kind = first if (k == 0 and first) else str(rng.choice(kinds))
+        j = dict(name=f"j{k:02d}", kind=kind, parent=label[parent[c]], child=label[c],
+                 xyz=rng.uniform(-0.4, 0.4, 3), rpy=rng.uniform(-np.pi, np.pi, 3),
+                 axis=_unit(rng) * rng.uniform(0.2, 3.0))  # not unit: URDF normalizes
+        if rng.uniform() < 0.3:  # an odd axis-aligned one, negative
+            j["axis"] = -np.eye(3)[rng.integers(3)] * rng.uniform(0.5, 2)
+        e1 = j["axis"] / np.linalg.norm(j["axis"])
+        a2 = _unit(rng)
+        while abs(a2 @ e1) > 0.9:
+            a2 = _unit(rng)
+        j["axis2"] = a2 * rng.uniform(0.5, 2)
+        j["pitch"] = float(rng.uniform(-0.2, 0.2))
+        joints.append(j)
+        links[label[c]] = _inertial(rng)
+    return dict(joints=joints, links=links, floating_base=floating_base)
+
+
+def _inertial(rng):
+    Q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    return dict(mass=float(rng.uniform(0.5, 2)), com=rng.uniform(-0.15, 0.15, 3),
+                rpy=rng.uniform(-1, 1, 3), I=Q @ np.diag(rng.uniform(0.03, 0.09, 3)) @ Q.T)
+
+
+def tree_urdf(spec):
+    out = ['<robot name="sweep">']
+    for name, ine in spec["links"].items():
+        if ine is None:
+            out.append(f'<link name="{name}"/>')
+            continue
+        I = ine["I"]
+        out.append(f'<link name="{name}"><inertial><origin xyz="{_fmt(ine["com"])}" '
+                   f'rpy="{_fmt(ine["rpy"])}"/><mass value="{ine["mass"]!r}"/>'
+                   '<inertia ixx="{!r}" ixy="{!r}" ixz="{!r}" iyy="{!r}" iyz="{!r}" izz="{!r}"/>'
+                   .format(*(float(I[i, k]) for i, k in ((0, 0), (0, 1), (0, 2), (1, 1),
+                                                          (1, 2), (2, 2))))
+                   + '</inertial></link>')
+    for j in spec["joints"]:
+        kind, name = j["kind"], j["name"]
+        head = (f'<parent link="{j["parent"]}"/><origin xyz="{_fmt(j["xyz"])}" '
+                f'rpy="{_fmt(j["rpy"])}"/>')
+        lim = '<limit effort="100" velocity="10" lower="-10" upper="10"/>'
+        axis = f'<axis xyz="{_fmt(j["axis"])}"/>'
+        if kind == "helical":  # a revolute joint and a prismatic one mimicking it
+            mid = j["child"] + "_nut"
+            out.append(f'<link name="{mid}"/><joint name="{name}" type="revolute">{head}'
+                       f'<child link="{mid}"/>{axis}{lim}</joint>'
+                       f'<joint name="{name}_pitch" type="prismatic"><parent link="{mid}"/>'
+                       f'<child link="{j["child"]}"/>{axis}{lim}<mimic joint="{name}" '
+                       f'multiplier="{j["pitch"]!r}"/></joint>')
+            continue
+        extra = {"revolute": axis + lim, "prismatic": axis + lim, "continuous": axis,
+                 "planar": axis, "cylindrical": axis,
+                 "universal": axis + f'<axis2 xyz="{_fmt(j["axis2"])}"/>'}.get(kind, "")
+        out.append(f'<joint name="{name}" type="{kind}">{head}<child link="{j["child"]}"/>'
+                   f'{extra}</joint>')
+    return "".join(out) + "</robot>"
+
+
+def plane_axes(e):
+    """The URDF planar joint's in-plane axes (doc/guide/joints.md): u₁ the joint frame's x axis
+    projected on the plane (its y axis when |e_x| ≥ 0.9), u₂ = e × u₁."""
+    x = np.array([1.0, 0, 0]) if abs(e[0]) < 0.9 else np.array([0, 1.0, 0])
+    u1 = x - (x @ e) * e
+    u1 /= np.linalg.norm(u1)
+    return u1, np.cross(e, u1)
+
+
+def expected_names(spec):
+    suffix = {"planar": ("_x", "_y", "_theta"), "cylindrical": ("_theta", "_d"),
+              "universal": ("_1", "_2"), "spherical": ("_rx", "_ry", "_rz"),
+              "floating": ("_x", "_y", "_z", "_rx", "_ry", "_rz")}
+    out = []
+    for j in spec["joints"]:
+        if j["kind"] != "fixed":
+            out += [j["name"] + s for s in suffix.get(j["kind"], ("",))]
+    return tuple(out)
+
+
+def pin_model(spec, real_planar=False):
+    """The tree as a Pinocchio model, joint by joint; every link a frame of its name."""
+    import pinocchio as pin
+    m = pin.Model()
+    m.gravity.linear = np.array([0, 0, -9.81])
+    where = {"base": (0, pin.SE3.Identity())}
+
+    def inertia(name):
+        ine = spec["links"][name]
+        R = _rpy(*ine["rpy"])
+        return pin.Inertia(ine["mass"], ine["com"], R @ ine["I"] @ R.T)
+
+    if spec["floating_base"]:
+        jb = m.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "root")
+        m.appendBodyToJoint(jb, inertia("base"), pin.SE3.Identity())
+        where["base"] = (jb, pin.SE3.Identity())
+    m.addFrame(pin.Frame("base", where["base"][0], 0, where["base"][1], pin.FrameType.OP_FRAME))
+    for j in spec["joints"]:
+        pj, Tp = where[j["parent"]]
+        O = Tp * pin.SE3(_rpy(*j["rpy"]), np.asarray(j["xyz"], float))
+        e = j["axis"] / np.linalg.norm(j["axis"])
+        kind, name = j["kind"], j["name"]
+        I3 = pin.SE3.Identity()
+        if kind == "fixed":
+            jid, place = pj, O
+        elif kind in ("revolute", "continuous"):
+            jid, place = m.addJoint(pj, pin.JointModelRevoluteUnaligned(e), O, name), I3
+        elif kind == "prismatic":
+            jid, place = m.addJoint(pj, pin.JointModelPrismaticUnaligned(e), O, name), I3
+        elif kind == "helical":
+            jid = m.addJoint(pj, pin.JointModelHelicalUnaligned(e, j["pitch"]), O, name)
+            place = I3
+        elif kind == "universal":
+            e2 = j["axis2"] / np.linalg.norm(j["axis2"])
+            jid, place = m.addJoint(pj, pin.JointModelUniversal(e, e2), O, name), I3
+        elif kind == "cylindrical":
+            a = m.addJoint(pj, pin.JointModelRevoluteUnaligned(e), O, name + "_theta")
+            jid, place = m.addJoint(a, pin.JointModelPrismaticUnaligned(e), I3, name + "_d"), I3
+        elif kind == "planar":
+            u1, u2 = plane_axes(e)
+            if real_planar:
+                Ra = pin.SE3(np.c_[u1, u2, e], np.zeros(3))
+                jid = m.addJoint(pj, pin.JointModelPlanar(), O * Ra, name)
+                place = Ra.inverse()
+            else:
+                a = m.addJoint(pj, pin.JointModelPrismaticUnaligned(u1), O, name + "_x")
+                b = m.addJoint(a, pin.JointModelPrismaticUnaligned(u2), I3, name + "_y")
+                jid = m.addJoint(b, pin.JointModelRevoluteUnaligned(e), I3, name + "_theta")
+                place = I3
+        elif kind == "spherical":
+            jid, place = m.addJoint(pj, pin.JointModelSpherical(), O, name), I3
+        elif kind == "floating":
+            jid, place = m.addJoint(pj, pin.JointModelFreeFlyer(), O, name), I3
+        else:
+            raise AssertionError(kind)
+        m.appendBodyToJoint(jid, inertia(j["child"]), place)
+        where[j["child"]] = (jid, place)
+        m.addFrame(pin.Frame(j["child"], jid, 0, place, pin.FrameType.OP_FRAME))
+    return m
+
+
+# --------------------------------------------------------------------------------------------
+# the trees
+
+#: (seed, joints, kinds, first joint's kind, floating base)
+LIE_TREES = [(1, 4, LIE_KINDS, "spherical", False), (2, 7, LIE_KINDS, "floating", False),
+             (3, 10, LIE_KINDS, None, False), (4, 6, ("spherical", "floating", "fixed"),
+                                                None, False),
+             (5, 12, LIE_KINDS, "planar", False)]
+MIMIC_TREES = [(11, 5, MIMIC_KINDS, "helical", False), (12, 8, MIMIC_KINDS, "planar", True),
+               (13, 9, MIMIC_KINDS, None, True)]
+TREES = LIE_TREES + MIMIC_TREES
+
+
+def _ids(t):
+    return f"seed{t[0]}-n{t[1]}" + ("-fb" if t[4] else "") + ("-mimic" if t[2] is MIMIC_KINDS
+                                                              else "")
+
+
+_cache = {}
+
+
+def _pair(tree):
+    pytest.importorskip("pinocchio")
+    if tree not in _cache:
+        seed, n, kinds, first, fb = tree
+        spec = random_tree(seed, n, kinds, first, fb)
+        robot = mbs.load_urdf(tree_urdf(spec), floating_base=fb)
+        _cache[tree] = spec, robot, pin_model(spec)
+    return _cache[tree]
+
+
+def _states(pm, k, seed):
+    import pinocchio as pin
+    rng = np.random.default_rng(seed)
+    return [(pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq)),
+             *rng.normal(size=(2, pm.nv))) for _ in range(k)]
+
+
+def _frames(spec):
+    return ["base"] + [j["child"] for j in spec["joints"]][-4:]
+
+
+def _kinds_present(spec):
+    return {j["kind"] for j in spec["joints"]}
+
+
+def test_the_trees_cover_every_joint_type():
+    """The sweep must exercise every type, consecutive Lie joints and a Lie joint at the
+    root."""
+    seen = set()
+    consecutive = False
+    for tree in TREES:
+        spec = random_tree(*tree)
+        seen |= _kinds_present(spec)
+        kind = {j["child"]: j["kind"] for j in spec["joints"]}
+        consecutive |= any(j["kind"] in ("spherical", "floating")
+                           and kind.get(j["parent"]) in ("spherical", "floating")
+                           for j in spec["joints"])
+    assert seen == set(LIE_KINDS) | {"helical"}
+    assert consecutive
+
+
+@pytest.mark.parametrize("tree", TREES, ids=_ids)
+def test_layout_and_core_against_pinocchio(tree):
+    """Joint order and sizes, frame poses, τ, M, g and forward dynamics."""
+    import pinocchio as pin
+    spec, robot, pm = _pair(tree)
+    pd = pm.createData()
+    assert (robot.nq, robot.nv) == (pm.nq, pm.nv)
+    names = expected_names(spec)
+    if tree[2] is MIMIC_KINDS:
+        assert robot.joint_names == names
+    else:
+        assert robot.joint_names == names
+    for q, v, a in _states(pm, 3, tree[0]):
+        pin.framesForwardKinematics(pm, pd, q)
+        for f in _frames(spec):
+            T = pd.oMf[pm.getFrameId(f)].homogeneous
+            assert np.abs(robot.frame_placement(q, f) - T).max() <= TOL, f
+        tau = pin.rnea(pm, pd, q, v, a)
+        assert _rel(robot.inverse_dynamics(q, v, a), tau) <= TOL
+        M = pin.crba(pm, pd, q)
+        M = np.triu(M) + np.triu(M, 1).T
+        assert _rel(robot.mass_matrix(q), M) <= TOL
+        g = pin.computeGeneralizedGravity(pm, pd, q)
+        assert _rel(robot.gravity_torques(q), g) <= TOL
+        ddq = pin.aba(pm, pd, q, v, tau)
+        assert _rel(robot.forward_dynamics(q, v, tau), ddq) <= 1e-10
+
+
+def _has_universal(spec):
+    return "universal" in _kinds_present(spec)
+
+
+@pytest.mark.parametrize("tree", TREES, ids=_ids)
+def test_frames_in_four_representations_against_pinocchio(tree):
+    """J, the twist, the acceleration and J̇ in body (LOCAL), spatial (WORLD), hybrid
+    (LOCAL_WORLD_ALIGNED; its acceleration the classical one) and mixed (ṗ in the world, ω in
+    the frame); J̇ also against 8th-order differences of Pinocchio's J along q ⊕ t v (Pinocchio's
+    own J̇ is wrong for JointModelUniversal)."""
+    import pinocchio as pin
+    spec, robot, pm = _pair(tree)
+    pd = pm.createData()
+    LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
+
+    def jac(x, fid, rf):
+        pin.computeJointJacobians(pm, pd, x)
+        pin.framesForwardKinematics(pm, pd, x)
+        return pin.getFrameJacobian(pm, pd, fid, rf)
+
+    h = 1e-3
+    for q, v, a in _states(pm, 2, tree[0] + 100):
+        for f in _frames(spec)[-2:]:
+            fid = pm.getFrameId(f)
+            pin.forwardKinematics(pm, pd, q, v, a)
+            pin.updateFramePlacements(pm, pd)
+            R = pd.oMf[fid].rotation
+            ref = {}
+            for rep, name in REPS.items():
+                rf = getattr(pin.ReferenceFrame, name)
+                pin.forwardKinematics(pm, pd, q, v, a)
+                pin.updateFramePlacements(pm, pd)
+                V = pin.getFrameVelocity(pm, pd, fid, rf).vector
+                A = (pin.getFrameClassicalAcceleration(pm, pd, fid, rf) if rep == "hybrid"
+                     else pin.getFrameAcceleration(pm, pd, fid, rf)).vector
+                J = jac(q, fid, rf)
+                ref[rep] = J, V, A
+            Jm, Vm, Am = (x.copy() for x in ref["hybrid"])
+            Jm[3:], Vm[3:], Am[3:] = R.T @ Jm[3:], R.T @ Vm[3:], R.T @ Am[3:]
+            ref["mixed"] = Jm, Vm, Am
+            for rep, (J, V, A) in ref.items():
+                assert np.abs(robot.frame_jacobian(q, f, rep) - J).max() <= TOL, (f, rep)
+                assert _rel(robot.frame_velocity(q, v, f, rep), V) <= TOL, (f, rep)
+                assert _rel(robot.frame_acceleration(q, v, a, f, rep), A) <= TOL, (f, rep)
+                dJ = robot.frame_jacobian_derivative(q, v, f, rep)
+                # Ĵ of the mixed representation: from the hybrid one of neighbouring states
+                rf = getattr(pin.ReferenceFrame, REPS.get(rep, "LOCAL_WORLD_ALIGNED"))
+
+                def jr(x):
+                    Jx = jac(x, fid, rf)
+                    if rep == "mixed":
+                        Jx[3:] = pd.oMf[fid].rotation.T @ Jx[3:]
+                    return Jx
+                fd = sum(c * jr(pin.integrate(pm, q, k * h * v))
+                         for c, k in zip(D1, range(-4, 5))) / h
+                assert np.abs(dJ - fd).max() <= 1e-9 * max(1, np.abs(fd).max()), (f, rep)
+                assert np.abs(dJ @ v - (A - J @ a)).max() <= 1e-11 * max(1, np.abs(A).max())
+
+
+def _polynomial_motion(pm, seed):
+    """q(t) = q₀ ⊕ z(t), each joint's block z_j(t) = (a t + b t² + c t³) ξ_j with a fixed
+    direction ξ_j (a one-parameter subgroup of the spherical and free joints' groups), so
+    V^(k)(t) = z^(k+1)(t) exactly."""
+    import pinocchio as pin
+    rng = np.random.default_rng(seed)
+    q0 = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+    xi = rng.normal(size=pm.nv)
+    nvj = [pm.joints[j].nv for j in range(1, pm.njoints)]
+    a, b, c = rng.uniform(-1.5, 1.5, (3, len(nvj)))
+    coef = [np.zeros_like(a), a, b, c]
+
+    def z(t, k):
+        d = sum(coef[p] * np.prod(range(p - k + 1, p + 1)) * t ** (p - k)
+                for p in range(k, 4))
+        d = d if np.ndim(d) else np.zeros(len(nvj))
+        return np.concatenate([np.full(n, x) for n, x in zip(nvj, d)]) * xi
+
+    return q0, z
+
+
+@pytest.mark.parametrize("tree", TREES, ids=_ids)
+def test_torque_jets_against_differences_of_pinocchio(tree):
+    """τ, τ′, τ″ (jets to order 2) against 8th-order central differences of pin.rnea along a
+    cubic motion on the group."""
+    import pinocchio as pin
+    spec, robot, pm = _pair(tree)
+    pd = pm.createData()
+    q0, z = _polynomial_motion(pm, tree[0] + 7)
+
+    def tau(t):
+        return pin.rnea(pm, pd, pin.integrate(pm, q0, z(t, 0)), z(t, 1), z(t, 2))
+
+    hh = 1e-2
+    for t in (0.0, 0.6):
+        q = pin.integrate(pm, q0, z(t, 0))
+        jet = robot.torque_derivatives((q, np.array([z(t, k) for k in range(1, 5)])))
+        T = np.array([tau(t + k * hh) for k in range(-4, 5)])
+        assert _rel(jet[0], T[4]) <= TOL
+        assert _rel(jet[1], D1 @ T / hh) <= 1e-8
+        assert _rel(jet[2], D2 @ T / hh ** 2) <= 1e-6
+
+
+@pytest.mark.parametrize("tree", TREES, ids=_ids)
+def test_regressor_and_derivatives_against_pinocchio(tree):
+    """Y π = τ with the package's own inertial parameters; ∂τ/∂(q, v) against
+    computeRNEADerivatives (itself wrong for JointModelUniversal, in ∂τ/∂q and ∂τ/∂v: there,
+    central differences of pin.rnea along q ⊕ δ and v + δ)."""
+    import pinocchio as pin
+    spec, robot, pm = _pair(tree)
+    pd = pm.createData()
+    pi = np.asarray(robot.inertial_parameters()).reshape(-1)
+    I = np.eye(pm.nv)
+    for q, v, a in _states(pm, 2, tree[0] + 200):
+        tau = pin.rnea(pm, pd, q, v, a)
+        assert _rel(robot.regressor(q, v, a) @ pi, tau) <= TOL
+        if not hasattr(robot, "inverse_dynamics_derivatives"):
+            continue
+        dq, dv, _ = pin.computeRNEADerivatives(pm, pd, q, v, a)
+        if _has_universal(spec):
+            hd = 1e-4
+            dq = sum(c * np.array([pin.rnea(pm, pd, pin.integrate(pm, q, k * hd * I[j]), v, a)
+                                   for j in range(pm.nv)]).T
+                     for c, k in zip(D1, range(-4, 5))) / hd
+            # τ is quadratic in v: a central difference is exact up to rounding
+            dv = np.array([pin.rnea(pm, pd, q, v + I[j], a) - pin.rnea(pm, pd, q, v - I[j], a)
+                           for j in range(pm.nv)]).T / 2
+        DQ, DV, M = robot.inverse_dynamics_derivatives(q, v, a)
+        assert _rel(DQ, dq) <= (1e-9 if _has_universal(spec) else TOL)
+        assert _rel(DV, dv) <= TOL
