@@ -98,7 +98,7 @@ def random_tree(seed, n, kinds, first=None, floating_base=False):
 def _inertial(rng):
     Q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
     return dict(mass=float(rng.uniform(0.5, 2)), com=rng.uniform(-0.15, 0.15, 3),
-                rpy=rng.uniform(-1, 1, 3), I=Q @ np.diag(rng.uniform(0.03, 0.09, 3)) @ Q.T)
+                rpy=rng.uniform(-1, 1, 3), I=Q @ np.diag(rng.uniform(0.05, 0.09, 3)) @ Q.T)
 
 
 def tree_urdf(spec):
@@ -436,3 +436,300 @@ def test_regressor_and_derivatives_against_pinocchio(tree):
         DQ, DV, M = robot.inverse_dynamics_derivatives(q, v, a)
         assert _rel(DQ, dq) <= (1e-9 if _has_universal(spec) else TOL)
         assert _rel(DV, dv) <= TOL
+
+
+@pytest.mark.parametrize("tree", [t for t in TREES if t[1] <= 8], ids=_ids)
+def test_free_motion_conserves_pinocchios_energy(tree):
+    """Zero torque under gravity, the package's default integrator for the robot (RK4 in the
+    re-centred chart for spherical / floating joints, a Lie-group RKMK scheme for a floating
+    base): Pinocchio's kinetic + potential energy stays constant while joules swing between
+    the two; the quaternions stay unit."""
+    import pinocchio as pin
+    spec, robot, pm = _pair(tree)
+    pd = pm.createData()
+    rng = np.random.default_rng(tree[0] + 300)
+    q0 = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
+    z = np.zeros(robot.nv - 6 * tree[4])  # the joints' torque; a floating base is unactuated
+    res = mbs.simulate(robot, lambda t, s: z, 0.3, 1e-3, q0=q0,
+                       qd0=rng.normal(size=pm.nv))
+    Q, V = res.q[::10], res.qd[::10]
+    U = np.array([pin.computePotentialEnergy(pm, pd, x) for x in Q])
+    E = np.array([pin.computeKineticEnergy(pm, pd, x, y) for x, y in zip(Q, V)]) + U
+    assert np.ptp(U) > 0.1
+    assert np.ptp(E) < 1e-7 * np.ptp(U)
+    for j in range(1, pm.njoints):
+        if pm.joints[j].nq > pm.joints[j].nv:  # a quaternion: the last four of its block
+            i = pm.joints[j].idx_q + pm.joints[j].nq
+            assert np.abs(np.linalg.norm(res.q[:, i - 4:i], axis=1) - 1).max() < 1e-13
+
+
+def test_planar_joints_against_pinocchios_planar_joint():
+    """The planar joints of one tree as Pinocchio's JointModelPlanar with its plane turned
+    normal to the axis: q_pin = (x, y, cos θ, sin θ), v_pin = T v with
+    T = diag(R(θ)ᵀ, 1) on the planar block, so τ = Tᵀ τ_pin(q_pin, T v, T a + Ṫ v),
+    M = Tᵀ M_pin T, J = J_pin T."""
+    import pinocchio as pin
+    tree = LIE_TREES[-1]
+    spec, robot, pm = _pair(tree)
+    assert sum(j["kind"] == "planar" for j in spec["joints"]) >= 1
+    pp = pin_model(spec, real_planar=True)
+    dd = pp.createData()
+    blocks = []  # (our q index, our v index, pin q index, pin v index, planar?)
+    iq = iv = 0
+    for j in spec["joints"]:
+        if j["kind"] == "fixed":
+            continue
+        jp = pp.joints[pp.getJointId(j["name"] if j["kind"] not in ("cylindrical",)
+                                     else j["name"] + "_theta")]
+        nq, nv = {"planar": (3, 3), "cylindrical": (2, 2), "universal": (2, 2),
+                  "spherical": (4, 3), "floating": (7, 6)}.get(j["kind"], (1, 1))
+        blocks.append((iq, iv, jp.idx_q, jp.idx_v, nq, nv, j["kind"] == "planar"))
+        iq, iv = iq + nq, iv + nv
+    assert (iq, iv) == (robot.nq, robot.nv) and pp.nq == robot.nq + sum(b[6] for b in blocks)
+    rng = np.random.default_rng(17)
+    for q, v, a in _states(pm, 3, 18):
+        qp, T, Td = np.zeros(pp.nq), np.zeros((pp.nv, robot.nv)), np.zeros((pp.nv, robot.nv))
+        for i, k, ip, kp, nq, nv, planar in blocks:
+            if planar:
+                th, w = q[i + 2], v[k + 2]
+                c, s = np.cos(th), np.sin(th)
+                qp[ip:ip + 4] = q[i], q[i + 1], c, s
+                T[kp:kp + 2, k:k + 2] = [[c, s], [-s, c]]
+                Td[kp:kp + 2, k:k + 2] = w * np.array([[-s, c], [-c, -s]])
+                T[kp + 2, k + 2] = 1
+            else:
+                qp[ip:ip + nq] = q[i:i + nq]
+                T[kp:kp + nv, k:k + nv] = np.eye(nv)
+        tau = T.T @ pin.rnea(pp, dd, qp, T @ v, T @ a + Td @ v)
+        assert _rel(robot.inverse_dynamics(q, v, a), tau) <= TOL
+        Mp = pin.crba(pp, dd, qp)
+        Mp = np.triu(Mp) + np.triu(Mp, 1).T
+        assert _rel(robot.mass_matrix(q), T.T @ Mp @ T) <= TOL
+        pin.computeJointJacobians(pp, dd, qp)
+        pin.framesForwardKinematics(pp, dd, qp)
+        for f in _frames(spec):
+            J = pin.getFrameJacobian(pp, dd, pp.getFrameId(f), pin.ReferenceFrame.LOCAL) @ T
+            assert np.abs(robot.frame_jacobian(q, f) - J).max() <= TOL, f
+    del rng
+
+
+def test_lie_joints_with_a_floating_base_are_refused_by_name():
+    """A spherical / floating joint with floating_base=True: one URDFError naming the joint."""
+    spec = random_tree(1, 4, LIE_KINDS, "spherical", True)
+    with pytest.raises(mbs.URDFError, match="joint 'j00'.*floating"):
+        mbs.load_urdf(tree_urdf(spec), floating_base=True)
+
+
+# --------------------------------------------------------------------------------------------
+# DH tables and zero-reference screws against URDF written here and the product of exponentials
+
+
+def _Rz(t):
+    T = np.eye(4)
+    T[:2, :2] = [[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]]
+    return T
+
+
+def _Rx(t):
+    T = np.eye(4)
+    T[1:3, 1:3] = [[np.cos(t), -np.sin(t)], [np.sin(t), np.cos(t)]]
+    return T
+
+
+def _Tr(x, y, z):
+    T = np.eye(4)
+    T[:3, 3] = x, y, z
+    return T
+
+
+def _origin(T):
+    """``<origin>`` of a 4×4 pose (rpy by Pinocchio's matrixToRpy)."""
+    import pinocchio as pin
+    return f'<origin xyz="{_fmt(T[:3, 3])}" rpy="{_fmt(pin.rpy.matrixToRpy(T[:3, :3]))}"/>'
+
+
+def _inertial_xml(d):
+    I = d["inertia"]
+    return ('<inertial><origin xyz="{}"/><mass value="{!r}"/><inertia ixx="{!r}" ixy="{!r}" '
+            'ixz="{!r}" iyy="{!r}" iyz="{!r}" izz="{!r}"/></inertial>').format(
+        _fmt(d["com"]), float(d["mass"]), *(float(I[i, k]) for i, k in (
+            (0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2))))
+
+
+def _random_dh(seed, n):
+    rng = np.random.default_rng(seed)
+    table = np.c_[rng.uniform(-0.5, 0.5, n), rng.uniform(-np.pi, np.pi, n),
+                  rng.uniform(-0.5, 0.5, n), rng.uniform(-np.pi, np.pi, n)]
+    types = [str(rng.choice(["revolute", "continuous", "prismatic"])) for _ in range(n)]
+    ine = []
+    for _ in range(n):
+        Q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+        ine.append(dict(mass=float(rng.uniform(0.5, 2)), com=rng.uniform(-0.2, 0.2, 3),
+                        inertia=Q @ np.diag(rng.uniform(0.05, 0.09, 3)) @ Q.T))
+    return table, types, ine
+
+
+def _dh_pose(table, types, q, convention):
+    """Frame i in the base: the product of the DH link transforms (the joint variable added to
+    θ or d)."""
+    T, out = np.eye(4), []
+    for (a, al, d, th), kind, x in zip(table, types, q):
+        th, d = (th + x, d) if kind != "prismatic" else (th, d + x)
+        T = T @ (_Rz(th) @ _Tr(0, 0, d) @ _Tr(a, 0, 0) @ _Rx(al) if convention == "standard"
+                 else _Rx(al) @ _Tr(a, 0, 0) @ _Rz(th) @ _Tr(0, 0, d))
+        out.append(T)
+    return out
+
+
+def _dh_equivalent_urdf(table, types, ine, convention):
+    """Standard: joint i turns the whole link about z of frame i−1 (its origin the identity),
+    then link i is welded at the full DH transform at q = 0. Modified: the joint frame is link
+    frame i."""
+    out = ['<robot name="dh"><link name="base"/>']
+    lim = '<limit effort="1" velocity="1" lower="-100" upper="100"/>'
+    for i, ((a, al, d, th), kind, dd) in enumerate(zip(table, types, ine)):
+        parent = "base" if i == 0 else f"link{i}"
+        jt = "prismatic" if kind == "prismatic" else "revolute"
+        if convention == "standard":
+            out.append(f'<link name="m{i + 1}"/><joint name="joint{i + 1}" type="{jt}">'
+                       f'<parent link="{parent}"/><child link="m{i + 1}"/><axis xyz="0 0 1"/>'
+                       f'{lim}</joint><link name="link{i + 1}">{_inertial_xml(dd)}</link>'
+                       f'<joint name="w{i + 1}" type="fixed"><parent link="m{i + 1}"/>'
+                       f'<child link="link{i + 1}"/>'
+                       + _origin(_Rz(th) @ _Tr(0, 0, d) @ _Tr(a, 0, 0) @ _Rx(al)) + '</joint>')
+        else:
+            out.append(f'<link name="link{i + 1}">{_inertial_xml(dd)}</link>'
+                       f'<joint name="joint{i + 1}" type="{jt}"><parent link="{parent}"/>'
+                       f'<child link="link{i + 1}"/>'
+                       + _origin(_Rx(al) @ _Tr(a, 0, 0) @ _Rz(th) @ _Tr(0, 0, d))
+                       + f'<axis xyz="0 0 1"/>{lim}</joint>')
+    return "".join(out) + "</robot>"
+
+
+@pytest.mark.parametrize("convention", ["standard", "modified"])
+@pytest.mark.parametrize("seed, n", [(31, 1), (32, 4), (33, 7)])
+def test_dh_tables_equal_the_equivalent_urdf(convention, seed, n):
+    """Poses against the product of the DH transforms and τ, M against the URDF written here
+    (loaded by the package and by Pinocchio), to 1e-13."""
+    pytest.importorskip("pinocchio")
+    import pinocchio as pin
+    table, types, ine = _random_dh(seed, n)
+    robot = mbs.from_dh(table, convention, inertials=ine, joint_types=types)
+    text = _dh_equivalent_urdf(table, types, ine, convention)
+    ref = mbs.load_urdf(text)
+    pm = pin.buildModelFromXML(text)
+    pd = pm.createData()
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        q, v, a = rng.uniform(-2, 2, (3, n))
+        for i, T in enumerate(_dh_pose(table, types, q, convention)):
+            assert np.abs(robot.frame_placement(q, f"link{i + 1}") - T).max() <= 1e-13
+        tau = robot.inverse_dynamics(q, v, a)
+        assert _rel(tau, ref.inverse_dynamics(q, v, a)) <= 1e-13
+        assert _rel(tau, pin.rnea(pm, pd, q, v, a)) <= TOL
+        assert _rel(robot.mass_matrix(q), ref.mass_matrix(q)) <= 1e-13
+
+
+def _screw_se3(Y, q):
+    """exp(Ŷ q) as a 4×4 matrix (scipy's expm: an independent exponential)."""
+    from scipy.linalg import expm
+    v, w = Y[:3], Y[3:]
+    X = np.zeros((4, 4))
+    X[:3, :3] = [[0, -w[2], w[1]], [w[2], 0, -w[0]], [-w[1], w[0], 0]]
+    X[:3, 3] = v
+    return expm(X * q)
+
+
+def _random_screws(seed, n, tree):
+    rng = np.random.default_rng(seed)
+    parent = [-1] + [int(rng.integers(-1, i)) if tree else i - 1 for i in range(1, n)]
+    Y, A, ine, kinds = np.zeros((n, 6)), np.zeros((n, 4, 4)), [], []
+    for i in range(n):
+        e = _unit(rng)
+        kind = ["revolute", "prismatic", "helical"][i % 3]
+        y = rng.uniform(-0.5, 0.5, 3)
+        h = float(rng.uniform(-0.1, 0.1)) if kind == "helical" else 0.0
+        Y[i] = np.r_[e, 0, 0, 0] if kind == "prismatic" else np.r_[np.cross(y, e) + h * e, e]
+        Q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+        A[i] = np.eye(4)
+        A[i, :3, :3] = Q * np.sign(np.linalg.det(Q))
+        A[i, :3, 3] = rng.uniform(-0.6, 0.6, 3)
+        Qi, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+        ine.append(dict(mass=float(rng.uniform(0.5, 2)), com=rng.uniform(-0.1, 0.1, 3),
+                        inertia=Qi @ np.diag(rng.uniform(0.05, 0.09, 3)) @ Qi.T))
+        kinds.append(kind)
+    return Y, A, ine, parent, kinds
+
+
+def _screws_pin(Y, A, ine, parent, kinds):
+    """Pinocchio: every joint frame parallel to the base, on its axis (the foot of the
+    perpendicular from the base origin)."""
+    import pinocchio as pin
+    m = pin.Model()
+    m.gravity.linear = np.array([0, 0, -9.81])
+    F, jid = [], []
+    for i in range(len(Y)):
+        v, w = Y[i, :3], Y[i, 3:]
+        if kinds[i] == "prismatic":
+            p, jm = np.zeros(3), pin.JointModelPrismaticUnaligned(v)
+        else:
+            h = float(w @ v)
+            p = np.cross(w, v - h * w)
+            jm = (pin.JointModelHelicalUnaligned(w, h) if kinds[i] == "helical"
+                  else pin.JointModelRevoluteUnaligned(w))
+        pp = np.zeros(3) if parent[i] < 0 else F[parent[i]]
+        jid.append(m.addJoint(0 if parent[i] < 0 else jid[parent[i]], jm,
+                              pin.SE3(np.eye(3), p - pp), f"j{i}"))
+        F.append(p)
+        B = pin.SE3(A[i, :3, :3], A[i, :3, 3] - p)  # body i in its joint frame at q = 0
+        R = B.rotation
+        m.appendBodyToJoint(jid[i], B.act(pin.Inertia(ine[i]["mass"], ine[i]["com"],
+                                                      ine[i]["inertia"])), pin.SE3.Identity())
+        m.addFrame(pin.Frame(f"link{i + 1}", jid[i], 0, B, pin.FrameType.OP_FRAME))
+        del R
+    return m
+
+
+@pytest.mark.parametrize("seed, n, tree", [(41, 3, False), (42, 6, True), (43, 8, True)])
+def test_screws_equal_the_product_of_exponentials_and_pinocchio(seed, n, tree):
+    """C_i(q) = exp(Y₁q₁)···exp(Y_i q_i) A_i along the body's path to the base (poses to
+    1e-13); τ, M against Pinocchio's revolute / prismatic / helical joints. The robot's
+    coordinates are in ``joint_names`` order (depth first, children by name — doc/guide/
+    joints.md), which on these trees is not the order of Y: q is placed by name."""
+    import pinocchio as pin
+    Y, A, ine, parent, kinds = _random_screws(seed, n, tree)
+    robot = mbs.from_screws(Y, A, inertials=ine, parent=parent)
+    pm = _screws_pin(Y, A, ine, parent, kinds)
+    pd = pm.createData()
+    perm = [robot.joint_names.index(f"joint{i + 1}") for i in range(n)]
+    assert sorted(perm) == list(range(n)) and (perm != list(range(n))) == (seed == 43)
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        q, v, a = rng.uniform(-2, 2, (3, n))  # in the order of Y
+        qr, vr, ar = (np.empty(n) for _ in range(3))
+        qr[perm], vr[perm], ar[perm] = q, v, a  # in the robot's order
+        pin.framesForwardKinematics(pm, pd, q)
+        for i in range(n):
+            path, k = [], i
+            while k >= 0:
+                path.append(k)
+                k = parent[k]
+            C = np.eye(4)
+            for k in reversed(path):
+                C = C @ _screw_se3(Y[k], q[k])
+            C = C @ A[i]
+            assert np.abs(robot.frame_placement(qr, f"link{i + 1}") - C).max() <= 1e-13
+            assert np.abs(pd.oMf[pm.getFrameId(f"link{i + 1}")].homogeneous - C).max() <= 1e-12
+        tau = pin.rnea(pm, pd, q, v, a)
+        assert _rel(robot.inverse_dynamics(qr, vr, ar), tau[np.argsort(perm)]) <= TOL
+        # M by columns of RNEA (Pinocchio's CRBA needs its joints added depth first)
+        z = np.zeros(n)
+        M = np.array([pin.rnea(pm, pd, q, z, e) - pin.rnea(pm, pd, q, z, z) for e in np.eye(n)])
+        M = M[np.ix_(np.argsort(perm), np.argsort(perm))]
+        assert _rel(robot.mass_matrix(qr), M) <= TOL
+        # the written URDF loads to the same robot, and Pinocchio orders it the same way
+        text = robot.to_urdf()
+        assert _rel(mbs.load_urdf(text).inverse_dynamics(qr, vr, ar),
+                    tau[np.argsort(perm)]) <= TOL
+        if "helical" not in kinds:
+            assert tuple(pin.buildModelFromXML(text).names[1:]) == robot.joint_names
