@@ -3,7 +3,17 @@ model — as properties, one copy shared by :class:`mbs_dynamics.Robot` and
 :class:`~mbs_dynamics.model.lie_joints.LieJointRobot`."""
 from __future__ import annotations
 
-__all__ = ["RobotDescription"]
+__all__ = ["RobotDescription", "refuse_lie_joints"]
+
+
+def refuse_lie_joints(robot, capability, why):
+    """ValueError ``"<capability>: joint '<name>' (<kind>): <why>"`` naming the first spherical
+    or inner floating joint of ``robot`` (whose configuration is a quaternion, not joint
+    angles), for a capability that works on 1-DOF joint coordinates only; nothing otherwise."""
+    lie = getattr(robot, "lie_joints", None)
+    if lie:
+        name, kind = next(iter(lie.items()))
+        raise ValueError(f"{capability}: joint '{name}' ({kind}): {why}")
 
 
 class RobotDescription:

@@ -733,3 +733,96 @@ def test_screws_equal_the_product_of_exponentials_and_pinocchio(seed, n, tree):
                     tau[np.argsort(perm)]) <= TOL
         if "helical" not in kinds:
             assert tuple(pin.buildModelFromXML(text).names[1:]) == robot.joint_names
+
+
+# --------------------------------------------------------------------------------------------
+# every capability on the trees: generated C takes them; the others refuse by name
+
+
+@pytest.mark.parametrize("tree", [LIE_TREES[1], MIMIC_TREES[1]], ids=_ids)
+def test_generated_c_against_pinocchio(tree, tmp_path, monkeypatch):
+    """Generated C of a tree with spherical / floating / planar / cylindrical joints and of one
+    with helical joints on a floating base: τ, M, the body Jacobian against Pinocchio, the
+    jets against the robot's (themselves checked above against differences)."""
+    import os
+    import shutil
+
+    import pinocchio as pin
+    if shutil.which(os.environ.get("CC", "cc")) is None:
+        pytest.skip("no C compiler")
+    from mbs_dynamics import codegen
+    monkeypatch.setenv("MBS_DYNAMICS_CACHE", str(tmp_path))
+    spec, robot, pm = _pair(tree)
+    pd = pm.createData()
+    f = _frames(spec)[-1]
+    c = codegen.compile(robot, frames=[f])
+    for q, v, a in _states(pm, 2, tree[0] + 400):
+        assert _rel(c.inverse_dynamics(q, v, a), pin.rnea(pm, pd, q, v, a)) <= TOL
+        M = pin.crba(pm, pd, q)
+        assert _rel(c.mass_matrix(q), np.triu(M) + np.triu(M, 1).T) <= TOL
+        pin.computeJointJacobians(pm, pd, q)
+        pin.updateFramePlacements(pm, pd)
+        J = pin.getFrameJacobian(pm, pd, pm.getFrameId(f), pin.ReferenceFrame.LOCAL)
+        assert np.abs(c.frame_jacobian(q, f) - J).max() <= TOL
+        vs = np.random.default_rng(tree[0]).normal(size=(4, pm.nv))
+        jet = robot.torque_derivatives((q, vs))
+        assert _rel(c.torque_derivatives((q, vs)), jet) <= TOL
+
+
+def _lie_robot():
+    return _pair(LIE_TREES[0])[1]
+
+
+def _lie_refusals():
+    from mbs_dynamics.control.enrich import TrajectoryEnricher
+    from mbs_dynamics.identification.excite import excite
+    from mbs_dynamics.identification.pipeline import identify
+    r = _lie_robot()
+    jet = (r.neutral(), np.zeros((4, r.nv)))
+    sea = mbs.SEA(stiffness=1000.0, motor_inertia=0.1)
+    return {
+        "feedforward": lambda: mbs.feedforward(r, jet),
+        "sea_feedforward": lambda: mbs.sea_feedforward(r, jet, stiffness=1e3, motor_inertia=0.1),
+        "vsa_feedforward": lambda: mbs.vsa_feedforward(r, jet, motor_inertia=0.1),
+        "FeedforwardController": lambda: mbs.FeedforwardController(r),
+        "FlatnessController": lambda: mbs.FlatnessController(r, sea, bandwidth=10.0,
+                                                             damping=1.0),
+        "TrajectoryEnricher": lambda: TrajectoryEnricher(r),
+        "exciting trajectories": lambda: excite(r),
+        "identification from joint logs": lambda: identify(r, "never-read.csv"),
+    }
+
+
+@pytest.mark.parametrize("capability", ["feedforward", "sea_feedforward", "vsa_feedforward",
+                                        "FeedforwardController", "FlatnessController",
+                                        "TrajectoryEnricher", "exciting trajectories",
+                                        "identification from joint logs"])
+def test_joint_space_capabilities_refuse_a_spherical_joint_by_name(capability):
+    """Capabilities of 1-DOF joint coordinates (feedforward θ = q + K⁻¹τ, controllers,
+    Fourier excitation, joint logs): one ValueError naming the capability and the joint — they
+    used to run on a quaternion (θ from q[2:], "quaternion not of unit norm" from a Fourier
+    series)."""
+    pytest.importorskip("pinocchio")
+    who = capability if "feedforward" not in capability or capability[0].isupper() \
+        else "feedforward"
+    with pytest.raises(ValueError, match=f"^{who}: joint 'j00' \\(spherical\\): "):
+        _lie_refusals()[capability]()
+
+
+def test_base_parameters_of_a_robot_with_a_spherical_joint():
+    """base_parameters draws its random states on the group (it fed chart angles as a
+    quaternion): the base regressor reproduces τ of Pinocchio, and Y π = Y_B β(π) for any π
+    at states on the group it never saw."""
+    import pinocchio as pin
+
+    from mbs_dynamics.identification import base_parameters
+    spec, robot, pm = _pair(LIE_TREES[0])
+    pd = pm.createData()
+    b = base_parameters(robot)
+    pi = np.asarray(robot.inertial_parameters()).reshape(-1)
+    other = np.random.default_rng(5).normal(size=pi.shape)
+    for q, v, a in _states(pm, 3, 500):
+        Y = robot.regressor(q, v, a)
+        tau = pin.rnea(pm, pd, q, v, a)
+        assert _rel(b.regressor(Y) @ b.to_base(pi), tau) <= 1e-10
+        assert _rel(b.regressor(Y) @ b.to_base(other), Y @ other) <= 1e-9
