@@ -826,3 +826,45 @@ def test_base_parameters_of_a_robot_with_a_spherical_joint():
         tau = pin.rnea(pm, pd, q, v, a)
         assert _rel(b.regressor(Y) @ b.to_base(pi), tau) <= 1e-10
         assert _rel(b.regressor(Y) @ b.to_base(other), Y @ other) <= 1e-9
+
+
+def test_cli_on_a_robot_with_spherical_and_floating_joints(tmp_path, capsys):
+    """info reports the robot's nq, nv and its spherical / floating joints (it printed the
+    chart's sizes, nq = nv); kinematics asks for the quaternions by joint; excite refuses by
+    name."""
+    import json
+
+    from mbs_dynamics import cli
+    spec, robot, pm = _pair(LIE_TREES[0])
+    path = tmp_path / "lie.urdf"
+    path.write_text(tree_urdf(spec))
+    assert cli.main(["info", str(path), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["nq"], d["nv"]) == (robot.nq, robot.nv) == (12, 10)
+    assert d["lie_joints"] == {"j00": "spherical", "j01": "floating"}
+    assert cli.main(["info", str(path)]) == 0
+    assert "configuration: nq = 12, nv = 10; j00 (spherical" in capsys.readouterr().out
+    q = " ".join(map(str, robot.neutral()))
+    assert cli.main(["kinematics", str(path), "--frame", "L03", "--q", q, "--json"]) == 0
+    J = np.array(json.loads(capsys.readouterr().out)["jacobian"])
+    assert np.array_equal(J, robot.frame_jacobian(robot.neutral(), "L03"))
+    assert cli.main(["kinematics", str(path), "--frame", "L03", "--q", q[:-4]]) == 2
+    assert "expected 12 (j00 (qx qy qz qw), j01 (x y z qx qy qz qw), j03)" in \
+        capsys.readouterr().err
+    assert cli.main(["excite", str(path), "-o", str(tmp_path / "x.yaml"), "--quiet"]) == 2
+    assert "exciting trajectories: joint 'j00' (spherical)" in capsys.readouterr().err
+
+
+def test_info_counts_a_mimic_robots_coordinates(tmp_path, capsys):
+    """A helical joint is a revolute joint and a prismatic mimic: nq = nv = the independent
+    coordinates."""
+    import json
+
+    from mbs_dynamics import cli
+    spec, robot, pm = _pair(MIMIC_TREES[0])
+    path = tmp_path / "helical.urdf"
+    path.write_text(tree_urdf(spec))
+    assert cli.main(["info", str(path), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert (d["nq"], d["nv"]) == (robot.nq, robot.nv) == (pm.nq, pm.nv) == (5, 5)
+    assert d["n"] == 6 and d["lie_joints"] == {}
