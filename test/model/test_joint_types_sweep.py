@@ -868,3 +868,56 @@ def test_info_counts_a_mimic_robots_coordinates(tmp_path, capsys):
     d = json.loads(capsys.readouterr().out)
     assert (d["nq"], d["nv"]) == (robot.nq, robot.nv) == (pm.nq, pm.nv) == (5, 5)
     assert d["n"] == 6 and d["lie_joints"] == {}
+
+
+# --------------------------------------------------------------------------------------------
+# bad input: one clear error naming the argument and the row / joint
+
+_INE = [dict(mass=1.0, com=(0, 0, 0), inertia=np.eye(3) * 0.01)] * 3
+_TABLE = np.array([[0.1, 0.2, 0.3, 0.4]] * 3)
+
+
+def _with(table, r, c, x):
+    t = np.array(table, dtype=complex if isinstance(x, complex) else float)
+    t[r, c] = x
+    return t
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(table=_TABLE[:, :3]), r"shape \(n, 4\).*got shape \(3, 3\)"),
+    (dict(table=_TABLE.ravel()), r"shape \(n, 4\).*got shape \(12,\)"),
+    (dict(table=_TABLE[None]), r"shape \(n, 4\).*got shape \(1, 3, 4\)"),
+    (dict(table=np.zeros((0, 4)), inertials=[]), r"n ≥ 1"),
+    (dict(table=[[0, 0, 0, 0], [0, 0, 0]]), r"DH table must be real numbers"),
+    (dict(table=_with(_TABLE, 1, 2, np.nan)), r"non-finite d in row 1"),
+    (dict(table=_with(_TABLE, 2, 1, -np.inf)), r"non-finite alpha in row 2"),
+    (dict(table=_with(_TABLE, 0, 0, 1j)), r"DH table must be real numbers"),
+    (dict(convention="craig"), r"unknown DH convention 'craig'"),
+    (dict(convention=None), r"unknown DH convention None"),
+    (dict(joint_types=["revolute", "spherical", "revolute"]),
+     r"joint_types\[1\] = 'spherical'"),
+    (dict(inertials=_INE[:2]), r"inertials has 2 entries for 3 links"),
+    (dict(limits=np.full((3, 4), np.nan)), r"limits .*got a NaN in row 0"),
+    (dict(limits=np.zeros((2, 4))), r"limits .*got shape \(2, 4\)"),
+])
+def test_bad_dh_input(kwargs, message):
+    args = dict(table=_TABLE, convention="standard", inertials=_INE)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        mbs.from_dh(args.pop("table"), args.pop("convention"), **args)
+
+
+@pytest.mark.parametrize("Y, A, extra, message", [
+    (np.array([[0, 0, 0, 0, 0, 2.0]]), None, {}, r"Y\[0\]: the angular part must be a unit"),
+    (np.array([[np.nan, 0, 0, 0, 0, 1.0]]), None, {}, r"Y has a non-finite entry"),
+    (np.array([[0, 0, 0, 0, 0, 1j]]), None, {}, r"Y must be real numbers"),
+    (np.zeros((1, 5)), None, {}, r"Y must have shape \(n, 6\)"),
+    (None, np.diag([1, 1, -1.0, 1])[None], {}, r"A\[0\] is not a rigid transform"),
+    (None, None, dict(parent=[0]), r"parent must be 1 integers"),
+    (np.array([[0, 0, 1e9, 0, 0, 1.0]]), None, {}, r"joint 'joint1'.*pitch"),
+])
+def test_bad_screw_input(Y, A, extra, message):
+    Y = np.array([[0, 0, 0, 0, 0, 1.0]]) if Y is None else Y
+    A = np.eye(4)[None] if A is None else A
+    with pytest.raises(ValueError, match=message):
+        mbs.from_screws(Y, A, inertials=_INE[:1], **extra)
