@@ -921,3 +921,62 @@ def test_bad_screw_input(Y, A, extra, message):
     A = np.eye(4)[None] if A is None else A
     with pytest.raises(ValueError, match=message):
         mbs.from_screws(Y, A, inertials=_INE[:1], **extra)
+
+
+# --------------------------------------------------------------------------------------------
+# external wrenches, batches and the third time derivative on the same trees
+
+
+@pytest.mark.parametrize("tree", TREES, ids=_ids)
+def test_external_wrenches_and_batches_against_pinocchio(tree):
+    """f_ext (link → (f, m) in the link frame, links welded by fixed joints included) in τ and
+    forward dynamics against Pinocchio's fext (per joint, in the joint frame); batches equal
+    the samples."""
+    import pinocchio as pin
+    spec, robot, pm = _pair(tree)
+    pd = pm.createData()
+    rng = np.random.default_rng(tree[0] + 600)
+    links = [j["child"] for j in spec["joints"]][-3:]
+    states = _states(pm, 3, tree[0] + 601)
+    for q, v, a in states:
+        W = {k: rng.normal(size=6) for k in links}
+        fext = [pin.Force.Zero() for _ in range(pm.njoints)]
+        for k, w in W.items():
+            fr = pm.frames[pm.getFrameId(k)]
+            fext[fr.parentJoint] += fr.placement.act(pin.Force(w[:3], w[3:]))
+        tau = pin.rnea(pm, pd, q, v, a, fext)
+        assert _rel(robot.inverse_dynamics(q, v, a, f_ext=W), tau) <= TOL
+        assert _rel(robot.forward_dynamics(q, v, tau, f_ext=W), a) <= 1e-10
+    Q, V, A = (np.array(x) for x in zip(*states))
+    T = robot.inverse_dynamics(Q, V, A)
+    assert T.shape == (3, pm.nv)
+    for k in range(3):
+        assert np.abs(T[k] - robot.inverse_dynamics(Q[k], V[k], A[k])).max() <= 1e-13
+    f = _frames(spec)[-1]
+    J = robot.frame_jacobian(Q, f, "hybrid")
+    for k in range(3):
+        assert np.abs(J[k] - robot.frame_jacobian(Q[k], f, "hybrid")).max() <= 1e-15
+
+
+D3 = np.array([-7 / 240, 3 / 10, -169 / 120, 61 / 30, 0, -61 / 30, 169 / 120, -3 / 10,
+               7 / 240])  # 6th-order third derivative, nodes −4..4
+
+
+@pytest.mark.parametrize("tree", [LIE_TREES[1], LIE_TREES[4], MIMIC_TREES[2]], ids=_ids)
+def test_third_time_derivative_against_differences(tree):
+    """τ‴ (jets of order 3) against 6th-order central differences of Pinocchio's τ."""
+    import pinocchio as pin
+    spec, robot, pm = _pair(tree)
+    pd = pm.createData()
+    q0, z = _polynomial_motion(pm, tree[0] + 9)
+
+    def tau(t):
+        return pin.rnea(pm, pd, pin.integrate(pm, q0, z(t, 0)), z(t, 1), z(t, 2))
+
+    hh = 2e-2
+    t = 0.3
+    q = pin.integrate(pm, q0, z(t, 0))
+    jet = robot.torque_derivatives((q, np.array([z(t, k) for k in range(1, 6)])))
+    assert jet.shape == (4, pm.nv)
+    T = np.array([tau(t + k * hh) for k in range(-4, 5)])
+    assert _rel(jet[3], D3 @ T / hh ** 3) <= 1e-5
