@@ -224,7 +224,7 @@ def pin_model(spec, real_planar=False):
 LIE_TREES = [(1, 4, LIE_KINDS, "spherical", False), (2, 7, LIE_KINDS, "floating", False),
              (3, 10, LIE_KINDS, None, False), (4, 6, ("spherical", "floating", "fixed"),
                                                 None, False),
-             (5, 12, LIE_KINDS, "planar", False)]
+             (5, 12, LIE_KINDS, "planar", False), (6, 20, LIE_KINDS, "universal", False)]
 MIMIC_TREES = [(11, 5, MIMIC_KINDS, "helical", False), (12, 8, MIMIC_KINDS, "planar", True),
                (13, 9, MIMIC_KINDS, None, True)]
 TREES = LIE_TREES + MIMIC_TREES
@@ -399,14 +399,14 @@ def test_torque_jets_against_differences_of_pinocchio(tree):
     def tau(t):
         return pin.rnea(pm, pd, pin.integrate(pm, q0, z(t, 0)), z(t, 1), z(t, 2))
 
-    hh = 1e-2
+    hh = 5e-3  # truncation ~h⁸: 1e-9 relative on the 20-joint tree at 1e-2, 1e-12 here
     for t in (0.0, 0.6):
         q = pin.integrate(pm, q0, z(t, 0))
         jet = robot.torque_derivatives((q, np.array([z(t, k) for k in range(1, 5)])))
         T = np.array([tau(t + k * hh) for k in range(-4, 5)])
         assert _rel(jet[0], T[4]) <= TOL
-        assert _rel(jet[1], D1 @ T / hh) <= 1e-8
-        assert _rel(jet[2], D2 @ T / hh ** 2) <= 1e-6
+        assert _rel(jet[1], D1 @ T / hh) <= 1e-9
+        assert _rel(jet[2], D2 @ T / hh ** 2) <= 1e-8
 
 
 @pytest.mark.parametrize("tree", TREES, ids=_ids)
@@ -469,7 +469,7 @@ def test_planar_joints_against_pinocchios_planar_joint():
     T = diag(R(θ)ᵀ, 1) on the planar block, so τ = Tᵀ τ_pin(q_pin, T v, T a + Ṫ v),
     M = Tᵀ M_pin T, J = J_pin T."""
     import pinocchio as pin
-    tree = LIE_TREES[-1]
+    tree = LIE_TREES[4]
     spec, robot, pm = _pair(tree)
     assert sum(j["kind"] == "planar" for j in spec["joints"]) >= 1
     pp = pin_model(spec, real_planar=True)
@@ -962,7 +962,8 @@ D3 = np.array([-7 / 240, 3 / 10, -169 / 120, 61 / 30, 0, -61 / 30, 169 / 120, -3
                7 / 240])  # 6th-order third derivative, nodes −4..4
 
 
-@pytest.mark.parametrize("tree", [LIE_TREES[1], LIE_TREES[4], MIMIC_TREES[2]], ids=_ids)
+@pytest.mark.parametrize("tree", [LIE_TREES[1], LIE_TREES[4], LIE_TREES[5], MIMIC_TREES[2]],
+                         ids=_ids)
 def test_third_time_derivative_against_differences(tree):
     """τ‴ (jets of order 3) against 6th-order central differences of Pinocchio's τ."""
     import pinocchio as pin
@@ -973,10 +974,10 @@ def test_third_time_derivative_against_differences(tree):
     def tau(t):
         return pin.rnea(pm, pd, pin.integrate(pm, q0, z(t, 0)), z(t, 1), z(t, 2))
 
-    hh = 2e-2
+    hh = 5e-3
     t = 0.3
     q = pin.integrate(pm, q0, z(t, 0))
     jet = robot.torque_derivatives((q, np.array([z(t, k) for k in range(1, 6)])))
     assert jet.shape == (4, pm.nv)
     T = np.array([tau(t + k * hh) for k in range(-4, 5)])
-    assert _rel(jet[3], D3 @ T / hh ** 3) <= 1e-5
+    assert _rel(jet[3], D3 @ T / hh ** 3) <= 1e-6
