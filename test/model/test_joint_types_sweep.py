@@ -981,3 +981,26 @@ def test_third_time_derivative_against_differences(tree):
     assert jet.shape == (4, pm.nv)
     T = np.array([tau(t + k * hh) for k in range(-4, 5)])
     assert _rel(jet[3], D3 @ T / hh ** 3) <= 1e-6
+
+
+def test_tools_reading_the_urdf_text_refuse_a_planar_joint_by_name():
+    """The ROS nodes and the MuJoCo model hand the URDF itself to other readers: a planar joint
+    (one name, three coordinates) is one error naming it; ``to_urdf()`` (1-DOF joints) is
+    taken."""
+    spec = random_tree(5, 12, LIE_KINDS, "planar", False)
+    spec["joints"] = [j for j in spec["joints"] if j["kind"] not in (
+        "spherical", "floating", "universal", "cylindrical")]
+    keep = {"base"} | {j["child"] for j in spec["joints"]}
+    spec["joints"] = [j for j in spec["joints"] if j["parent"] in keep]
+    keep = {"base"} | {j["child"] for j in spec["joints"]}
+    spec["links"] = {k: v for k, v in spec["links"].items() if k in keep}
+    text = tree_urdf(spec)
+    from mbs_dynamics.ros.parameters import load_robot
+    with pytest.raises(ValueError, match="joint 'j00' is of type 'planar'.*ROS nodes"):
+        load_robot(text, {})
+    robot, _ = load_robot(mbs.load_urdf(text).to_urdf(), {})
+    assert robot.joint_names[:3] == ("j00_x", "j00_y", "j00_theta")
+    pytest.importorskip("mujoco")
+    from mbs_dynamics.sim.mujoco_model import CosimModelError, mujoco_model
+    with pytest.raises(CosimModelError, match="joint 'j00': planar"):
+        mujoco_model(text)
