@@ -1004,3 +1004,52 @@ def test_tools_reading_the_urdf_text_refuse_a_planar_joint_by_name():
     from mbs_dynamics.sim.mujoco_model import CosimModelError, mujoco_model
     with pytest.raises(CosimModelError, match="joint 'j00': planar"):
         mujoco_model(text)
+
+
+@pytest.mark.parametrize("tree", TREES, ids=_ids)
+def test_round_trip_representations_and_fd_derivatives(tree):
+    """to_urdf loads to the same robot (poses, τ); τ in the spatial and hybrid recursions
+    equals the body one; ∂q̈/∂(q, v) against Pinocchio's computeABADerivatives (not for
+    JointModelUniversal, whose derivatives Pinocchio gets wrong)."""
+    import pinocchio as pin
+    spec, robot, pm = _pair(tree)
+    pd = pm.createData()
+    again = mbs.load_urdf(robot.to_urdf(), floating_base=tree[4])
+    assert again.joint_names == robot.joint_names
+    for q, v, a in _states(pm, 2, tree[0] + 700):
+        tau = pin.rnea(pm, pd, q, v, a)
+        assert _rel(again.inverse_dynamics(q, v, a), tau) <= TOL
+        for f in _frames(spec)[-2:]:
+            assert np.abs(again.frame_placement(q, f) - robot.frame_placement(q, f)).max() \
+                <= 1e-13
+        for rep in ("spatial", "hybrid"):
+            assert _rel(robot.inverse_dynamics(q, v, a, representation=rep), tau) <= TOL, rep
+        if _has_universal(spec):
+            continue
+        da, dv, _ = pin.computeABADerivatives(pm, pd, q, v, tau)
+        DA, DV, Minv = robot.forward_dynamics_derivatives(q, v, tau)
+        assert _rel(DA, da) <= 1e-10 and _rel(DV, dv) <= 1e-10
+
+
+@pytest.mark.parametrize("tree", [LIE_TREES[0], LIE_TREES[3]], ids=_ids)
+def test_mujoco_export_of_spherical_and_floating_trees(tree, tmp_path):
+    """The MuJoCo model (ball joints; slides + ball for an inner free joint) of random trees:
+    MuJoCo's mj_inverse equals Pinocchio's τ through mujoco_state / robot_forces."""
+    mujoco = pytest.importorskip("mujoco")
+    import pinocchio as pin
+
+    from mbs_dynamics.sim.mujoco_model import mujoco_model, mujoco_state, robot_forces
+    spec, robot, pm = _pair(tree)
+    if {"planar", "universal", "cylindrical"} & _kinds_present(spec):
+        pytest.skip("MuJoCo refuses these (test above)")
+    path = tmp_path / "m.mjb"
+    path.write_bytes(mujoco_model(tree_urdf(spec)).mjb)
+    m = mujoco.MjModel.from_binary_path(str(path))
+    d = mujoco.MjData(m)
+    pd = pm.createData()
+    for q, v, a in _states(pm, 3, tree[0] + 800):
+        d.qpos[:], d.qvel[:], d.qacc[:] = mujoco_state(m, robot, q, v, a)
+        mujoco.mj_inverse(m, d)
+        tau = pin.rnea(pm, pd, q, v, a)
+        # MuJoCo keeps each inertia in its principal axes (an eigendecomposition)
+        assert _rel(robot_forces(m, robot, q, d.qfrc_inverse), tau) <= 1e-11
