@@ -1053,3 +1053,18 @@ def test_mujoco_export_of_spherical_and_floating_trees(tree, tmp_path):
         tau = pin.rnea(pm, pd, q, v, a)
         # MuJoCo keeps each inertia in its principal axes (an eigendecomposition)
         assert _rel(robot_forces(m, robot, q, d.qfrc_inverse), tau) <= 1e-11
+
+
+@pytest.mark.parametrize("option, got", [
+    (dict(actuator=None, integrator="rkmk4-se3"), "integrator='rkmk4-se3'"),
+    (dict(actuator="sea"), "actuator"),
+    (dict(fext_body=lambda t, s: {}), "fext_body"),
+])
+def test_simulating_a_spherical_joint_names_the_option_it_cannot_take(option, got):
+    pytest.importorskip("pinocchio")
+    robot = _lie_robot()
+    if option.get("actuator") == "sea":
+        option = dict(actuator=mbs.SEA(stiffness=1e3, motor_inertia=0.1))
+    z = np.zeros(robot.nv)
+    with pytest.raises(ValueError, match=f"^simulate: joint 'j00' \\(spherical\\): .*got {got}"):
+        mbs.simulate(robot, lambda t, s: z, 0.01, 1e-3, **option)
