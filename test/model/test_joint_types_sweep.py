@@ -320,7 +320,6 @@ def test_frames_in_four_representations_against_pinocchio(tree):
     import pinocchio as pin
     spec, robot, pm = _pair(tree)
     pd = pm.createData()
-    LWA = pin.ReferenceFrame.LOCAL_WORLD_ALIGNED
 
     def jac(x, fid, rf):
         pin.computeJointJacobians(pm, pd, x)
@@ -491,7 +490,6 @@ def test_planar_joints_against_pinocchios_planar_joint():
         blocks.append((iq, iv, jp.idx_q, jp.idx_v, nq, nv, j["kind"] == "planar"))
         iq, iv = iq + nq, iv + nv
     assert (iq, iv) == (robot.nq, robot.nv) and pp.nq == robot.nq + sum(b[6] for b in blocks)
-    rng = np.random.default_rng(17)
     for q, v, a in _states(pm, 3, 18):
         qp, T, Td = np.zeros(pp.nq), np.zeros((pp.nv, robot.nv)), np.zeros((pp.nv, robot.nv))
         for i, k, ip, kp, nq, nv, planar in blocks:
@@ -515,7 +513,6 @@ def test_planar_joints_against_pinocchios_planar_joint():
         for f in _frames(spec):
             J = pin.getFrameJacobian(pp, dd, pp.getFrameId(f), pin.ReferenceFrame.LOCAL) @ T
             assert np.abs(robot.frame_jacobian(q, f) - J).max() <= TOL, f
-    del rng
 
 
 def test_lie_joints_with_a_floating_base_are_refused_by_name():
@@ -687,11 +684,9 @@ def _screws_pin(Y, A, ine, parent, kinds):
                               pin.SE3(np.eye(3), p - pp), f"j{i}"))
         F.append(p)
         B = pin.SE3(A[i, :3, :3], A[i, :3, 3] - p)  # body i in its joint frame at q = 0
-        R = B.rotation
         m.appendBodyToJoint(jid[i], B.act(pin.Inertia(ine[i]["mass"], ine[i]["com"],
                                                       ine[i]["inertia"])), pin.SE3.Identity())
         m.addFrame(pin.Frame(f"link{i + 1}", jid[i], 0, B, pin.FrameType.OP_FRAME))
-        del R
     return m
 
 
@@ -1073,3 +1068,58 @@ def test_simulating_a_spherical_joint_names_the_option_it_cannot_take(option, go
     z = np.zeros(robot.nv)
     with pytest.raises(ValueError, match=f"^simulate: joint 'j00' \\(spherical\\): .*got {got}"):
         mbs.simulate(robot, lambda t, s: z, 0.01, 1e-3, **option)
+
+
+def _screws_equivalent_urdf(Y, A, ine, parent, kinds):
+    """Joint frames parallel to the base at the foot of the perpendicular from the base origin
+    to the axis (the origin for a prismatic joint), each body welded at F_i⁻¹ A_i; a helical
+    joint as a revolute joint and a prismatic mimic."""
+    lim = '<limit effort="1" velocity="1" lower="-100" upper="100"/>'
+    out, F = ['<robot name="s"><link name="base"/>'], []
+    for i in range(len(Y)):
+        v, w = Y[i, :3], Y[i, 3:]
+        p = np.zeros(3) if kinds[i] == "prismatic" else np.cross(w, v - (w @ v) * w)
+        F.append(p)
+        par = "base" if parent[i] < 0 else f"J{parent[i]}"
+        O = np.eye(4)
+        O[:3, 3] = p - (np.zeros(3) if parent[i] < 0 else F[parent[i]])
+        ax = v if kinds[i] == "prismatic" else w
+        jt = "prismatic" if kinds[i] == "prismatic" else "revolute"
+        B = np.eye(4)
+        B[:3, :3], B[:3, 3] = A[i, :3, :3], A[i, :3, 3] - p
+        child = f"J{i}"
+        if kinds[i] == "helical":
+            out.append(f'<link name="N{i}"/><joint name="joint{i + 1}" type="revolute">'
+                       f'<parent link="{par}"/><child link="N{i}"/>{_origin(O)}'
+                       f'<axis xyz="{_fmt(ax)}"/>{lim}</joint>'
+                       f'<link name="{child}"/><joint name="joint{i + 1}_pitch" '
+                       f'type="prismatic"><parent link="N{i}"/><child link="{child}"/>'
+                       f'<axis xyz="{_fmt(ax)}"/>{lim}<mimic joint="joint{i + 1}" '
+                       f'multiplier="{float(w @ v)!r}"/></joint>')
+        else:
+            out.append(f'<link name="{child}"/><joint name="joint{i + 1}" type="{jt}">'
+                       f'<parent link="{par}"/><child link="{child}"/>{_origin(O)}'
+                       f'<axis xyz="{_fmt(ax)}"/>{lim}</joint>')
+        out.append(f'<link name="link{i + 1}">{_inertial_xml(ine[i])}</link><joint '
+                   f'name="w{i + 1}" type="fixed"><parent link="{child}"/>'
+                   f'<child link="link{i + 1}"/>{_origin(B)}</joint>')
+    return "".join(out) + "</robot>"
+
+
+@pytest.mark.parametrize("seed, n, tree", [(41, 3, False), (42, 6, True), (44, 9, False)])
+def test_screws_equal_an_equivalent_urdf_written_otherwise(seed, n, tree):
+    """from_screws against a URDF with other joint frames (parallel to the base, at the foot
+    of the perpendicular from the base origin): poses and τ to 1e-13."""
+    pytest.importorskip("pinocchio")
+    Y, A, ine, parent, kinds = _random_screws(seed, n, tree)
+    robot = mbs.from_screws(Y, A, inertials=ine, parent=parent)
+    ref = mbs.load_urdf(_screws_equivalent_urdf(Y, A, ine, parent, kinds))
+    assert ref.joint_names == robot.joint_names
+    rng = np.random.default_rng(seed)
+    for _ in range(3):
+        q, v, a = rng.uniform(-2, 2, (3, n))
+        for i in range(n):
+            f = f"link{i + 1}"
+            assert np.abs(robot.frame_placement(q, f) - ref.frame_placement(q, f)).max() \
+                <= 1e-13, f
+        assert _rel(robot.inverse_dynamics(q, v, a), ref.inverse_dynamics(q, v, a)) <= 1e-13
