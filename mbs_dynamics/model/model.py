@@ -181,6 +181,10 @@ def build(source, *, base_link=None, tip_link=None, locked_joints=None, gravity=
     for jn, v in locked.items():
         if jn not in u.joints:
             raise URDFError(f"locked joint '{jn}' is not a joint of the URDF")
+        if u.joints[jn].type in COMPOSITE:
+            raise URDFError(f"locked joint '{jn}' is of type '{u.joints[jn].type}': "
+                            "locked_joints takes one position per joint (revolute, continuous "
+                            "or prismatic), not a multi-DOF joint; make it fixed in the URDF")
         if u.joints[jn].type not in MOVABLE:
             raise URDFError(f"locked joint '{jn}' is of type '{u.joints[jn].type}', not movable")
         try:

@@ -1123,3 +1123,18 @@ def test_screws_equal_an_equivalent_urdf_written_otherwise(seed, n, tree):
             assert np.abs(robot.frame_placement(q, f) - ref.frame_placement(q, f)).max() \
                 <= 1e-13, f
         assert _rel(robot.inverse_dynamics(q, v, a), ref.inverse_dynamics(q, v, a)) <= 1e-13
+
+
+@pytest.mark.parametrize("tree, joint, kind", [(LIE_TREES[0], "j00", "spherical"),
+                                               (LIE_TREES[0], "j01", "floating"),
+                                               (LIE_TREES[4], "j00", "planar"),
+                                               (LIE_TREES[4], "j06", "universal"),
+                                               (LIE_TREES[4], "j02", "cylindrical")])
+def test_locking_a_multi_dof_joint_is_one_clear_error(tree, joint, kind):
+    """locked_joints takes one position per joint: a multi-DOF joint is refused as such (it was
+    called "not movable")."""
+    spec = random_tree(*tree)
+    assert {j["name"]: j["kind"] for j in spec["joints"]}[joint] == kind
+    with pytest.raises(mbs.URDFError, match=f"locked joint '{joint}' is of type '{kind}': "
+                                            "locked_joints takes one position"):
+        mbs.load_urdf(tree_urdf(spec), locked_joints={joint: 0.1})
