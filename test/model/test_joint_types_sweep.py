@@ -630,6 +630,7 @@ def test_dh_tables_equal_the_equivalent_urdf(convention, seed, n):
         assert _rel(tau, ref.inverse_dynamics(q, v, a)) <= 1e-13
         assert _rel(tau, pin.rnea(pm, pd, q, v, a)) <= TOL
         assert _rel(robot.mass_matrix(q), ref.mass_matrix(q)) <= 1e-13
+        assert _rel(mbs.load_urdf(robot.to_urdf()).inverse_dynamics(q, v, a), tau) <= 1e-13
 
 
 def _screw_se3(Y, q):
