@@ -158,7 +158,7 @@ def expected_names(spec):
 
 def pin_model(spec, real_planar=False):
     """The tree as a Pinocchio model, joint by joint; every link a frame of its name."""
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     m = pin.Model()
     m.gravity.linear = np.array([0, 0, -9.81])
     where = {"base": (0, pin.SE3.Identity())}
@@ -249,7 +249,7 @@ def _pair(tree):
 
 
 def _states(pm, k, seed):
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     rng = np.random.default_rng(seed)
     return [(pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq)),
              *rng.normal(size=(2, pm.nv))) for _ in range(k)]
@@ -282,15 +282,21 @@ def test_the_trees_cover_every_joint_type():
 @pytest.mark.parametrize("tree", TREES, ids=_ids)
 def test_layout_and_core_against_pinocchio(tree):
     """Joint order and sizes, frame poses, τ, M, g and forward dynamics."""
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     spec, robot, pm = _pair(tree)
     pd = pm.createData()
     assert (robot.nq, robot.nv) == (pm.nq, pm.nv)
-    names = expected_names(spec)
-    if tree[2] is MIMIC_KINDS:
-        assert robot.joint_names == names
-    else:
-        assert robot.joint_names == names
+    assert robot.joint_names == expected_names(spec)
+    if hasattr(robot, "neutral"):  # spherical / floating joints: Pinocchio's group operations
+        assert np.array_equal(robot.neutral(), pin.neutral(pm))
+        for q, v, _ in _states(pm, 3, tree[0] + 900):
+            a, b = robot.integrate(q, v), pin.integrate(pm, q, v)
+            for j in range(1, pm.njoints):  # a quaternion and its negative are one rotation
+                i, n = pm.joints[j].idx_q, pm.joints[j].nq
+                x, y = a[i:i + n], b[i:i + n]
+                if n >= 4 and np.dot(x[-4:], y[-4:]) < 0:
+                    y = np.r_[y[:-4], -y[-4:]]
+                assert np.abs(x - y).max() <= 1e-13
     for q, v, a in _states(pm, 3, tree[0]):
         pin.framesForwardKinematics(pm, pd, q)
         for f in _frames(spec):
@@ -317,7 +323,7 @@ def test_frames_in_four_representations_against_pinocchio(tree):
     (LOCAL_WORLD_ALIGNED; its acceleration the classical one) and mixed (ṗ in the world, ω in
     the frame); J̇ also against 8th-order differences of Pinocchio's J along q ⊕ t v (Pinocchio's
     own J̇ is wrong for JointModelUniversal)."""
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     spec, robot, pm = _pair(tree)
     pd = pm.createData()
 
@@ -374,7 +380,7 @@ def _polynomial_motion(pm, seed):
     """q(t) = q₀ ⊕ z(t), each joint's block z_j(t) = (a t + b t² + c t³) ξ_j with a fixed
     direction ξ_j (a one-parameter subgroup of the spherical and free joints' groups), so
     V^(k)(t) = z^(k+1)(t) exactly."""
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     rng = np.random.default_rng(seed)
     q0 = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
     xi = rng.normal(size=pm.nv)
@@ -395,7 +401,7 @@ def _polynomial_motion(pm, seed):
 def test_torque_jets_against_differences_of_pinocchio(tree):
     """τ, τ′, τ″ (jets to order 2) against 8th-order central differences of pin.rnea along a
     cubic motion on the group."""
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     spec, robot, pm = _pair(tree)
     pd = pm.createData()
     q0, z = _polynomial_motion(pm, tree[0] + 7)
@@ -418,7 +424,7 @@ def test_regressor_and_derivatives_against_pinocchio(tree):
     """Y π = τ with the package's own inertial parameters; ∂τ/∂(q, v) against
     computeRNEADerivatives (itself wrong for JointModelUniversal, in ∂τ/∂q and ∂τ/∂v: there,
     central differences of pin.rnea along q ⊕ δ and v + δ)."""
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     spec, robot, pm = _pair(tree)
     pd = pm.createData()
     pi = np.asarray(robot.inertial_parameters()).reshape(-1)
@@ -448,7 +454,7 @@ def test_free_motion_conserves_pinocchios_energy(tree):
     re-centred chart for spherical / floating joints, a Lie-group RKMK scheme for a floating
     base): Pinocchio's kinetic + potential energy stays constant while joules swing between
     the two; the quaternions stay unit."""
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     spec, robot, pm = _pair(tree)
     pd = pm.createData()
     rng = np.random.default_rng(tree[0] + 300)
@@ -472,7 +478,7 @@ def test_planar_joints_against_pinocchios_planar_joint():
     normal to the axis: q_pin = (x, y, cos θ, sin θ), v_pin = T v with
     T = diag(R(θ)ᵀ, 1) on the planar block, so τ = Tᵀ τ_pin(q_pin, T v, T a + Ṫ v),
     M = Tᵀ M_pin T, J = J_pin T."""
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     tree = LIE_TREES[4]
     spec, robot, pm = _pair(tree)
     assert sum(j["kind"] == "planar" for j in spec["joints"]) >= 1
@@ -546,7 +552,7 @@ def _Tr(x, y, z):
 
 def _origin(T):
     """``<origin>`` of a 4×4 pose (rpy by Pinocchio's matrixToRpy)."""
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     return f'<origin xyz="{_fmt(T[:3, 3])}" rpy="{_fmt(pin.rpy.matrixToRpy(T[:3, :3]))}"/>'
 
 
@@ -614,7 +620,7 @@ def test_dh_tables_equal_the_equivalent_urdf(convention, seed, n):
     """Poses against the product of the DH transforms and τ, M against the URDF written here
     (loaded by the package and by Pinocchio), to 1e-13."""
     pytest.importorskip("pinocchio")
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     table, types, ine = _random_dh(seed, n)
     robot = mbs.from_dh(table, convention, inertials=ine, joint_types=types)
     text = _dh_equivalent_urdf(table, types, ine, convention)
@@ -667,7 +673,7 @@ def _random_screws(seed, n, tree):
 def _screws_pin(Y, A, ine, parent, kinds):
     """Pinocchio: every joint frame parallel to the base, on its axis (the foot of the
     perpendicular from the base origin)."""
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     m = pin.Model()
     m.gravity.linear = np.array([0, 0, -9.81])
     F, jid = [], []
@@ -697,7 +703,7 @@ def test_screws_equal_the_product_of_exponentials_and_pinocchio(seed, n, tree):
     1e-13); τ, M against Pinocchio's revolute / prismatic / helical joints. The robot's
     coordinates are in ``joint_names`` order (depth first, children by name — doc/guide/
     joints.md), which on these trees is not the order of Y: q is placed by name."""
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     Y, A, ine, parent, kinds = _random_screws(seed, n, tree)
     robot = mbs.from_screws(Y, A, inertials=ine, parent=parent)
     pm = _screws_pin(Y, A, ine, parent, kinds)
@@ -748,7 +754,7 @@ def test_generated_c_against_pinocchio(tree, tmp_path, monkeypatch):
     import os
     import shutil
 
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     if shutil.which(os.environ.get("CC", "cc")) is None:
         pytest.skip("no C compiler")
     from mbs_dynamics import codegen
@@ -814,7 +820,7 @@ def test_base_parameters_of_a_robot_with_a_spherical_joint():
     """base_parameters draws its random states on the group (it fed chart angles as a
     quaternion): the base regressor reproduces τ of Pinocchio, and Y π = Y_B β(π) for any π
     at states on the group it never saw."""
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
 
     from mbs_dynamics.identification import base_parameters
     spec, robot, pm = _pair(LIE_TREES[0])
@@ -933,7 +939,7 @@ def test_external_wrenches_and_batches_against_pinocchio(tree):
     """f_ext (link → (f, m) in the link frame, links welded by fixed joints included) in τ and
     forward dynamics against Pinocchio's fext (per joint, in the joint frame); batches equal
     the samples."""
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     spec, robot, pm = _pair(tree)
     pd = pm.createData()
     rng = np.random.default_rng(tree[0] + 600)
@@ -967,7 +973,7 @@ D3 = np.array([-7 / 240, 3 / 10, -169 / 120, 61 / 30, 0, -61 / 30, 169 / 120, -3
                          ids=_ids)
 def test_third_time_derivative_against_differences(tree):
     """τ‴ (jets of order 3) against 6th-order central differences of Pinocchio's τ."""
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     spec, robot, pm = _pair(tree)
     pd = pm.createData()
     q0, z = _polynomial_motion(pm, tree[0] + 9)
@@ -1012,7 +1018,7 @@ def test_round_trip_representations_and_fd_derivatives(tree):
     """to_urdf loads to the same robot (poses, τ); τ in the spatial and hybrid recursions
     equals the body one; ∂q̈/∂(q, v) against Pinocchio's computeABADerivatives (not for
     JointModelUniversal, whose derivatives Pinocchio gets wrong)."""
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
     spec, robot, pm = _pair(tree)
     pd = pm.createData()
     again = mbs.load_urdf(robot.to_urdf(), floating_base=tree[4])
@@ -1037,7 +1043,7 @@ def test_mujoco_export_of_spherical_and_floating_trees(tree, tmp_path):
     """The MuJoCo model (ball joints; slides + ball for an inner free joint) of random trees:
     MuJoCo's mj_inverse equals Pinocchio's τ through mujoco_state / robot_forces."""
     mujoco = pytest.importorskip("mujoco")
-    import pinocchio as pin
+    pin = pytest.importorskip("pinocchio")
 
     from mbs_dynamics.sim.mujoco_model import mujoco_model, mujoco_state, robot_forces
     spec, robot, pm = _pair(tree)
