@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 import mbs_dynamics as mbs
+from joint_oracle import assert_same_configuration
 
 TOL = 1e-12
 D1 = np.array([1 / 280, -4 / 105, 1 / 5, -4 / 5, 0, 4 / 5, -1 / 5, 4 / 105, -1 / 280])
@@ -290,13 +291,7 @@ def test_layout_and_core_against_pinocchio(tree):
     if hasattr(robot, "neutral"):  # spherical / floating joints: Pinocchio's group operations
         assert np.array_equal(robot.neutral(), pin.neutral(pm))
         for q, v, _ in _states(pm, 3, tree[0] + 900):
-            a, b = robot.integrate(q, v), pin.integrate(pm, q, v)
-            for j in range(1, pm.njoints):  # a quaternion and its negative are one rotation
-                i, n = pm.joints[j].idx_q, pm.joints[j].nq
-                x, y = a[i:i + n], b[i:i + n]
-                if n >= 4 and np.dot(x[-4:], y[-4:]) < 0:
-                    y = np.r_[y[:-4], -y[-4:]]
-                assert np.abs(x - y).max() <= 1e-13
+            assert_same_configuration(pm, robot.integrate(q, v), pin.integrate(pm, q, v))
     for q, v, a in _states(pm, 3, tree[0]):
         pin.framesForwardKinematics(pm, pd, q)
         for f in _frames(spec):
@@ -379,7 +374,7 @@ def test_frames_in_four_representations_against_pinocchio(tree):
 def _polynomial_motion(pm, seed):
     """q(t) = q₀ ⊕ z(t), each joint's block z_j(t) = (a t + b t² + c t³) ξ_j with a fixed
     direction ξ_j (a one-parameter subgroup of the spherical and free joints' groups), so
-    V^(k)(t) = z^(k+1)(t) exactly."""
+    V^(k)(t) = z^(k+1)(t) exactly; ``tau(t)`` is Pinocchio's τ along it."""
     pin = pytest.importorskip("pinocchio")
     rng = np.random.default_rng(seed)
     q0 = pin.randomConfiguration(pm, -np.ones(pm.nq), np.ones(pm.nq))
@@ -394,7 +389,12 @@ def _polynomial_motion(pm, seed):
         d = d if np.ndim(d) else np.zeros(len(nvj))
         return np.concatenate([np.full(n, x) for n, x in zip(nvj, d)]) * xi
 
-    return q0, z
+    pd = pm.createData()
+
+    def tau(t):
+        return pin.rnea(pm, pd, pin.integrate(pm, q0, z(t, 0)), z(t, 1), z(t, 2))
+
+    return q0, z, tau
 
 
 @pytest.mark.parametrize("tree", TREES, ids=_ids)
@@ -403,11 +403,7 @@ def test_torque_jets_against_differences_of_pinocchio(tree):
     cubic motion on the group."""
     pin = pytest.importorskip("pinocchio")
     spec, robot, pm = _pair(tree)
-    pd = pm.createData()
-    q0, z = _polynomial_motion(pm, tree[0] + 7)
-
-    def tau(t):
-        return pin.rnea(pm, pd, pin.integrate(pm, q0, z(t, 0)), z(t, 1), z(t, 2))
+    q0, z, tau = _polynomial_motion(pm, tree[0] + 7)
 
     hh = 5e-3  # truncation ~h⁸: 1e-9 relative on the 20-joint tree at 1e-2, 1e-12 here
     for t in (0.0, 0.6):
@@ -835,6 +831,18 @@ def test_base_parameters_of_a_robot_with_a_spherical_joint():
         assert _rel(b.regressor(Y) @ b.to_base(other), Y @ other) <= 1e-9
 
 
+def _info_json(tree, tmp_path, capsys):
+    """(robot, URDF path, ``mbs-dynamics info --json`` of the tree)."""
+    import json
+
+    from mbs_dynamics import cli
+    spec, robot, _ = _pair(tree)
+    path = tmp_path / "robot.urdf"
+    path.write_text(tree_urdf(spec))
+    assert cli.main(["info", str(path), "--json"]) == 0
+    return robot, path, json.loads(capsys.readouterr().out)
+
+
 def test_cli_on_a_robot_with_spherical_and_floating_joints(tmp_path, capsys):
     """info reports the robot's nq, nv and its spherical / floating joints (it printed the
     chart's sizes, nq = nv); kinematics asks for the quaternions by joint; excite refuses by
@@ -842,11 +850,7 @@ def test_cli_on_a_robot_with_spherical_and_floating_joints(tmp_path, capsys):
     import json
 
     from mbs_dynamics import cli
-    spec, robot, pm = _pair(LIE_TREES[0])
-    path = tmp_path / "lie.urdf"
-    path.write_text(tree_urdf(spec))
-    assert cli.main(["info", str(path), "--json"]) == 0
-    d = json.loads(capsys.readouterr().out)
+    robot, path, d = _info_json(LIE_TREES[0], tmp_path, capsys)
     assert (d["nq"], d["nv"]) == (robot.nq, robot.nv) == (12, 10)
     assert d["lie_joints"] == {"j00": "spherical", "j01": "floating"}
     assert cli.main(["info", str(path)]) == 0
@@ -865,15 +869,8 @@ def test_cli_on_a_robot_with_spherical_and_floating_joints(tmp_path, capsys):
 def test_info_counts_a_mimic_robots_coordinates(tmp_path, capsys):
     """A helical joint is a revolute joint and a prismatic mimic: nq = nv = the independent
     coordinates."""
-    import json
-
-    from mbs_dynamics import cli
-    spec, robot, pm = _pair(MIMIC_TREES[0])
-    path = tmp_path / "helical.urdf"
-    path.write_text(tree_urdf(spec))
-    assert cli.main(["info", str(path), "--json"]) == 0
-    d = json.loads(capsys.readouterr().out)
-    assert (d["nq"], d["nv"]) == (robot.nq, robot.nv) == (pm.nq, pm.nv) == (5, 5)
+    robot, _, d = _info_json(MIMIC_TREES[0], tmp_path, capsys)
+    assert (d["nq"], d["nv"]) == (robot.nq, robot.nv) == (5, 5)
     assert d["n"] == 6 and d["lie_joints"] == {}
 
 
@@ -975,11 +972,7 @@ def test_third_time_derivative_against_differences(tree):
     """τ‴ (jets of order 3) against 6th-order central differences of Pinocchio's τ."""
     pin = pytest.importorskip("pinocchio")
     spec, robot, pm = _pair(tree)
-    pd = pm.createData()
-    q0, z = _polynomial_motion(pm, tree[0] + 9)
-
-    def tau(t):
-        return pin.rnea(pm, pd, pin.integrate(pm, q0, z(t, 0)), z(t, 1), z(t, 2))
+    q0, z, tau = _polynomial_motion(pm, tree[0] + 9)
 
     hh = 5e-3
     t = 0.3
