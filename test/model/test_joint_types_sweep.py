@@ -462,7 +462,7 @@ def test_free_motion_conserves_pinocchios_energy(tree):
     U = np.array([pin.computePotentialEnergy(pm, pd, x) for x in Q])
     E = np.array([pin.computeKineticEnergy(pm, pd, x, y) for x, y in zip(Q, V)]) + U
     assert np.ptp(U) > 0.1
-    assert np.ptp(E) < 1e-7 * np.ptp(U)
+    assert np.ptp(E) < 1e-9 * np.ptp(U)  # measured 1e-13 … 5e-11
     for j in range(1, pm.njoints):
         if pm.joints[j].nq > pm.joints[j].nv:  # a quaternion: the last four of its block
             i = pm.joints[j].idx_q + pm.joints[j].nq
