@@ -1138,3 +1138,25 @@ def test_locking_a_multi_dof_joint_is_one_clear_error(tree, joint, kind):
     with pytest.raises(mbs.URDFError, match=f"locked joint '{joint}' is of type '{kind}': "
                                             "locked_joints takes one position"):
         mbs.load_urdf(tree_urdf(spec), locked_joints={joint: 0.1})
+
+
+@pytest.mark.parametrize("tree, message", [
+    (LIE_TREES[0], "calibration: joint 'j00' \\(spherical\\)"),
+    (MIMIC_TREES[0], "calibration: mimic joints \\(j00_pitch\\)")])
+def test_calibrate_command_refuses_the_joint_before_reading_columns(tree, message, tmp_path,
+                                                                    capsys):
+    """A measurement CSV with the URDF's own joint names: the joint calibration cannot take is
+    the error (it was "missing column(s) j00_rx, ..." of the chart)."""
+    import re
+
+    from mbs_dynamics import cli
+    spec = random_tree(*tree)
+    path = tmp_path / "r.urdf"
+    path.write_text(tree_urdf(spec))
+    names = [j["name"] for j in spec["joints"] if j["kind"] != "fixed"]
+    csv = tmp_path / "m.csv"
+    csv.write_text(",".join(names + ["x", "y", "z"]) + "\n"
+                   + "\n".join(",".join(["0.1"] * (len(names) + 3)) for _ in range(30)) + "\n")
+    assert cli.main(["calibrate", str(path), str(csv), "--frame", spec["joints"][-1]["child"],
+                     "-o", str(tmp_path / "out")]) == 2
+    assert re.search(message, capsys.readouterr().err)
