@@ -181,8 +181,7 @@ def statistics(robot, logs, *, friction=True, cutoff=None, topic="/joint_states"
 def _check_robot(robot):
     if getattr(robot, "floating_base", False):
         raise ValueError("identification from joint logs needs a fixed-base robot")
-    refuse_lie_joints(robot, "identification from joint logs",
-                      "a joint log has one position per joint, not a quaternion")
+    refuse_lie_joints(robot, "identification from joint logs")
     if getattr(robot, "full_robot", None) is not None:
         raise ValueError("a robot with mimic joints is identified one log at a time with "
                          "identify(), not in chunks")

@@ -275,8 +275,7 @@ def identify(robot, log, friction=True, consistent=True, *, cutoff=None, topic="
     if getattr(robot, "floating_base", False):
         raise ValueError("identification from joint logs needs a fixed-base robot (a floating "
                          "base's wrench is not measured)")
-    refuse_lie_joints(robot, "identification from joint logs",
-                      "a joint log has one position per joint, not a quaternion")
+    refuse_lie_joints(robot, "identification from joint logs")
     names = tuple(robot.joint_names)
     n = len(names)
     if isinstance(log, _logs.JointLog):

@@ -845,8 +845,9 @@ def _info_json(tree, tmp_path, capsys):
 
 def test_cli_on_a_robot_with_spherical_and_floating_joints(tmp_path, capsys):
     """info reports the robot's nq, nv and its spherical / floating joints (it printed the
-    chart's sizes, nq = nv); kinematics asks for the quaternions by joint; excite refuses by
-    name."""
+    chart's sizes, nq = nv); kinematics asks for the quaternions by joint; excite, feedforward,
+    identify and fleet refuse the joint by name (they complained about the chart joints'
+    missing columns or non-unit quaternions)."""
     import json
 
     from mbs_dynamics import cli
@@ -862,8 +863,22 @@ def test_cli_on_a_robot_with_spherical_and_floating_joints(tmp_path, capsys):
     assert cli.main(["kinematics", str(path), "--frame", "L03", "--q", q[:-4]]) == 2
     assert "expected 12 (j00 (qx qy qz qw), j01 (x y z qx qy qz qw), j03)" in \
         capsys.readouterr().err
-    assert cli.main(["excite", str(path), "-o", str(tmp_path / "x.yaml"), "--quiet"]) == 2
-    assert "exciting trajectories: joint 'j00' (spherical)" in capsys.readouterr().err
+    # commands of 1-DOF coordinates refuse the joint before reading files of joint names
+    (tmp_path / "t.yaml").write_text("joint_names: [j00, j01, j03]\npoints:\n"
+                                     "  - {positions: [0, 0, 0], time_from_start: 0.0}\n"
+                                     "  - {positions: [0.1, 0.1, 0.1], time_from_start: 1.0}\n")
+    (tmp_path / "log.csv").write_text("t,j00,j01,j03\n0,0,0,0\n")
+    (tmp_path / "logs" / "r1").mkdir(parents=True)
+    out = str(tmp_path / "o")
+    for argv, cap in ((["excite", str(path), "-o", out + ".yaml"], "exciting trajectories"),
+                      (["feedforward", str(path), str(tmp_path / "t.yaml"), "-o", out + ".csv"],
+                       "feedforward"),
+                      (["identify", str(path), str(tmp_path / "log.csv"), "-o", out],
+                       "identification from joint logs"),
+                      (["fleet", str(path), str(tmp_path / "logs"), "-o", out],
+                       "identification from joint logs")):
+        assert cli.main(argv) == 2
+        assert f"{cap}: joint 'j00' (spherical)" in capsys.readouterr().err, argv[0]
 
 
 def test_info_counts_a_mimic_robots_coordinates(tmp_path, capsys):
