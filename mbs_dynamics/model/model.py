@@ -231,7 +231,7 @@ def build(source, *, base_link=None, tip_link=None, locked_joints=None, gravity=
         if j.type in COMPOSITE:  # 1-DOF joints through massless links (composite_parts)
             if j.type in LIE:
                 lie_j[j.name] = (j.type, len(names))
-            _composite(j, body, S, u.links, link_frames, names, links, types, parent, axis, B, X,
+            _composite(j, body, S, u, link_frames, names, links, types, parent, axis, B, X,
                        lims)
             stack.extend(reversed(u.children.get(j.child, ())))
             continue
@@ -334,16 +334,19 @@ def composite_parts(j):
             (f"{j.name}_theta", j.child, "continuous", e))
 
 
-def _composite(j, body, S, urdf_links, link_frames, names, links, types, parent, axis, B, X,
-               lims):
+def _composite(j, body, S, u, link_frames, names, links, types, parent, axis, B, X, lims):
     """Append the 1-DOF joints of :func:`composite_parts` (unbounded, no effort or velocity
     limit) to the model under construction."""
     eye4 = np.eye(4)
     parts = composite_parts(j)
     for k, (jn, ln, jt, ax) in enumerate(parts):
-        if k < len(parts) - 1 and (ln in urdf_links or ln in link_frames):
+        if k < len(parts) - 1 and (ln in u.links or ln in link_frames):
             raise URDFError(f"joint '{j.name}' ({j.type}) needs a massless link '{ln}' between "
                             "its axes, which the URDF already has")
+        if jn in u.joints or jn in names:
+            raise URDFError(f"joint '{j.name}' ({j.type}) names its 1-DOF joints "
+                            f"{', '.join(repr(p[0]) for p in parts)}, and the URDF already has a "
+                            f"joint '{jn}': rename one")
         names.append(jn)
         links.append(ln)
         types.append(jt)

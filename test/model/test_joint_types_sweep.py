@@ -1175,3 +1175,24 @@ def test_calibrate_command_refuses_the_joint_before_reading_columns(tree, messag
     assert cli.main(["calibrate", str(path), str(csv), "--frame", spec["joints"][-1]["child"],
                      "-o", str(tmp_path / "out")]) == 2
     assert re.search(message, capsys.readouterr().err)
+
+
+_BODY = ('<link name="{}"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" '
+         'ixz="0" iyz="0"/></inertial></link>')
+
+
+@pytest.mark.parametrize("kind, extra, clash", [
+    ("planar", "", "m_x"), ("universal", '<axis2 xyz="0 1 0"/>', "m_2"),
+    ("cylindrical", "", "m_d"), ("spherical", "", "m_rx"), ("floating", "", "m_z")])
+@pytest.mark.parametrize("below", [True, False])
+def test_a_urdf_joint_named_like_a_multi_dof_joints_part_is_refused(kind, extra, clash, below):
+    """A planar joint 'm' is the joints m_x, m_y, m_theta: a URDF joint already called m_x
+    gave two joints of one name (every name-based call then picks one); now one URDFError."""
+    text = ('<robot name="r"><link name="a"/>' + _BODY.format("b") + _BODY.format("c")
+            + f'<joint name="m" type="{kind}"><parent link="a"/><child link="b"/>'
+            f'<axis xyz="1 0 0"/>{extra}</joint><joint name="{clash}" type="revolute">'
+            f'<parent link="{"b" if below else "a"}"/><child link="c"/><axis xyz="0 0 1"/>'
+            '<limit effort="1" velocity="1" lower="-1" upper="1"/></joint></robot>')
+    with pytest.raises(mbs.URDFError, match=f"joint 'm' \\({kind}\\) names its 1-DOF joints "
+                                            f".*already has a joint '{clash}'"):
+        mbs.load_urdf(text)
