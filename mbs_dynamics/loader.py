@@ -111,6 +111,9 @@ def from_screws(Y, A, *, inertials, parent=None, joint_names=None, link_names=No
     Returns:
         A :class:`Robot`; a :class:`~.model.mimic.MimicRobot` (same API) when a joint is
         helical (a revolute joint and a prismatic one mimicking it, :mod:`~.model.sources`).
+        Its coordinates are ordered as ``robot.joint_names``: depth first from the base, the
+        children of a body by joint name (as any URDF), which on a tree can differ from the
+        order of ``Y``.
     Raises:
         ValueError: naming the argument and joint (shapes, NaN, a screw that is neither a unit
             rotation nor a unit translation).

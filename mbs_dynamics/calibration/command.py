@@ -21,6 +21,7 @@ from ..model.limits import FileLimitError, read_bytes
 from ..model.model import build
 from ..model.writer import to_urdf
 from .estimate import Measurements, calibrate
+from .parameters import check_model
 
 __all__ = ["add_arguments", "run", "read_measurements", "DESCRIPTION"]
 
@@ -145,6 +146,7 @@ def run(args, out=None):
     if prefix.parent and not prefix.parent.is_dir():
         raise ValueError(f"-o {args.output}: directory {str(prefix.parent)!r} does not exist")
     model = build(args.urdf)
+    check_model(model)  # a joint calibration cannot take, before the CSV's columns
     if args.frame not in model.link_frames:
         raise ValueError(f"--frame {args.frame}: not a link of {args.urdf}")
     meas = read_measurements(args.measurements, model.joint_names, args.frame,

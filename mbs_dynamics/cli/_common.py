@@ -21,22 +21,30 @@ def add_model_options(p):
     add_loops_option(p)
 
 
-def load_robot(args):
+def load_robot(args, one_dof=None):
     """The robot the parsed ``args`` name (URDF, model options, ``--floating-base``).
+
+    ``one_dof``: the name of a capability of 1-DOF joint coordinates (``"feedforward"``, …):
+    a spherical or floating joint is then refused first, before the command reads files of
+    joint names (:func:`~mbs_dynamics.model.description.refuse_lie_joints`).
 
     Raises:
         InputError: the URDF or an option is invalid; the message names the file.
     """
     from ..loader import load_urdf
+    from ..model.description import refuse_lie_joints
     try:
         kw = {}
         if getattr(args, "loops", None) is not None:
             kw = {"loops": args.loops, "actuated": args.actuated}
         elif getattr(args, "actuated", None) is not None:
             raise InputError("--actuated needs --loops")
-        return load_urdf(args.urdf, base_link=args.base_link, tip_link=args.tip_link,
-                         locked_joints=dict(args.lock) or None,
-                         floating_base=getattr(args, "floating_base", False), **kw)
+        robot = load_urdf(args.urdf, base_link=args.base_link, tip_link=args.tip_link,
+                          locked_joints=dict(args.lock) or None,
+                          floating_base=getattr(args, "floating_base", False), **kw)
+        if one_dof:
+            refuse_lie_joints(robot, one_dof)
+        return robot
     except ValueError as exc:
         msg = " ".join(str(exc).split())
         raise InputError(msg if str(args.urdf) in msg else f"{args.urdf}: {msg}") from None

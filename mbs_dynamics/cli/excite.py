@@ -61,7 +61,7 @@ def run(args):
         from ..identification import excite
     except ImportError as exc:
         raise identification_missing(exc) from None
-    robot = load_robot(args)
+    robot = load_robot(args, one_dof="exciting trajectories")
     if robot.floating_base:
         raise InputError(f"{args.urdf}: exciting trajectories need a fixed-base robot")
     try:

@@ -52,7 +52,7 @@ def run(args):
     # every check before any computation or output
     plt = plot_backend(args.plot) if args.plot is not None else None
     check_output_dir(args.output, "-o")
-    robot = load_robot(args)
+    robot = load_robot(args, one_dof="feedforward")
     traj = load_trajectory(args.trajectory, robot.joint_names, args.urdf,
                            locked=[name for name, _ in args.lock])
     actuator, kind = None, "rigid"

@@ -75,7 +75,7 @@ def run(args):
     out = Path(args.output)
     if out.exists() and not out.is_dir():
         raise InputError(f"-o: {out} exists and is not a directory")
-    robot = load_robot(args)
+    robot = load_robot(args, one_dof="identification from joint logs")
     if robot.floating_base:
         raise InputError(f"{args.urdf}: identification needs a fixed-base robot")
     try:

@@ -83,7 +83,7 @@ def run(args):
         raise InputError("--lock: identify writes the URDF's inertials back; a locked joint's "
                          "links would be merged into its parent's inertial (identify the "
                          "full robot and hold the joint still instead)")
-    robot = load_robot(args)
+    robot = load_robot(args, one_dof="identification from joint logs")
     if robot.floating_base:
         raise InputError(f"{args.urdf}: identification needs a fixed-base robot")
     kt = args.torque_constant

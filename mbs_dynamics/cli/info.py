@@ -74,8 +74,12 @@ def describe(robot):
     if hasattr(robot, "loop_residual"):  # a ClosedLoopRobot: the spanning tree + its loops
         loops = {"loops": [dict(lp) for lp in robot.loops], "actuated": list(robot.joint_names),
                  "chosen": bool(robot.actuated_chosen)}
+    # the robot's coordinates (a mimic joint is none; a spherical / floating joint's chart
+    # joints are not its configuration, a quaternion)
+    lie = dict(getattr(robot, "lie_joints", {}))
     return {"closed_loops": loops, "name": m.name, "base_link": m.base_link, "n": m.n,
-            "base": "floating" if m.floating_base else "fixed", "nq": m.nq, "nv": m.nv,
+            "base": "floating" if m.floating_base else "fixed", "nq": int(robot.nq),
+            "nv": int(robot.nv), "lie_joints": lie,
             "structure": "chain" if chain else "tree",
             "gravity": [float(x) for x in m.gravity], "total_mass": float(robot.total_mass),
             "moving_mass": float(masses.sum() + (m.base_inertia[3, 3] if m.floating_base
@@ -95,6 +99,11 @@ def print_info(d, out):
     print(f"robot {d['name']!r}: {d['n']} movable joints, {d['structure']}, base link "
           f"{d['base_link']!r}, total mass {d['total_mass']:.4g} kg ({d['moving_mass']:.4g} kg "
           f"moving), gravity {d['gravity']}\nbase: {base}", file=out)
+    if d["lie_joints"]:
+        kinds = {"spherical": "qx qy qz qw; v = ω", "floating": "x y z qx qy qz qw; v = (v, ω)"}
+        print(f"configuration: nq = {d['nq']}, nv = {d['nv']}; "
+              + ", ".join(f"{n} ({k}: q = {kinds[k]} in the child frame, the chart joints "
+                          f"{n}_* below)" for n, k in d["lie_joints"].items()), file=out)
     print(f"\n{'joint':<{w}}  {'type':<10} {'axis':<22} {'limits':<20} {'vel.':>8} "
           f"{'effort':>8}  {'mass [kg]':>9}  link", file=out)
     for j in d["joints"]:

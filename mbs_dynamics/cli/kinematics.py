@@ -44,7 +44,7 @@ def run(args):
     robot = load_robot(args)
     names = ", ".join(robot.joint_names[:4]) + (", ..." if robot.n > 4 else "")
     base = "x y z qx qy qz qw, " if robot.floating_base else ""
-    q = _vector(args.q, robot.nq, "--q", base + names)
+    q = _vector(args.q, robot.nq, "--q", base + _q_names(robot, names))
     qd = None if args.qd is None else _vector(args.qd, robot.nv, "--qd", (
         "vx vy vz wx wy wz of the base, " if robot.floating_base else "") + names)
     rep = args.representation
@@ -74,6 +74,17 @@ def run(args):
     print(f"Jacobian (6 × {robot.nv}; rows vx vy vz wx wy wz; columns {', '.join(cols)}):")
     print(_indent(J))
     return 0
+
+
+def _q_names(robot, names):
+    """The configuration's entries: a spherical / floating joint's are its quaternion (and
+    position), not its chart joints."""
+    if not getattr(robot, "lie_joints", None):
+        return names
+    pos = {"joint": "", "spherical": " (qx qy qz qw)", "floating": " (x y z qx qy qz qw)"}
+    layout = robot.joint_layout()
+    return ", ".join(n + pos[k] for n, k, _, _ in layout[:4]) + (", ..." if len(layout) > 4
+                                                                   else "")
 
 
 def _vector(values, size, option, what):

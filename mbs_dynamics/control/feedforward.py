@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..model.description import LIE_REASONS, refuse_lie_joints
 from .actuators import SEA, VSA, vsa_spring
 
 
@@ -31,6 +32,7 @@ def require_fixed_base(robot, who):
             f"{who} needs a fixed-base robot, got a floating-base one (nq = {robot.nq}, "
             f"nv = {robot.nv} with the base): load the URDF without floating_base=True (the "
             "base fixed to the world) for joint-space feedforward")
+    refuse_lie_joints(robot, who, LIE_REASONS["feedforward"])
 
 __all__ = ["FeedforwardResult", "feedforward", "sea_feedforward", "vsa_feedforward"]
 
@@ -66,6 +68,7 @@ def _joint_jet(robot, qs, f_ext):
 
     ``qs`` is (5, n) / (N, 5, n), or — a floating base, or external wrenches — a pair
     ``(q, vs)`` with q (nq,) and vs (4, nv) rows v, v′, v″, v‴ (or batches (N, nq), (N, 4, nv))."""
+    refuse_lie_joints(robot, "feedforward")
     if not (isinstance(qs, tuple) and len(qs) == 2):
         if robot.nv != robot.n:
             raise ValueError(f"a floating-base robot needs qs = (q, vs): q ({robot.nq},) and vs "

@@ -330,7 +330,9 @@ class FlatnessController:
         self._w = np.zeros(n)
         self._u = np.zeros(n)
         self._cycle = None
-        if self._vsa is None and self._Kinv is None:
+        # the compiled cycle runs on a Robot's kernel workspace (a MimicRobot has none: the
+        # NumPy path below, through its own torque_derivatives)
+        if self._vsa is None and self._Kinv is None and hasattr(robot, "data"):
             self._cycle = _flatness.SEACycle(
                 robot.data, self._x, self._K, self._B, self._D, self._gains, self._T, self._qs,
                 self._taus, self._te, self._r, self._u, self._des, delay)

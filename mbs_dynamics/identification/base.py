@@ -97,6 +97,11 @@ def _random_states(robot, N, rng):
     lo = np.where(np.isfinite(robot.lower), robot.lower, -np.pi)
     hi = np.where(np.isfinite(robot.upper), robot.upper, np.pi)
     hi = np.where(hi > lo, hi, lo + 1.0)
+    if getattr(robot, "lie_joints", None):  # a quaternion per spherical / inner free joint:
+        # random chart coordinates (±π on their axes) mapped onto the group
+        x, q0 = rng.uniform(lo, hi, (N, nv)), robot.neutral()
+        q = np.array([robot.integrate(q0, xi) for xi in x])
+        return q, rng.normal(size=(N, nv)), rng.normal(size=(N, nv))
     q = np.empty((N, nq))
     nbq = nq - n
     if nbq:

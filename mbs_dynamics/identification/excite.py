@@ -26,6 +26,8 @@ import reprlib
 
 import numpy as np
 
+from ..model.description import refuse_lie_joints
+
 __all__ = ["FourierDesign", "excite", "fourier_states"]
 
 GRID = 400
@@ -195,6 +197,7 @@ def excite(robot, *, period=10.0, harmonics=5, max_acceleration=None, margin=0.9
         raise ValueError(f"seed must be a non-negative integer, got {reprlib.repr(seed)}")
     if getattr(robot, "floating_base", False):
         raise ValueError("exciting trajectories need a fixed-base robot")
+    refuse_lie_joints(robot, "exciting trajectories")
     if base is None:
         from .base import base_parameters
         base = base_parameters(robot)

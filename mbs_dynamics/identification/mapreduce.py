@@ -34,6 +34,7 @@ import numpy as np
 from . import chunked as _chunked
 from . import estimate as _estimate
 from . import filtering as _filtering
+from ..model.description import refuse_lie_joints
 
 __all__ = ["Chunk", "Problem", "plan", "map_chunk", "reduce", "statistics", "CHUNK_ROWS"]
 
@@ -180,6 +181,7 @@ def statistics(robot, logs, *, friction=True, cutoff=None, topic="/joint_states"
 def _check_robot(robot):
     if getattr(robot, "floating_base", False):
         raise ValueError("identification from joint logs needs a fixed-base robot")
+    refuse_lie_joints(robot, "identification from joint logs")
     if getattr(robot, "full_robot", None) is not None:
         raise ValueError("a robot with mimic joints is identified one log at a time with "
                          "identify(), not in chunks")

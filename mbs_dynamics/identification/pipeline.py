@@ -24,6 +24,7 @@ from . import consistent as _consistent
 from . import estimate as _estimate
 from . import filtering as _filtering
 from . import logs as _logs
+from ..model.description import refuse_lie_joints
 
 __all__ = ["identify", "IdentificationResult", "IdentificationWarning", "PARAMETER_KINDS",
            "Unknowns", "solve_statistics"]
@@ -274,6 +275,7 @@ def identify(robot, log, friction=True, consistent=True, *, cutoff=None, topic="
     if getattr(robot, "floating_base", False):
         raise ValueError("identification from joint logs needs a fixed-base robot (a floating "
                          "base's wrench is not measured)")
+    refuse_lie_joints(robot, "identification from joint logs")
     names = tuple(robot.joint_names)
     n = len(names)
     if isinstance(log, _logs.JointLog):

@@ -3,7 +3,31 @@ model — as properties, one copy shared by :class:`mbs_dynamics.Robot` and
 :class:`~mbs_dynamics.model.lie_joints.LieJointRobot`."""
 from __future__ import annotations
 
-__all__ = ["RobotDescription"]
+__all__ = ["RobotDescription", "refuse_lie_joints", "LIE_REASONS"]
+
+
+#: why a capability of 1-DOF joint coordinates refuses a spherical / floating joint
+LIE_REASONS = {
+    "identification from joint logs": "a joint log has one position per joint, not a "
+                                      "quaternion",
+    "exciting trajectories": "a Fourier series drives 1-DOF joint coordinates, not a "
+                             "quaternion",
+    "feedforward": "joint-space feedforward drives 1-DOF joints, and this joint's "
+                   "configuration is a quaternion (robot.torque_derivatives gives its τ, τ′, "
+                   "τ″)",
+}
+
+
+def refuse_lie_joints(robot, capability, why=None):
+    """ValueError ``"<capability>: joint '<name>' (<kind>): <why>"`` naming the first spherical
+    or inner floating joint of ``robot`` (whose configuration is a quaternion, not joint
+    angles), for a capability that works on 1-DOF joint coordinates only; nothing otherwise.
+    ``why`` defaults to :data:`LIE_REASONS` of the capability."""
+    lie = getattr(robot, "lie_joints", None)
+    if lie:
+        name, kind = next(iter(lie.items()))
+        why = why or LIE_REASONS.get(capability, "it works on 1-DOF joint coordinates")
+        raise ValueError(f"{capability}: joint '{name}' ({kind}): {why}")
 
 
 class RobotDescription:

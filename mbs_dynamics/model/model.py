@@ -181,6 +181,10 @@ def build(source, *, base_link=None, tip_link=None, locked_joints=None, gravity=
     for jn, v in locked.items():
         if jn not in u.joints:
             raise URDFError(f"locked joint '{jn}' is not a joint of the URDF")
+        if u.joints[jn].type in COMPOSITE:
+            raise URDFError(f"locked joint '{jn}' is of type '{u.joints[jn].type}': "
+                            "locked_joints takes one position per joint (revolute, continuous "
+                            "or prismatic), not a multi-DOF joint; make it fixed in the URDF")
         if u.joints[jn].type not in MOVABLE:
             raise URDFError(f"locked joint '{jn}' is of type '{u.joints[jn].type}', not movable")
         try:
@@ -227,7 +231,7 @@ def build(source, *, base_link=None, tip_link=None, locked_joints=None, gravity=
         if j.type in COMPOSITE:  # 1-DOF joints through massless links (composite_parts)
             if j.type in LIE:
                 lie_j[j.name] = (j.type, len(names))
-            _composite(j, body, S, u.links, link_frames, names, links, types, parent, axis, B, X,
+            _composite(j, body, S, u, link_frames, names, links, types, parent, axis, B, X,
                        lims)
             stack.extend(reversed(u.children.get(j.child, ())))
             continue
@@ -288,7 +292,7 @@ def composite_parts(j):
     - ``planar`` (the URDF specification: motion in the plane normal to ``<axis>`` e):
       q = (x, y, θ), ``<name>_x`` and ``<name>_y`` prismatic along u₁, u₂ and ``<name>_theta``
       revolute about e (u₁ × u₂ = e; u₁ is the joint frame's x axis projected on the plane, or
-      its y axis when x is the normal), through links ``<child>_planar_x``,
+      its y axis when |e_x| ≥ 0.9 for the unit normal e), through links ``<child>_planar_x``,
       ``<child>_planar_y``. (x, y) are in the parent's joint frame and θ ∈ SO(2): no
       singularity. Pinocchio's planar velocity is the same motion in the child frame,
       (v_x, v_y) = R(θ)ᵀ (ẋ, ẏ); unlike Pinocchio 4.1, which builds a URDF planar joint in the
@@ -330,16 +334,19 @@ def composite_parts(j):
             (f"{j.name}_theta", j.child, "continuous", e))
 
 
-def _composite(j, body, S, urdf_links, link_frames, names, links, types, parent, axis, B, X,
-               lims):
+def _composite(j, body, S, u, link_frames, names, links, types, parent, axis, B, X, lims):
     """Append the 1-DOF joints of :func:`composite_parts` (unbounded, no effort or velocity
     limit) to the model under construction."""
     eye4 = np.eye(4)
     parts = composite_parts(j)
     for k, (jn, ln, jt, ax) in enumerate(parts):
-        if k < len(parts) - 1 and (ln in urdf_links or ln in link_frames):
+        if k < len(parts) - 1 and (ln in u.links or ln in link_frames):
             raise URDFError(f"joint '{j.name}' ({j.type}) needs a massless link '{ln}' between "
                             "its axes, which the URDF already has")
+        if jn in u.joints or jn in names:
+            raise URDFError(f"joint '{j.name}' ({j.type}) names its 1-DOF joints "
+                            f"{', '.join(repr(p[0]) for p in parts)}, and the URDF already has a "
+                            f"joint '{jn}': rename one")
         names.append(jn)
         links.append(ln)
         types.append(jt)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import reprlib
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -85,9 +86,12 @@ def _names(given, n, default, what):
 def _finite_array(x, shape, what):
     """``x`` as a float array of ``shape`` (None: any) with finite entries, else ValueError."""
     try:
+        if np.iscomplexobj(x):  # float() would drop the imaginary part with a warning
+            raise TypeError
         a = np.array(x, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"{what} must be numbers of shape {shape}, got {x!r}") from None
+        raise ValueError(f"{what} must be real numbers of shape {shape}, got "
+                         f"{reprlib.repr(x)}") from None
     if shape is not None and a.shape != shape:
         raise ValueError(f"{what} must have shape {shape}, got {a.shape}")
     bad = np.argwhere(~np.isfinite(a))
@@ -148,13 +152,17 @@ def _limits(limits, n):
     if limits is None:
         return np.tile([-np.inf, np.inf, np.inf, np.inf], (n, 1))
     try:
+        if np.iscomplexobj(limits):
+            raise TypeError
         L = np.array(limits, dtype=float)
     except (TypeError, ValueError):
         raise ValueError("limits must be numbers of shape (n, 4): lower, upper, velocity, "
                          "effort") from None
     if L.shape != (n, 4) or np.isnan(L).any():
+        got = (f"a NaN in row {int(np.argwhere(np.isnan(L))[0][0])}" if L.shape == (n, 4)
+               else f"shape {L.shape}")
         raise ValueError(f"limits must have shape ({n}, 4) without NaN (lower, upper, velocity, "
-                         f"effort; ±inf for none), got shape {L.shape}")
+                         f"effort; ±inf for none), got {got}")
     return L
 
 
@@ -243,10 +251,12 @@ def dh_urdf(table, convention="standard", *, inertials, joint_types=None, joint_
         raise ValueError(f"unknown DH convention {convention!r}: expected 'standard' or "
                          "'modified'")
     try:
+        if np.iscomplexobj(table):  # float() would drop the imaginary part with a warning
+            raise TypeError
         tab = np.array(table, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError("the DH table must be numbers of shape (n, 4): a, alpha, d, theta") \
-            from None
+        raise ValueError("the DH table must be real numbers of shape (n, 4): a, alpha, d, "
+                         "theta") from None
     if tab.ndim != 2 or tab.shape[1] != 4 or tab.shape[0] == 0:
         raise ValueError(f"the DH table must have shape (n, 4) with n ≥ 1 (columns a, alpha, d, "
                          f"theta), got shape {tab.shape}")

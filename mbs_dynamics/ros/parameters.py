@@ -325,13 +325,14 @@ def load_robot(urdf, cfg):
     Raises:
         ValueError: the URDF or the loops do not load (the loader's message), or it has a
             ``universal`` or ``cylindrical`` joint (a URDF extension of this package that
-            robot_state_publisher and ros2_control cannot read).
+            robot_state_publisher and ros2_control cannot read), or a ``planar`` joint (one
+            joint name for three coordinates, which a JointState cannot carry).
     """
     import warnings
 
     from ..loader import load_urdf
     from ..loops.robot import LoopWarning
-    from ..model.urdf import extension_joints
+    from ..model.urdf import extension_joints, robot_element
 
     ext = extension_joints(urdf)
     if ext:
@@ -340,6 +341,14 @@ def load_robot(urdf, cfg):
                          "that the ROS nodes cannot take (robot_state_publisher and "
                          "ros2_control read the URDF with urdfdom, which refuses it): publish "
                          "Robot.to_urdf() instead, which writes it as 1-DOF joints")
+    planar = [el.get("name", "") for el in robot_element(urdf).findall("joint")
+              if el.get("type") == "planar"]
+    if planar:
+        raise ValueError(f"joint '{planar[0]}' is of type 'planar', which the ROS nodes cannot "
+                         "take: a JointState carries one position per joint name and a planar "
+                         "joint has three (x, y, θ), which robot_state_publisher (KDL) and "
+                         "ros2_control do not know either; publish Robot.to_urdf() instead, "
+                         "which writes it as 1-DOF joints")
 
     loops = cfg.get("loops")
     with warnings.catch_warnings(record=True) as caught:

@@ -505,9 +505,14 @@ def simulate(robot, controller, duration, dt, actuator=None, q0=None, qd0=None, 
     if loop_options:
         raise TypeError(f"simulate() got unexpected keyword arguments {sorted(loop_options)}")
     if getattr(robot, "lie_joints", None):  # spherical / free joints inside the tree
-        if actuator not in (None, "rigid") or integrator not in (None, "rk4") or fext_body:
-            raise ValueError(f"joint '{next(iter(robot.lie_joints))}' (spherical/floating): "
-                             "simulated with rigid joints, the chart RK4, no fext_body")
+        bad = ("actuator" if actuator not in (None, "rigid") else
+               f"integrator={integrator!r}" if integrator not in (None, "rk4") else
+               "fext_body" if fext_body else None)
+        if bad:
+            name, kind = next(iter(robot.lie_joints.items()))
+            raise ValueError(f"simulate: joint '{name}' ({kind}): a robot with spherical or "
+                             f"floating joints is simulated with rigid joints, the chart RK4 "
+                             f"(integrator None or 'rk4') and no fext_body; got {bad}")
         return _simulate_lie(robot, controller, duration, dt, q0, qd0, substeps)
     if getattr(robot, "floating_base", False):
         if actuator is not None and actuator != "rigid":

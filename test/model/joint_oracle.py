@@ -141,3 +141,14 @@ def energy_swing(pm, res, every=20):
     U = [pin.computePotentialEnergy(pm, pd, q) for q in Q]
     E = [pin.computeKineticEnergy(pm, pd, q, v) + u for q, v, u in zip(Q, V, U)]
     return np.ptp(E), np.ptp(U)
+
+
+def assert_same_configuration(pm, a, b, tol=1e-13):
+    """Configurations ``a`` and ``b`` of Pinocchio model ``pm`` agree joint by joint, a
+    quaternion and its negative being one rotation."""
+    for j in range(1, pm.njoints):
+        i, n = pm.joints[j].idx_q, pm.joints[j].nq
+        x, y = a[i:i + n], b[i:i + n]
+        if n >= 4 and np.dot(x[-4:], y[-4:]) < 0:
+            y = np.r_[y[:-4], -y[-4:]]
+        assert np.abs(x - y).max() <= tol
