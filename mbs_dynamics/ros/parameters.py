@@ -325,8 +325,10 @@ def load_robot(urdf, cfg):
     Raises:
         ValueError: the URDF or the loops do not load (the loader's message), or it has a
             ``universal`` or ``cylindrical`` joint (a URDF extension of this package that
-            robot_state_publisher and ros2_control cannot read), or a ``planar`` joint (one
-            joint name for three coordinates, which a JointState cannot carry).
+            robot_state_publisher and ros2_control cannot read), a ``planar`` joint (one
+            joint name for three coordinates, which a JointState cannot carry), or a
+            ``floating`` joint inside an open tree (a closed-loop robot may have it as a
+            passive joint).
     """
     import warnings
 
@@ -358,11 +360,14 @@ def load_robot(urdf, cfg):
                           gravity=cfg.get("gravity", (0.0, 0.0, -9.81)),
                           loops=loops, actuated=cfg.get("actuated") if loops else None)
     lie = getattr(robot, "lie_joints", None)
-    if lie:
+    if lie and not getattr(robot, "loop_names", ()):
+        # in a closed loop they are passive (LieClosedLoopRobot): the nodes' joints are the
+        # actuated 1-DOF ones, which a JointState carries; in an open tree they are coordinates
         name = next(iter(lie))
         raise ValueError(f"joint '{name}' is of type '{lie[name]}' inside the tree: the ROS "
-                         "nodes do not take spherical or floating joints (a JointState carries "
-                         "one position per joint)")
+                         "nodes do not take spherical or floating joints of an open tree (a "
+                         "JointState carries one position per joint); inside a closed loop "
+                         "(the loops parameter) they may be passive joints")
     note = ""
     for w in caught:
         if issubclass(w.category, LoopWarning):
@@ -379,8 +384,9 @@ def rest_positions(robot):
     (``q_assembled``; the zero of the actuated joints alone need not close the loops)."""
     import numpy as np
 
-    if hasattr(robot, "q_assembled"):
-        return np.asarray(robot.q_assembled, dtype=float)[robot.actuated_index]
+    if hasattr(robot, "q_assembled"):   # q columns (a passive ball or free joint: ≠ v's)
+        index = getattr(robot, "actuated_q_index", robot.actuated_index)
+        return np.asarray(robot.q_assembled, dtype=float)[index]
     return np.zeros(robot.n)
 
 

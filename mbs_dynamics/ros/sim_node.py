@@ -121,6 +121,14 @@ class SimNode(Node):
         # a closed-loop robot is simulated in its actuated coordinates; joint_states carries
         # every joint of the mechanism (robot.expand), so robot_state_publisher shows it whole
         self._closed = bool(getattr(robot, "loop_names", ()))
+        lie = getattr(robot, "lie_joints", None)
+        if lie:
+            name = next(iter(lie))
+            raise ConfigurationError(
+                f"joint '{name}' ({lie[name]}) inside the loops: sim_node publishes every joint "
+                "of the mechanism on joint_states, which cannot carry its pose; the "
+                "feedforward node and the proxy take this robot (their joints are the actuated "
+                "ones)")
         if cfg["joints"]:
             if sorted(cfg["joints"]) != sorted(self._names):
                 why = joint_name_problem(robot, cfg["joints"], "joints") or ""

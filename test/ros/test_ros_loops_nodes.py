@@ -420,3 +420,55 @@ def test_sim_node_sea_on_a_four_bar_rests_under_the_oracle_gravity_torque():
     finally:
         node.destroy_node()
         rclpy.try_shutdown(context=ctx)
+
+
+def test_feedforward_node_on_a_stewart_platform_with_a_free_joint(world):
+    """The 6-UPS platform on a passive ``floating`` joint (issue 31): joint_states of the six
+    legs in, ~/feedforward = g_a, which keeps Pinocchio's platform at rest
+    (test_ros_lie_loops's oracle); sim_node refuses the robot, naming the free joint."""
+    from test_ros_lie_loops import constrained_accel, robot_and_oracle, stewart
+    from mbs_dynamics.ros.parameters import rest_positions
+
+    u, text, act, _ = stewart()
+    robot, P = robot_and_oracle()
+    w = world()
+    node = w.add(FeedforwardNode, robot_description=u, loops=text, actuated=act,
+                 control_rate=100.0)
+    fq = node.get_fully_qualified_name()
+    w.listen("ff", JointState, f"{fq}/feedforward")
+    js_pub = w.probe.create_publisher(JointState, "joint_states", 10)
+    w.start()
+    q = rest_positions(robot) + np.array([0.01, -0.02, 0.0, 0.015, -0.01, 0.02])
+    stop = threading.Event()
+
+    def send():
+        while not stop.is_set():
+            msg = JointState()
+            msg.header.stamp = w.probe.get_clock().now().to_msg()
+            msg.name = list(act)
+            msg.position = q.tolist()
+            msg.velocity = [0.0] * 6
+            js_pub.publish(msg)
+            time.sleep(0.01)
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    try:
+        assert w.wait_for(lambda: w.count("ff") >= 3)
+        ff = w.last("ff")
+        assert list(ff.name) == list(act) == list(robot.joint_names)
+        np.testing.assert_allclose(ff.position, q, rtol=0, atol=1e-12)
+        a = constrained_accel(robot, P, q, np.zeros(6), np.array(ff.effort))
+        assert np.abs(a).max() < 1e-8
+    finally:
+        stop.set()
+        sender.join()
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    try:
+        with pytest.raises(SimConfigError, match=r"joint 'free' \(floating\) inside the loops"):
+            SimNode(context=ctx, parameter_overrides=[
+                Parameter("robot_description", value=u), Parameter("loops", value=text),
+                Parameter("actuated", value=act)])
+    finally:
+        rclpy.try_shutdown(context=ctx)
