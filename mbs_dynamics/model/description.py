@@ -22,9 +22,11 @@ def refuse_lie_joints(robot, capability, why=None):
     """ValueError ``"<capability>: joint '<name>' (<kind>): <why>"`` naming the first spherical
     or inner floating joint of ``robot`` (whose configuration is a quaternion, not joint
     angles), for a capability that works on 1-DOF joint coordinates only; nothing otherwise.
-    ``why`` defaults to :data:`LIE_REASONS` of the capability."""
+    ``why`` defaults to :data:`LIE_REASONS` of the capability. A closed-loop robot passes: its
+    spherical / floating joints are passive (:class:`~mbs_dynamics.loops.lie.LieClosedLoopRobot`)
+    and its coordinates are the actuated 1-DOF joints."""
     lie = getattr(robot, "lie_joints", None)
-    if lie:
+    if lie and not getattr(robot, "loop_names", ()):
         name, kind = next(iter(lie.items()))
         why = why or LIE_REASONS.get(capability, "it works on 1-DOF joint coordinates")
         raise ValueError(f"{capability}: joint '{name}' ({kind}): {why}")
