@@ -5,7 +5,7 @@ would give it to the feedforward node: ``load_robot``, ``rest_positions``, the f
 controller, the trajectory enricher and the proxy's hold — all in the six actuated legs.
 
 Oracle: Pinocchio's ``constraintDynamics`` on the same mechanism built by hand with
-``JointModelFreeFlyer`` and CONTACT_3D constraints (``PinMech`` of test/loops/test_loops_lie):
+``JointModelFreeFlyer`` and CONTACT_3D constraints (``PinMech`` of test/loops/test_loops_lie.py):
 the published τ_a applied at the legs gives the trajectory's q̈_a (at rest: the platform stays
 at rest); τ′ and τ″ against central differences of the controller's own τ along its trajectory.
 """

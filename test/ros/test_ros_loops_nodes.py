@@ -9,6 +9,7 @@ stays at rest.
 """
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -109,6 +110,19 @@ class World:
             self.thread.join(timeout=2.0)
 
 
+def refused(make, error, match, **params):
+    """``make`` (a node class) with these parameters raises ``error`` matching ``match``, in a
+    context of its own."""
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    try:
+        with pytest.raises(error, match=match):
+            make(context=ctx, parameter_overrides=[Parameter(k, value=v)
+                                                   for k, v in params.items()])
+    finally:
+        rclpy.try_shutdown(context=ctx)
+
+
 @pytest.fixture
 def world():
     made = []
@@ -206,16 +220,8 @@ def test_feedforward_node_refuses_dependent_joints_and_bad_loops():
             ({"loops": "/no/such/loops.yaml"}, "no such file"),
             ({"actuated": act}, "needs loops"),
             ({"loops": text, "actuated": ["j_nope"]}, "'j_nope' is not a movable joint")):
-        ctx = rclpy.Context()
-        rclpy.init(context=ctx)
-        try:
-            with pytest.raises(NodeConfigError) as exc:
-                FeedforwardNode(context=ctx, parameter_overrides=[
-                    Parameter("robot_description", value=u)]
-                    + [Parameter(k, value=v) for k, v in params.items()])
-            assert words in str(exc.value)
-        finally:
-            rclpy.try_shutdown(context=ctx)
+        refused(FeedforwardNode, NodeConfigError, re.escape(words), robot_description=u,
+                **params)
 
 
 def test_sim_node_publishes_every_joint_of_the_mechanism(world):
@@ -260,20 +266,11 @@ def test_sim_node_publishes_every_joint_of_the_mechanism(world):
     finally:
         stop.set()
         pusher.join()
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    try:
-        with pytest.raises(SimConfigError, match="dependent joints"):
-            SimNode(context=ctx, parameter_overrides=[
-                Parameter("robot_description", value=u), Parameter("loops", value=text),
-                Parameter("actuated", value=act), Parameter("joints", value=["j_rocker"])])
-        with pytest.raises(SimConfigError, match=r"initial_positions \[1.5\]: cannot assemble"):
-            SimNode(context=ctx, parameter_overrides=[   # the rocker cannot reach 1.5 rad
-                Parameter("robot_description", value=u), Parameter("loops", value=text),
-                Parameter("actuated", value=["j_rocker"]),
-                Parameter("initial_positions", value=[1.5])])
-    finally:
-        rclpy.try_shutdown(context=ctx)
+    refused(SimNode, SimConfigError, "dependent joints", robot_description=u, loops=text,
+            actuated=act, joints=["j_rocker"])
+    refused(SimNode, SimConfigError, r"initial_positions \[1.5\]: cannot assemble",
+            robot_description=u, loops=text, actuated=["j_rocker"],
+            initial_positions=[1.5])   # the rocker cannot reach 1.5 rad
 
 
 def test_sim_and_feedforward_node_hold_a_parallelogram_arm_at_rest(world):
@@ -463,12 +460,5 @@ def test_feedforward_node_on_a_stewart_platform_with_a_free_joint(world):
         stop.set()
         sender.join()
 
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    try:
-        with pytest.raises(SimConfigError, match=r"joint 'free' \(floating\) inside the loops"):
-            SimNode(context=ctx, parameter_overrides=[
-                Parameter("robot_description", value=u), Parameter("loops", value=text),
-                Parameter("actuated", value=act)])
-    finally:
-        rclpy.try_shutdown(context=ctx)
+    refused(SimNode, SimConfigError, r"joint 'free' \(floating\) inside the loops",
+            robot_description=u, loops=text, actuated=act)
