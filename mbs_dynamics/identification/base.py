@@ -148,7 +148,8 @@ def base_parameters(robot, samples=None, rtol=RTOL, seed=0) -> BaseParameters:
     from scipy.linalg import qr, solve_triangular
 
     model = robot.model
-    links = body_names(model)
+    # a LieJointRobot's physical bodies (its chart's massless links have no columns)
+    links = getattr(robot, "body_names", None) or body_names(model)
     nb = len(links)
     P = 10 * nb
     if samples is None:

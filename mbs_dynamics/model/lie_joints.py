@@ -312,6 +312,12 @@ class LieJointRobot(RobotDescription):
         self._n = self._nv = model.n
         self._nq = qi
         self._fb = False
+        # the physical bodies (Pinocchio's): every chart body but the massless links inside a
+        # group's chart (a spherical joint's first two, a free joint's first five)
+        inside = {i for _, _, sc, _ in groups for i in range(sc.start, sc.stop - 1)}
+        self._bodies = np.array([i for i in range(model.n) if i not in inside], dtype=np.intp)
+        self._cols = (10 * self._bodies[:, None] + np.arange(10)).ravel()
+        self._Y = np.empty((model.n, 10 * model.n))   # the chart's regressor
         self._rates = np.empty((2, model.n))   # chart rates (φ̇, φ̈) of the current call
         self._J = np.empty((6, model.n))        # the Jacobian beside a J̇
         self._zero = np.zeros(model.n)
@@ -716,27 +722,38 @@ class LieJointRobot(RobotDescription):
         return _fill(out, a)
 
     def regressor(self, q, qd, qdd, out=None):
-        """Inertial-parameter regressor.
+        """Inertial-parameter regressor: the chart's at φ = 0 with the chart rates (seed 000
+        §6), the columns of the physical bodies (:attr:`body_names`) — Pinocchio's
+        ``computeJointTorqueRegressor`` with ``JointModelSpherical`` / ``JointModelFreeFlyer``.
 
         Args:
             q: (nq,) configuration; qd, qdd: (nv,) velocity and acceleration; or (N, ·) batches.
             out: optional (nv, 10·nb) / (N, nv, 10·nb) array to fill.
         Returns:
             Y (nv, 10·nb) (or (N, nv, 10·nb)) with τ = Y π, π = :meth:`inertial_parameters`
-            (every chart body).
+            flattened, nb = ``len(body_names)``.
         """
-        shape = (self._nv, 10 * self._nv)
+        shape = (self._nv, self._cols.size)
         if _ndim(q) == 2:
             return self._each(self.regressor, out, shape, q, qd, qdd)
         k = self._k
         with self._full.data:
             qc = k.recenter(q)
             rates = k.accel(qd, qdd, self._rates)   # (V, φ̈ = V̇ − J̇b V)
-            return self._full.regressor(qc, rates[0], rates[1], out)
+            Y = self._full.regressor(qc, rates[0], rates[1], self._Y)
+            return _fill(out, Y[:, self._cols])
 
     def inertial_parameters(self):
-        """(nb, 10) of every chart body (the chart's massless links are zero)."""
-        return self._full.inertial_parameters()
+        """(nb, 10) inertial parameters of the physical bodies (:attr:`body_names`, Pinocchio's
+        order and ``Inertia.toDynamicParameters()``); the massless links inside a chart carry
+        none and are left out."""
+        return self._full.inertial_parameters()[self._bodies]
+
+    @property
+    def body_names(self):
+        """The link of each row of :meth:`inertial_parameters` (one per joint of the group
+        layout: a spherical or free joint's child link, not its chart's massless links)."""
+        return tuple(self._model.link_names[i] for i in self._bodies)
 
     # ---- kinematics
     def frame_placement(self, q, frame, out=None):
