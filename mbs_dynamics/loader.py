@@ -36,12 +36,16 @@ def load_urdf(source, *, base_link=None, tip_link=None, locked_joints=None,
     Returns:
         A :class:`~.loops.robot.ClosedLoopRobot` when ``loops`` is given (the Robot API in the
         actuated coordinates; a :class:`~.loops.lie.LieClosedLoopRobot` when the tree has
-        spherical or floating joints, passive, full coordinates on their group); else a :class:`Robot`; a :class:`~.mimic.MimicRobot` (same API, independent coordinates:
+        spherical or floating joints, passive, full coordinates on their group); else a
+        :class:`Robot`; a :class:`~.mimic.MimicRobot` (same API, independent coordinates:
         ``joint_names`` lists the independent joints, ``mimic_joints`` the mimic map) when the
-        URDF has mimic joints that are not locked. Locking a master locks its mimics too.
+        URDF has mimic joints that are not locked, a
+        :class:`~.model.lie_joints.LieJointRobot` when it has spherical or floating joints
+        inside the tree. Locking a master locks its mimics too.
     Raises:
-        URDFError (a ValueError) naming the joint or link at fault: malformed XML, floating
-        joints, unknown links, a mimic of a missing joint or a mimic cycle, non-finite or
+        URDFError (a ValueError) naming the joint or link at fault: malformed XML, a
+        spherical or floating joint together with ``floating_base`` or mimic joints, unknown
+        links, a mimic of a missing joint or a mimic cycle, non-finite or
         absurd values, an inertia that is not positive semi-definite, a movable joint that moves
         no mass, a tip_link not below base_link, ... (README, "Physically valid models").
     Warns:
