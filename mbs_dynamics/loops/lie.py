@@ -37,7 +37,8 @@ from .kinematics import LoopKinematics, _rank, pivoted_columns
 from .robot import ClosedLoopRobot, LoopWarning
 from .spec import parse_loops
 from ..model.methods import forward_dynamics_method
-from ..model.lie_joints import _fill, _jb_rate, _jb_series, matrix_to_quat, quat_to_matrix
+from ..model.lie_joints import (_fill, _jb_rate, _jb_series, group_layout, matrix_to_quat,
+                                quat_to_matrix)
 
 __all__ = ["LieClosedLoopRobot", "RECENTRE"]
 
@@ -99,8 +100,8 @@ class LieClosedLoopRobot:
             for i in range(i0, i0 + d):
                 chart[model.joint_names[i]] = name
         self._groups, self._chart_of = groups, chart
-        self._model_joint_names = tuple(model.joint_names)
-        self._layout()
+        segs, self._nqf = group_layout(model)   # (name, kind, chart = v slice, q slice)
+        self._segs = [(name, kind, sc, sq) for kind, name, sc, sq in segs]
         self._orig = chart_robot
         self.recentrings = 0
         if _inner is not None:
@@ -134,23 +135,6 @@ class LieClosedLoopRobot:
             if name == g or self._chart_of.get(name) == g:
                 return g, kind
         return None
-
-    def _layout(self):
-        """The group layout of the full (joint) coordinates: ``_segs`` per joint (name, kind,
-        chart slice = v slice, q slice); ``_nq`` entries of q (the v entries are the chart's)."""
-        first = {i0: (name, kind, d) for name, kind, i0, d in self._groups}
-        segs, i, qi, n = [], 0, 0, len(self._B0)
-        joint_names = self._model_joint_names
-        while i < n:
-            if i in first:
-                name, kind, d = first[i]
-                nq = 4 if kind == "spherical" else 7
-                segs.append((name, kind, slice(i, i + d), slice(qi, qi + nq)))
-                i, qi = i + d, qi + nq
-            else:
-                segs.append((joint_names[i], "joint", slice(i, i + 1), slice(qi, qi + 1)))
-                i, qi = i + 1, qi + 1
-        self._segs, self._nqf = segs, qi
 
     def _choose(self, full, loops):
         """ClosedLoopRobot with the actuated joints chosen among the 1-DOF joints (QR with
@@ -206,13 +190,17 @@ class LieClosedLoopRobot:
         self.recentrings += 1
         return True
 
+    def _kin(self, B):
+        """The loops' kinematics on the chart with the origins ``B`` (its ``model`` that
+        chart's)."""
+        model = replace(self._c.full_robot.model, B=B)
+        return LoopKinematics(model, parse_loops(list(self._c.loops), model))
+
     def _inner(self, B, qc):
         """A ClosedLoopRobot on the chart with the origins ``B``, assembled at ``qc``."""
         c = self._c
-        full = c.full_robot
-        model = replace(full.model, B=B)
-        kin = LoopKinematics(model, parse_loops(list(c.loops), model))
-        return ClosedLoopRobot(type(full)(model, full.data.kmax), None,
+        kin = self._kin(B)
+        return ClosedLoopRobot(type(c.full_robot)(kin.model, c.full_robot.data.kmax), None,
                                _state=(kin, c._act, c._dep, qc, c.actuated_chosen))
 
     def _group_q(self, qc):
@@ -291,12 +279,10 @@ class LieClosedLoopRobot:
             if kind != "joint":
                 vg = v[vb:][sc]
                 a[vb:][sc] -= _jb_rate(kind, vg) @ vg
-        B, qc = self._chart_at(qj)
+        kin, qc = self._kin_at(qj)
         full = self._c.full_robot
-        model = replace(full.model, B=B)
-        t = type(full)(model, full.data.kmax).inverse_dynamics(np.r_[np.asarray(q_full)[:nb], qc],
-                                                               v, a, f_ext)
-        kin = LoopKinematics(model, parse_loops(list(self._c.loops), model))
+        t = type(full)(kin.model, full.data.kmax).inverse_dynamics(
+            np.r_[np.asarray(q_full)[:nb], qc], v, a, f_ext)
         K = kin.residual_jacobian(qc)[1]
         dep = self._c._dep
         return np.linalg.lstsq(K[:, dep].T, t[vb:][dep], rcond=None)[0]
@@ -304,8 +290,7 @@ class LieClosedLoopRobot:
     def _kin_at(self, q):
         """(LoopKinematics of the chart centred at q, q's chart coordinates)."""
         B, qc = self._chart_at(q)
-        model = replace(self._c.full_robot.model, B=B)
-        return LoopKinematics(model, parse_loops(list(self._c.loops), model)), qc
+        return self._kin(B), qc
 
     # ------------------------------------------------------------------ calls
     def _qa(self, q):

@@ -267,6 +267,24 @@ def _fill(out, x):
     return out
 
 
+def group_layout(model):
+    """The group layout of a chart model's joints: ``(segments, nq)``, one segment per joint
+    in order, ``(kind, name, chart slice, q slice)`` with kind ``"joint"`` (a 1-DOF joint),
+    ``"spherical"`` (3 chart coordinates, 4 of q: a quaternion) or ``"floating"`` (6, 7); the
+    chart slice is also the joint's slice of v."""
+    first = {i0: (name, kind) for name, (kind, i0) in model.lie_joints.items()}
+    segs, i, qi = [], 0, 0
+    while i < model.n:
+        if i in first:
+            name, kind = first[i]
+            d, nq = (3, 4) if kind == "spherical" else (6, 7)
+        else:
+            name, kind, d, nq = model.joint_names[i], "joint", 1, 1
+        segs.append((kind, name, slice(i, i + d), slice(qi, qi + nq)))
+        i, qi = i + d, qi + nq
+    return segs, qi
+
+
 class LieJointRobot(RobotDescription):
     """A robot with spherical or free inner joints, in their group coordinates (module
     docstring). Made by :func:`mbs_dynamics.load_urdf` for a URDF with ``spherical`` or
@@ -288,25 +306,11 @@ class LieJointRobot(RobotDescription):
                             "together with mimic joints are not supported")
         self._full = chart_robot   # the chart, re-centred in place (_chart)
         self._model = model
-        groups, qi, first = [], 0, {}
-        for name, (kind, i0) in model.lie_joints.items():
-            first[i0] = (name, kind)
-        segs, i = [], 0
-        jv, jq = [], []
-        while i < model.n:  # (kind, name, chart slice, q slice)
-            if i in first:
-                name, kind = first[i]
-                d, nq = (3, 4) if kind == "spherical" else (6, 7)
-                segs.append((kind, name, slice(i, i + d), slice(qi, qi + nq)))
-                groups.append(segs[-1])
-                i, qi = i + d, qi + nq
-            else:
-                segs.append(("joint", model.joint_names[i], slice(i, i + 1), slice(qi, qi + 1)))
-                jv.append(i)
-                jq.append(qi)
-                i, qi = i + 1, qi + 1
+        segs, qi = group_layout(model)
+        groups = [sg for sg in segs if sg[0] != "joint"]
         self._segs, self._groups = segs, groups
-        self._jv, self._jq = np.array(jv, dtype=np.intp), np.array(jq, dtype=np.intp)
+        self._jv = np.array([sc.start for k, _, sc, _ in segs if k == "joint"], dtype=np.intp)
+        self._jq = np.array([sq.start for k, _, _, sq in segs if k == "joint"], dtype=np.intp)
         self._first = np.array([sc.start for _, _, sc, _ in groups], dtype=np.intp)
         self._B0 = np.array(model.B[self._first])
         self._n = self._nv = model.n
